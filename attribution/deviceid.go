@@ -1,0 +1,169 @@
+package attribution
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// IDForm is the syntactic form of a device ID reported by a device plugin.
+type IDForm uint8
+
+// The device-ID forms the NVIDIA and GKE device plugins report.
+const (
+	// FormGPU is "GPU-<uuid>" or "GPU-<uuid>::<replica>".
+	FormGPU IDForm = iota + 1
+	// FormMIG is "MIG-<uuid>" or "MIG-<uuid>::<replica>".
+	FormMIG
+	// FormLegacyMIG is "MIG-GPU-<uuid>/<gi>/<ci>" (driver < R470).
+	FormLegacyMIG
+	// FormGKE is GKE's "nvidia<minor>", "nvidia<minor>/vgpu<replica>",
+	// "nvidia<minor>/gi<gi>" or "nvidia<minor>/gi<gi>/vgpu<replica>".
+	FormGKE
+)
+
+// DeviceID is a parsed device-plugin device ID. Fields that the form does not
+// carry are -1 (numbers) or "" (UUID).
+type DeviceID struct {
+	Form IDForm
+	// UUID is the "GPU-…" or "MIG-…" UUID for FormGPU and FormMIG, and the parent
+	// "GPU-…" UUID for FormLegacyMIG; "" for FormGKE.
+	UUID string
+	// Replica is the time-slicing or MPS replica index ("::<n>", "/vgpu<n>"); -1 when none.
+	Replica int
+	// Minor is N of /dev/nvidiaN for FormGKE; -1 otherwise.
+	Minor int
+	// GPUInstanceID is the MIG GPU instance of FormLegacyMIG and GKE "/gi<n>"; -1 otherwise.
+	GPUInstanceID int
+	// ComputeInstanceID is the MIG compute instance of FormLegacyMIG; -1 otherwise.
+	ComputeInstanceID int
+}
+
+// maxIDLen bounds the device IDs the parser accepts; real IDs are under 64 bytes.
+const maxIDLen = 256
+
+// ParseDeviceID parses one device ID in any of the forms of IDForm. It does not
+// check that the device exists on this node; see Resolver for that.
+func ParseDeviceID(s string) (DeviceID, error) {
+	id := DeviceID{Replica: -1, Minor: -1, GPUInstanceID: -1, ComputeInstanceID: -1}
+	if s == "" {
+		return id, fmt.Errorf("parse device ID: empty")
+	}
+	if len(s) > maxIDLen {
+		return id, fmt.Errorf("parse device ID %.32q…: longer than %d bytes", s, maxIDLen)
+	}
+	var err error
+	switch {
+	case strings.HasPrefix(s, "MIG-GPU-"):
+		err = parseLegacyMIG(&id, s)
+	case strings.HasPrefix(s, "GPU-"):
+		id.Form = FormGPU
+		err = parseUUIDReplica(&id, s, "GPU-")
+	case strings.HasPrefix(s, "MIG-"):
+		id.Form = FormMIG
+		err = parseUUIDReplica(&id, s, "MIG-")
+	case strings.HasPrefix(s, "nvidia"):
+		err = parseGKE(&id, s)
+	default:
+		err = fmt.Errorf("unknown form")
+	}
+	if err != nil {
+		return DeviceID{Replica: -1, Minor: -1, GPUInstanceID: -1, ComputeInstanceID: -1},
+			fmt.Errorf("parse device ID %q: %w", s, err)
+	}
+	return id, nil
+}
+
+// parseUUIDReplica parses "<prefix><uuid>[::<replica>]".
+func parseUUIDReplica(id *DeviceID, s, prefix string) error {
+	uuid, replica, hasReplica := strings.Cut(s, "::")
+	if !validUUID(uuid[len(prefix):]) {
+		return fmt.Errorf("bad UUID %q", uuid)
+	}
+	id.UUID = uuid
+	if hasReplica {
+		n, err := parseIndex(replica)
+		if err != nil {
+			return fmt.Errorf("replica: %w", err)
+		}
+		id.Replica = n
+	}
+	return nil
+}
+
+// parseLegacyMIG parses "MIG-GPU-<uuid>/<gi>/<ci>".
+func parseLegacyMIG(id *DeviceID, s string) error {
+	parts := strings.Split(s[len("MIG-"):], "/")
+	if len(parts) != 3 {
+		return fmt.Errorf("want MIG-GPU-<uuid>/<gi>/<ci>")
+	}
+	if !validUUID(parts[0][len("GPU-"):]) {
+		return fmt.Errorf("bad UUID %q", parts[0])
+	}
+	gi, err := parseIndex(parts[1])
+	if err != nil {
+		return fmt.Errorf("GPU instance: %w", err)
+	}
+	ci, err := parseIndex(parts[2])
+	if err != nil {
+		return fmt.Errorf("compute instance: %w", err)
+	}
+	id.Form, id.UUID, id.GPUInstanceID, id.ComputeInstanceID = FormLegacyMIG, parts[0], gi, ci
+	return nil
+}
+
+// parseGKE parses "nvidia<minor>[/gi<gi>][/vgpu<replica>]".
+func parseGKE(id *DeviceID, s string) error {
+	parts := strings.Split(s, "/")
+	if len(parts) > 3 {
+		return fmt.Errorf("too many path elements")
+	}
+	minor, err := parseIndex(parts[0][len("nvidia"):])
+	if err != nil {
+		return fmt.Errorf("minor: %w", err)
+	}
+	id.Form, id.Minor = FormGKE, minor
+	rest := parts[1:]
+	if len(rest) > 0 && strings.HasPrefix(rest[0], "gi") {
+		if id.GPUInstanceID, err = parseIndex(rest[0][len("gi"):]); err != nil {
+			return fmt.Errorf("GPU instance: %w", err)
+		}
+		rest = rest[1:]
+	}
+	if len(rest) > 0 {
+		if !strings.HasPrefix(rest[0], "vgpu") || len(rest) > 1 {
+			return fmt.Errorf("unexpected element %q", rest[0])
+		}
+		if id.Replica, err = parseIndex(rest[0][len("vgpu"):]); err != nil {
+			return fmt.Errorf("replica: %w", err)
+		}
+	}
+	return nil
+}
+
+// parseIndex parses a small non-negative decimal number without sign or leading zeros.
+func parseIndex(s string) (int, error) {
+	if s == "" || len(s) > 6 || s[0] < '0' || s[0] > '9' || (len(s) > 1 && s[0] == '0') {
+		return 0, fmt.Errorf("bad index %q", s)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("bad index %q: %w", s, err)
+	}
+	return n, nil
+}
+
+// validUUID reports whether s looks like the UUID part of an NVML UUID: hex digits
+// and dashes, at least 8 characters.
+func validUUID(s string) bool {
+	if len(s) < 8 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

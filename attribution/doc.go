@@ -1,0 +1,14 @@
+// Package attribution tells which Kubernetes containers hold each GPU, MIG
+// instance and time slice of a node, and how much of a shared GPU each uses.
+//
+// A Client asks the kubelet's pod-resources v1 API (List and
+// GetAllocatableResources) over one long-lived gRPC connection in the background
+// and publishes an immutable Snapshot; readers call Current, which never blocks.
+// Device IDs of every form the NVIDIA and GKE device plugins use are parsed by
+// ParseDeviceID and resolved to device UUIDs through the table set by
+// Client.SetDevices.
+//
+// A ProcessResolver maps GPU processes to pods through /proc/<pid>/cgroup and
+// the kubelet's pod log directory, so SplitUsage can divide a shared GPU's
+// utilization and memory among its holders.
+package attribution

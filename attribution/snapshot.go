@@ -1,0 +1,216 @@
+package attribution
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+)
+
+// Sharing says how a holder shares the device it holds: the `sharing` label of
+// gpuledger_gpu_allocation.
+type Sharing string
+
+// The sharing modes.
+const (
+	// Exclusive: the container holds a whole physical GPU.
+	Exclusive Sharing = "exclusive"
+	// TimeSlicing: the container holds replicas ("::<n>", "/vgpu<n>") of a GPU or
+	// MIG instance that the device plugin time-slices among its holders.
+	TimeSlicing Sharing = "time-slicing"
+	// MPS: as TimeSlicing, for a resource named in Config.MPSResources. The device
+	// plugin reports MPS and time-slicing replicas with the same IDs, so only the
+	// resource name can tell them apart.
+	MPS Sharing = "mps"
+	// MIG: the container holds a whole MIG instance.
+	MIG Sharing = "mig"
+)
+
+// Holder is one container holding a device, with its share of it.
+type Holder struct {
+	Namespace string
+	Pod       string
+	Container string
+	Resource  string // extended resource name, e.g. "nvidia.com/gpu.shared"
+	Sharing   Sharing
+	// Replicas is how many replicas of the device the container holds (1 unless
+	// TimeSlicing or MPS).
+	Replicas int
+	// Share is the container's part of the device, 0–1: its replicas over the
+	// replicas held by all holders of the device. The shares of a device sum to 1.
+	Share float64
+}
+
+// Snapshot is what the kubelet reported at one refresh. It is immutable once
+// published: callers must not modify it or its maps and slices, and may read it
+// from any number of goroutines.
+type Snapshot struct {
+	// Up is true when the last refresh succeeded.
+	Up bool
+	// LastSuccess is when a refresh last succeeded; zero before the first.
+	LastSuccess time.Time
+	// Holders maps a device UUID ("GPU-…" physical GPU or "MIG-…" MIG instance) to
+	// the containers holding it, sorted by namespace, pod, container and resource.
+	// A device no container holds is absent. Nil when there is no usable data
+	// (before the first success, or once the last success is older than StaleAfter).
+	Holders map[string][]Holder
+	// Allocatable maps a resource name to the sorted UUIDs of the devices the kubelet
+	// can allocate for it (replicas collapsed to their device).
+	Allocatable map[string][]string
+	// UnknownIDs counts, since the Client started, the device IDs of tracked resources
+	// that did not parse or name no device of this node (one per ID per refresh).
+	UnknownIDs uint64
+}
+
+// Exclusive returns the only holder of a device when exactly one container holds
+// all of it (Share 1): the case where device series carry pod labels.
+func (s *Snapshot) Exclusive(uuid string) (Holder, bool) {
+	hs := s.Holders[uuid]
+	if len(hs) != 1 || hs[0].Share != 1 {
+		return Holder{}, false
+	}
+	return hs[0], true
+}
+
+// resourceFilter selects the extended resources the Client tracks.
+type resourceFilter struct {
+	extra map[string]bool
+	mps   map[string]bool
+}
+
+func newResourceFilter(extra, mps []string) resourceFilter {
+	f := resourceFilter{extra: make(map[string]bool), mps: make(map[string]bool)}
+	for _, r := range extra {
+		f.extra[r] = true
+	}
+	for _, r := range mps {
+		f.mps[r] = true
+		f.extra[r] = true
+	}
+	return f
+}
+
+// tracked reports whether resource names NVIDIA GPUs, MIG instances or an extra resource.
+func (f resourceFilter) tracked(resource string) bool {
+	return resource == "nvidia.com/gpu" || resource == "nvidia.com/gpu.shared" ||
+		strings.HasPrefix(resource, "nvidia.com/mig-") || f.extra[resource]
+}
+
+// sharing infers how a container holding id through resource shares its device.
+func (f resourceFilter) sharing(id DeviceID, resource string) Sharing {
+	switch {
+	case id.Replica >= 0 && f.mps[resource]:
+		return MPS
+	case id.Replica >= 0:
+		return TimeSlicing
+	case id.Form == FormMIG || id.Form == FormLegacyMIG || id.GPUInstanceID >= 0:
+		return MIG
+	default:
+		return Exclusive
+	}
+}
+
+// holderKey identifies one container's hold on one device through one resource.
+type holderKey struct {
+	device, namespace, pod, container, resource string
+}
+
+// building accumulates one holder while a snapshot is built.
+type building struct {
+	sharing  Sharing
+	replicas []int // distinct replica indices; one -1 entry for a non-replicated hold
+}
+
+// tables is what one refresh yields.
+type tables struct {
+	holders     map[string][]Holder
+	allocatable map[string][]string
+	unknown     []string // raw IDs that did not resolve, one per occurrence
+}
+
+// buildTables turns a List and a GetAllocatableResources answer into holders and
+// allocatable devices. Malformed entries (nil pods, containers or devices, empty
+// or unknown IDs) are skipped; unresolvable IDs of tracked resources are returned
+// in unknown.
+func buildTables(list *podresourcesv1.ListPodResourcesResponse, alloc *podresourcesv1.AllocatableResourcesResponse,
+	res *resolver, filter resourceFilter) tables {
+	var t tables
+	acc := make(map[holderKey]*building)
+	for _, pod := range list.GetPodResources() {
+		for _, ctr := range pod.GetContainers() {
+			for _, dev := range ctr.GetDevices() {
+				resource := dev.GetResourceName()
+				if !filter.tracked(resource) {
+					continue
+				}
+				for _, raw := range dev.GetDeviceIds() {
+					uuid, id, err := res.resolve(raw)
+					if err != nil {
+						t.unknown = append(t.unknown, raw)
+						continue
+					}
+					k := holderKey{uuid, pod.GetNamespace(), pod.GetName(), ctr.GetName(), resource}
+					b := acc[k]
+					if b == nil {
+						b = &building{sharing: filter.sharing(id, resource)}
+						acc[k] = b
+					}
+					if !slices.Contains(b.replicas, id.Replica) {
+						b.replicas = append(b.replicas, id.Replica)
+					}
+				}
+			}
+		}
+	}
+	t.holders = make(map[string][]Holder)
+	total := make(map[string]int)
+	for k, b := range acc {
+		total[k.device] += len(b.replicas)
+	}
+	for k, b := range acc {
+		t.holders[k.device] = append(t.holders[k.device], Holder{
+			Namespace: k.namespace,
+			Pod:       k.pod,
+			Container: k.container,
+			Resource:  k.resource,
+			Sharing:   b.sharing,
+			Replicas:  len(b.replicas),
+			Share:     float64(len(b.replicas)) / float64(total[k.device]),
+		})
+	}
+	for _, hs := range t.holders {
+		slices.SortFunc(hs, compareHolders)
+	}
+
+	t.allocatable = make(map[string][]string)
+	for _, dev := range alloc.GetDevices() {
+		resource := dev.GetResourceName()
+		if !filter.tracked(resource) {
+			continue
+		}
+		for _, raw := range dev.GetDeviceIds() {
+			uuid, _, err := res.resolve(raw)
+			if err != nil {
+				t.unknown = append(t.unknown, raw)
+				continue
+			}
+			t.allocatable[resource] = append(t.allocatable[resource], uuid)
+		}
+	}
+	for r, uuids := range t.allocatable {
+		slices.Sort(uuids)
+		t.allocatable[r] = slices.Compact(uuids)
+	}
+	return t
+}
+
+func compareHolders(a, b Holder) int {
+	return cmp.Or(
+		cmp.Compare(a.Namespace, b.Namespace),
+		cmp.Compare(a.Pod, b.Pod),
+		cmp.Compare(a.Container, b.Container),
+		cmp.Compare(a.Resource, b.Resource),
+	)
+}
