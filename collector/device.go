@@ -123,11 +123,14 @@ type GPUReading struct {
 	// its values are then absent and gpuledger_gpu_healthy is 0.
 	Lost bool
 	// Healthy is false when the backend's health checks fail (a lost GPU is never healthy).
-	Healthy   bool
-	Values    Values
-	XIDs      []XIDCount // cumulative per XID code, sorted by code
-	Processes []Process
-	Instances []Values // parallel to GPU.Instances
+	Healthy bool
+	Values  Values
+	XIDs    []XIDCount // cumulative per XID code, sorted by code
+	// ProcessesKnown is true when the backend listed the GPU's compute
+	// processes; Processes is meaningful only then.
+	ProcessesKnown bool
+	Processes      []Process
+	Instances      []Values // parallel to GPU.Instances
 }
 
 // Sample is one reading of every GPU of an Inventory, taken at Time.

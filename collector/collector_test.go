@@ -1,0 +1,241 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// fakeBackend is a two-GPU node: GPU 0 whole, GPU 1 in MIG mode with two instances.
+type fakeBackend struct {
+	calls   int
+	lost    bool  // GPU 0 fell off the bus
+	failAll error // Sample fails
+	power   float64
+}
+
+func (f *fakeBackend) Name() string { return "fake" }
+
+func (f *fakeBackend) Inventory(context.Context) (Inventory, error) {
+	return Inventory{DriverVersion: "550.54.15", GPUs: []GPU{
+		{Index: 0, Minor: 0, UUID: "GPU-aaaa", PCIBusID: "00000000:07:00.0", Model: "NVIDIA H100 80GB HBM3", MemoryTotalMiB: 81559},
+		{Index: 1, Minor: 1, UUID: "GPU-bbbb", PCIBusID: "00000000:0F:00.0", Model: "NVIDIA H100 80GB HBM3", MemoryTotalMiB: 81559, MIGEnabled: true,
+			Instances: []MIGInstance{
+				{UUID: "MIG-1111", GPUInstanceID: 2, Profile: "3g.40gb", ComputeSlices: 3, MemorySlices: 4},
+				{UUID: "MIG-2222", GPUInstanceID: 9, Profile: "1g.10gb", ComputeSlices: 1, MemorySlices: 1},
+			}},
+	}}, nil
+}
+
+func (f *fakeBackend) Sample(_ context.Context, _ time.Time, s *Sample, errs ErrorCounter) error {
+	f.calls++
+	if f.failAll != nil {
+		return f.failAll
+	}
+	g0 := &s.GPUs[0]
+	if f.lost {
+		g0.Lost = true
+		g0.Healthy = false
+	} else {
+		g0.Values.Set(GPUUtil, 87)
+		g0.Values.Set(FBUsed, 40000)
+		g0.Values.Set(FBFree, 41559)
+		g0.Values.Set(PowerUsage, f.power)
+		g0.Values.Set(TotalEnergy, 123456789)
+		g0.Values.Set(GPUTemp, 61)
+		g0.XIDs = []XIDCount{{XID: 13, Count: 2}, {XID: 79, Count: 1}}
+		g0.Values.Set(XIDLast, 79)
+	}
+	g1 := &s.GPUs[1]
+	g1.Values.Set(PowerUsage, 300)
+	g1.Values.Set(GPUTemp, 55)
+	g1.Values.Set(GREngineActive, 0.5)
+	g1.ProcessesKnown = true
+	g1.Processes = []Process{{PID: 42, GPUInstanceID: 9, UsedMemoryBytes: 1 << 30, Utilization: math.NaN()}}
+	g1.Instances[0].Set(FBUsed, 1000)
+	g1.Instances[0].Set(FBFree, 39000)
+	g1.Instances[0].Set(GREngineActive, 0.25)
+	// Instance 1 reports no activity field: the ledger falls back to processes.
+	g1.Instances[1].Set(FBUsed, 10)
+	errs.Inc("memory_temperature")
+	return nil
+}
+
+func (f *fakeBackend) Close() error { return nil }
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func fixedClock(t time.Time) func() time.Time { return func() time.Time { return t } }
+
+func TestCollectorGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		backend *fakeBackend
+	}{
+		{"node", &fakeBackend{power: 412.5}},
+		{"lost_gpu", &fakeBackend{power: 412.5, lost: true}},
+		{"backend_down", &fakeBackend{failAll: errors.New("driver not loaded")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSampler(tc.backend, SamplerOptions{Now: fixedClock(t0)})
+			_ = s.Tick(context.Background(), t0)
+			c := NewCollector(s, "node-a", fixedClock(t0.Add(1500*time.Millisecond)))
+			compareGolden(t, c, filepath.Join("testdata", tc.name+".golden.prom"))
+		})
+	}
+}
+
+// compareGolden compares c's exposition with the golden file, rewriting it under -update.
+func compareGolden(t *testing.T, c prometheus.Collector, golden string) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	if *update {
+		got, err := gatherText(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.Open(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	defer want.Close()
+	if err := testutil.GatherAndCompare(reg, want); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		// DCGM names and the DCGM identity labels (UUID, modelName, Hostname, ...)
+		// are kept for compatibility; anything else must lint clean.
+		if strings.HasPrefix(p.Metric, "gpuledger_") && !strings.Contains(p.Text, "snake_case") {
+			t.Errorf("lint %s: %s", p.Metric, p.Text)
+		}
+	}
+}
+
+func TestSamplerDoesNotCallBackendOnScrape(t *testing.T) {
+	b := &fakeBackend{power: 100}
+	s := NewSampler(b, SamplerOptions{Now: fixedClock(t0)})
+	if err := s.Tick(context.Background(), t0); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(s, "node-a", nil))
+	before := b.calls
+	for range 200 {
+		if _, err := reg.Gather(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.calls != before {
+		t.Fatalf("scrapes called the backend %d times; want 0", b.calls-before)
+	}
+}
+
+func TestSamplerPublishesImmutableSnapshots(t *testing.T) {
+	b := &fakeBackend{power: 100}
+	s := NewSampler(b, SamplerOptions{Now: fixedClock(t0)})
+	if s.Ready() {
+		t.Fatal("ready before the first tick")
+	}
+	if err := s.Tick(context.Background(), t0); err != nil {
+		t.Fatal(err)
+	}
+	first := s.Snapshot()
+	b.power = 200
+	if err := s.Tick(context.Background(), t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := first.Sample.GPUs[0].Values.Get(PowerUsage); p != 100 {
+		t.Fatalf("first snapshot changed after the next tick: power %v", p)
+	}
+	if p, _ := s.Snapshot().Sample.GPUs[0].Values.Get(PowerUsage); p != 200 {
+		t.Fatalf("latest power %v, want 200", p)
+	}
+	if got := s.Snapshot().Errors["memory_temperature"]; got != 2 {
+		t.Fatalf("errors counted %d, want 2", got)
+	}
+}
+
+// changingBackend reports ErrInventoryChanged once, then a new layout.
+type changingBackend struct {
+	fakeBackend
+	inventories int
+	changed     bool
+}
+
+func (c *changingBackend) Inventory(ctx context.Context) (Inventory, error) {
+	c.inventories++
+	inv, err := c.fakeBackend.Inventory(ctx)
+	if c.inventories > 1 {
+		inv.GPUs[1].Instances = inv.GPUs[1].Instances[:1]
+	}
+	return inv, err
+}
+
+func (c *changingBackend) Sample(ctx context.Context, now time.Time, s *Sample, errs ErrorCounter) error {
+	if !c.changed {
+		c.changed = true
+		return ErrInventoryChanged
+	}
+	if len(s.GPUs[1].Instances) != 1 {
+		return errors.New("sample not sized to the new inventory")
+	}
+	s.GPUs[1].Instances[0].Set(FBUsed, 5)
+	return nil
+}
+
+func TestSamplerRereadsInventoryOnChange(t *testing.T) {
+	b := &changingBackend{}
+	s := NewSampler(b, SamplerOptions{Now: fixedClock(t0)})
+	if err := s.Tick(context.Background(), t0); err != nil {
+		t.Fatal(err)
+	}
+	if b.inventories != 2 {
+		t.Fatalf("inventory read %d times, want 2", b.inventories)
+	}
+	if n := len(s.Snapshot().Inventory.GPUs[1].Instances); n != 1 {
+		t.Fatalf("snapshot has %d instances, want 1", n)
+	}
+}
+
+func TestActivitySignals(t *testing.T) {
+	s := NewSampler(&fakeBackend{power: 1}, SamplerOptions{Now: fixedClock(t0)})
+	if err := s.Tick(context.Background(), t0); err != nil {
+		t.Fatal(err)
+	}
+	act := s.Snapshot().Activity
+	for _, tc := range []struct {
+		name   string
+		got    Activity
+		ratio  float64
+		signal Signal
+	}{
+		{"whole GPU by utilization", act[0], 0.87, SignalGPUUtil},
+		{"MIG parent by GR engine", act[1], 0.5, SignalGREngine},
+		{"MIG instance by GR engine", act[1].Instances[0], 0.25, SignalGREngine},
+		{"MIG instance by processes", act[1].Instances[1], 1, SignalProcesses},
+	} {
+		if tc.got.Signal != tc.signal || math.Abs(tc.got.Ratio-tc.ratio) > 1e-12 {
+			t.Errorf("%s: got %v %v, want %v %v", tc.name, tc.got.Ratio, tc.got.Signal, tc.ratio, tc.signal)
+		}
+	}
+}
