@@ -1,0 +1,214 @@
+package cost
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDefaultBook(t *testing.T) {
+	b := Default()
+	if b.Name != "built-in" || b.Currency != "EUR" || b.MIGWeight != ComputeWeight || b.IdleThreshold != 0.05 {
+		t.Fatalf("Default() = %+v", b)
+	}
+	tests := []struct {
+		model    string
+		purchase float64
+		hourly   float64
+	}{
+		{"NVIDIA H200", 35000, 0},
+		{"NVIDIA GH200 480GB", 35000, 0},
+		{"NVIDIA H100 80GB HBM3", 30000, 0},
+		{"NVIDIA A100-SXM4-40GB", 15000, 0},
+		{"NVIDIA A100 80GB PCIe", 15000, 0},
+		{"Tesla T4", 0, 2.50},
+		{"", 0, 2.50},
+	}
+	for _, tt := range tests {
+		p := b.Price(tt.model)
+		if p == nil {
+			t.Fatalf("Price(%q) = nil", tt.model)
+		}
+		if p.PurchaseEUR != tt.purchase || p.HourlyEUR != tt.hourly || p.Flat != (tt.hourly != 0) {
+			t.Errorf("Price(%q) = %+v, want purchase %v hourly %v", tt.model, p, tt.purchase, tt.hourly)
+		}
+		if !p.Flat && (p.AmortizationYears != 3 || p.EnergyEURPerKWh != 0.30 || p.PUE != 1.4 || p.OverheadEURPerHour != 0) {
+			t.Errorf("Price(%q) defaults = %+v", tt.model, p)
+		}
+	}
+}
+
+func TestRate(t *testing.T) {
+	b := mustParse(t, `
+defaults: {amortization_years: 4, energy_eur_per_kwh: 0.25, pue: 1.2, overhead_eur_per_hour: 0.10}
+models:
+  - {match: "A100", purchase_eur: 17520}
+  - {match: "H100", purchase_eur: 35040, amortization_years: 2, pue: 1.5, energy_eur_per_kwh: 0.2, overhead_eur_per_hour: 0}
+  - {match: ".", hourly_eur: 3.25}
+`)
+	tests := []struct {
+		model  string
+		powerW float64
+		want   Rate
+	}{
+		// 17520 / (4 × 8760) = 0.5; 300 W: 0.3 kW × 1.2 × 0.25 = 0.09.
+		{"A100", 300, Rate{Capital: 0.5, Energy: 0.09, Overhead: 0.10}},
+		{"A100", math.NaN(), Rate{Capital: 0.5, Overhead: 0.10}},
+		{"A100", -1, Rate{Capital: 0.5, Overhead: 0.10}},
+		{"A100", math.Inf(1), Rate{Capital: 0.5, Overhead: 0.10}},
+		// 35040 / (2 × 8760) = 2; 700 W: 0.7 × 1.5 × 0.2 = 0.21.
+		{"H100", 700, Rate{Capital: 2, Energy: 0.21}},
+		{"L4", 72, Rate{Capital: 3.25}},
+	}
+	for _, tt := range tests {
+		got := b.Price(tt.model).Rate(tt.powerW)
+		if !close(got.Capital, tt.want.Capital) || !close(got.Energy, tt.want.Energy) || !close(got.Overhead, tt.want.Overhead) {
+			t.Errorf("%s at %v W: Rate = %+v, want %+v", tt.model, tt.powerW, got, tt.want)
+		}
+	}
+}
+
+func TestParseOptionalSections(t *testing.T) {
+	b := mustParse(t, "currency: EUR\nmodels: [{match: x, purchase_eur: 1}]\nmig_weight: memory\nidle: {threshold: 0.2}\n")
+	if b.MIGWeight != MemoryWeight || b.IdleThreshold != 0.2 {
+		t.Errorf("got %+v", b)
+	}
+	if got := b.MIGWeight.String(); got != "memory" {
+		t.Errorf("MIGWeight.String() = %q", got)
+	}
+	if got := b.Models[0].Line; got != 2 {
+		t.Errorf("Models[0].Line = %d, want 2", got)
+	}
+}
+
+// TestParseErrors holds every kind of bad book: each must be one *BookError with
+// the file, line and field of the problem.
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want string
+	}{
+		{"empty", "", "prices.yaml: empty price book"},
+		{"comment only", "# nothing\n", "prices.yaml: empty price book"},
+		{"syntax", "models: [\n", "prices.yaml:1: did not find expected node content"},
+		{"two documents", "models: [{match: x, hourly_eur: 1}]\n---\nmodels: []\n", "prices.yaml:2: more than one YAML document"},
+		{"not a mapping", "- a\n", "prices.yaml:1: (top level): must be a mapping, got a list"},
+		{"unknown top key", "currency: EUR\nprices: 3\n", "prices.yaml:2: prices: unknown field"},
+		{"unknown defaults key", "defaults:\n  pue: 1.2\n  amortisation_years: 3\n", "prices.yaml:3: defaults.amortisation_years: unknown field"},
+		{"unknown model key", "models:\n  - match: A100\n    price_eur: 3\n", "prices.yaml:3: models[0].price_eur: unknown field"},
+		{"unknown idle key", "idle: {threshhold: 0.1}\n", "prices.yaml:1: idle.threshhold: unknown field"},
+		{"duplicate key", "mig_weight: compute\nmig_weight: memory\n", "prices.yaml:2: mig_weight: duplicate key (first at line 1)"},
+		{"alias", "defaults: &d {pue: 1.2}\n", "prices.yaml:1: defaults: YAML anchors and aliases are not supported"},
+		{"currency", "currency: USD\n", `prices.yaml:1: currency: only EUR is supported (the metric names say eur), got "USD"`},
+		{"missing models", "currency: EUR\n", "prices.yaml:1: models: missing: the book must price at least one GPU model"},
+		{"empty models", "models: []\n", "prices.yaml:1: models: must price at least one GPU model"},
+		{"models not a list", "models: {match: x}\n", "prices.yaml:1: models: must be a list, got a mapping"},
+		{"negative purchase", "models:\n  - {match: A100, purchase_eur: -15000}\n", "prices.yaml:2: models[0].purchase_eur: must not be negative, got -15000"},
+		{"negative hourly", "models:\n  - {match: A100, hourly_eur: -1}\n", "prices.yaml:2: models[0].hourly_eur: must not be negative, got -1"},
+		{"negative energy", "defaults:\n  energy_eur_per_kwh: -0.3\nmodels: [{match: x, hourly_eur: 1}]\n", "prices.yaml:2: defaults.energy_eur_per_kwh: must not be negative, got -0.3"},
+		{"negative overhead", "models:\n  - {match: x, purchase_eur: 1, overhead_eur_per_hour: -2}\n", "prices.yaml:2: models[0].overhead_eur_per_hour: must not be negative, got -2"},
+		{"zero years", "defaults: {amortization_years: 0}\n", "prices.yaml:1: defaults.amortization_years: must be greater than 0, got 0"},
+		{"pue below 1", "defaults:\n  pue: 0.9\n", "prices.yaml:2: defaults.pue: must be at least 1, got 0.9"},
+		{"price not a number", "models:\n  - {match: x, purchase_eur: lots}\n", `prices.yaml:2: models[0].purchase_eur: must be a number, got "lots"`},
+		{"price NaN", "models:\n  - {match: x, purchase_eur: .nan}\n", `prices.yaml:2: models[0].purchase_eur: must be a finite number, got ".nan"`},
+		{"price infinite", "models:\n  - {match: x, hourly_eur: .inf}\n", `prices.yaml:2: models[0].hourly_eur: must be a finite number, got ".inf"`},
+		{"bad regex", "models:\n  - {match: \"A100(\", purchase_eur: 1}\n", "prices.yaml:2: models[0].match: bad regular expression: error parsing regexp: missing closing ): `A100(`"},
+		{"match not a string", "models:\n  - {match: [A100], purchase_eur: 1}\n", "prices.yaml:2: models[0].match: must be a string, got a list"},
+		{"match null", "models:\n  - {match: ~, purchase_eur: 1}\n", `prices.yaml:2: models[0].match: must be a string, got "~"`},
+		{"no match", "models:\n  - {purchase_eur: 1}\n", "prices.yaml:2: models[0].match: missing: each entry needs a match regular expression"},
+		{"both prices", "models:\n  - {match: x, purchase_eur: 1,\n     hourly_eur: 2}\n", "prices.yaml:3: models[0]: set purchase_eur or hourly_eur, not both"},
+		{"neither price", "models:\n  - {match: x, hourly_eur: 1}\n  - {match: y}\n", "prices.yaml:3: models[1]: set purchase_eur or hourly_eur"},
+		{"override on flat", "models:\n  - match: x\n    hourly_eur: 2\n    pue: 1.3\n", "prices.yaml:4: models[0].pue: only applies with purchase_eur (hourly_eur is the whole rate)"},
+		{"entry not a mapping", "models:\n  - A100\n", `prices.yaml:2: models[0]: must be a mapping, got "A100"`},
+		{"threshold above 1", "idle:\n  threshold: 5\n", "prices.yaml:2: idle.threshold: must be between 0 and 1, got 5"},
+		{"threshold below 0", "idle: {threshold: -0.1}\n", "prices.yaml:1: idle.threshold: must be between 0 and 1, got -0.1"},
+		{"bad mig_weight", "models: [{match: x, hourly_eur: 1}]\nmig_weight: sms\n", `prices.yaml:2: mig_weight: must be compute or memory, got "sms"`},
+		{"key not a string", "? [a]\n: 1\n", "prices.yaml:1: (top level): keys must be strings, got a list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := Parse([]byte(tt.yaml), "prices.yaml")
+			var be *BookError
+			if !errors.As(err, &be) {
+				t.Fatalf("Parse = %+v, %v; want a *BookError", b, err)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error\n got: %s\nwant: %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckModels(t *testing.T) {
+	b := mustParse(t, "currency: EUR\nmodels:\n  - {match: A100, purchase_eur: 1}\n  - {match: H100, purchase_eur: 2}\n")
+	ok := []GPUModel{{"GPU-1", "NVIDIA A100-SXM4-80GB"}, {"GPU-2", "NVIDIA H100 80GB HBM3"}}
+	if err := b.CheckModels(ok); err != nil {
+		t.Errorf("CheckModels(%v) = %v", ok, err)
+	}
+	bad := append(ok, GPUModel{"GPU-3f2a", "NVIDIA L40S"})
+	want := `prices.yaml:2: models: no price for GPU model "NVIDIA L40S" (GPU-3f2a)`
+	if err := b.CheckModels(bad); err == nil || err.Error() != want {
+		t.Errorf("CheckModels = %v, want %s", err, want)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "book.yaml")
+	if err := os.WriteFile(path, DefaultBookYAML(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(path)
+	if err != nil || b.Name != path || len(b.Models) != 4 {
+		t.Fatalf("Load = %+v, %v", b, err)
+	}
+	missing := filepath.Join(dir, "missing.yaml")
+	if _, err := Load(missing); err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("Load(missing) = %v, want a not-exist error naming the file", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(DefaultBookYAML())
+	f.Add([]byte("models: [{match: x, hourly_eur: 1}]\nidle: {threshold: 1}\n"))
+	f.Add([]byte("models:\n  - {match: \"(\", purchase_eur: -1}\n"))
+	f.Add([]byte("defaults: &a {pue: *a}\n"))
+	f.Add([]byte("models: [{match: x, purchase_eur: 1e308, amortization_years: 1e-308}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := Parse(data, "fuzz.yaml")
+		if err != nil {
+			var be *BookError
+			if !errors.As(err, &be) || !strings.HasPrefix(err.Error(), "fuzz.yaml") {
+				t.Fatalf("error %v is not a *BookError naming the file", err)
+			}
+			return
+		}
+		if len(b.Models) == 0 || b.IdleThreshold < 0 || b.IdleThreshold > 1 {
+			t.Fatalf("invalid book accepted: %+v", b)
+		}
+		for _, m := range b.Models {
+			r := m.Rate(300)
+			if !(r.Capital >= 0 && r.Energy >= 0 && r.Overhead >= 0) {
+				t.Fatalf("entry %+v gives rate %+v", m, r)
+			}
+		}
+	})
+}
+
+func mustParse(t *testing.T, yaml string) *Book {
+	t.Helper()
+	b, err := Parse([]byte(yaml), "prices.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// close reports whether a and b agree within 1e-12 relative (or absolute near 0).
+func close(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-12*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}

@@ -1,0 +1,18 @@
+// Package cost prices GPU time in EUR and keeps the ledger that splits it into
+// busy, idle-but-allocated and unallocated time per device and holder.
+//
+// A Book (a strict YAML price book, or the built-in Default) gives each GPU
+// model a Rate in EUR per hour: capital + energy at the measured power × PUE +
+// overhead, or a flat hourly rate. A Store holds the Book in force and reloads
+// it, keeping the old one when the new file is bad. A Ledger integrates the
+// rate of every GPU each sample tick: Advance splits rate × dt over the MIG
+// instances by weight and over the holders by share, and adds device-seconds
+// and EUR to one counter per device, holder and State. Every tick, the EUR
+// added to the counters of a GPU equal its rate × dt.
+//
+// The package knows nothing of NVML, DCGM or Kubernetes: the caller (the
+// collector) fills GPUState from its readings and the attribution snapshot,
+// and chooses the activity signal of each device.
+//
+// See docs/cost.md for the model, the default prices and worked examples.
+package cost
