@@ -197,7 +197,7 @@ func (l *Ledger) Advance(dt time.Duration, gpus []GPUState) {
 			allocated += w
 			acc.instances[j].split(inst.Holders, inst.Activity, book.IdleThreshold, sec*w, eur*w)
 		}
-		free := max(1-allocated, 0)
+		free := remainder(allocated)
 		acc.whole.unalloc.add(sec*free, eur*free)
 	}
 }
@@ -244,8 +244,20 @@ func (d *deviceAcc) split(holders []Holder, activity, threshold, sec, eur float6
 		}
 		c.add(sec*s, eur*s)
 	}
-	free := max(1-held, 0)
+	free := remainder(held)
 	d.unalloc.add(sec*free, eur*free)
+}
+
+// remainder returns the part of a device, 0–1, that parts summing to held
+// leave over. A remainder below 1e-12 is rounding (shares such as 0.79 + 0.10 +
+// 0.11 do not sum to exactly 1 in floating point) and counts as 0, so an
+// unallocated series does not creep up by 1e-16 a tick; the cost it drops is
+// below the ledger's conservation bound of 1e-9.
+func remainder(held float64) float64 {
+	if free := 1 - held; free > 1e-12 {
+		return free
+	}
+	return 0
 }
 
 func clampShare(s float64) float64 {
