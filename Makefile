@@ -1,0 +1,39 @@
+# gpuledger build, test and release targets. `make help` lists them.
+GO          ?= go
+BIN         ?= bin/gpuledger
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION_PKG := github.com/prometheus/common/version
+LDFLAGS     := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION) \
+               -X $(VERSION_PKG).Branch=main -X $(VERSION_PKG).BuildUser=gpuledger
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: all build test lint e2e bench generate chart-test check help
+
+all: build
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+build: ## build bin/gpuledger (cgo on, for the NVML and DCGM backends)
+	CGO_ENABLED=1 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuledger
+
+test: ## unit, golden, property and promtool tests, with the race detector
+	$(GO) test -race -count=1 ./...
+
+lint: ## gofmt, go vet, staticcheck, and that go.mod is tidy
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) mod tidy -diff
+
+e2e: ## end-to-end tests against a real Prometheus and headless Chromium
+	$(GO) test -count=1 -tags e2e ./test/e2e/...
+
+bench: ## benchmarks of the scrape, the sample tick, the ledger and attribution
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+generate: ## regenerate dashboards and rules from their Go code
+	$(GO) test ./dashboards ./alerts -run Generated -update
+
+check: lint test e2e ## everything CI runs
