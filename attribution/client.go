@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
@@ -217,15 +219,35 @@ func (c *Client) fetch(ctx context.Context) (tables, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	list, err := c.lister.List(ctx, &podresourcesv1.ListPodResourcesRequest{}, grpc.WaitForReady(true))
+	var list *podresourcesv1.ListPodResourcesResponse
+	err := c.retryUnavailable(ctx, func() (err error) {
+		list, err = c.lister.List(ctx, &podresourcesv1.ListPodResourcesRequest{}, grpc.WaitForReady(true))
+		return err
+	})
 	if err != nil {
 		return tables{}, fmt.Errorf("kubelet pod-resources List: %w", err)
 	}
-	alloc, err := c.lister.GetAllocatableResources(ctx, &podresourcesv1.AllocatableResourcesRequest{}, grpc.WaitForReady(true))
+	var alloc *podresourcesv1.AllocatableResourcesResponse
+	err = c.retryUnavailable(ctx, func() (err error) {
+		alloc, err = c.lister.GetAllocatableResources(ctx, &podresourcesv1.AllocatableResourcesRequest{}, grpc.WaitForReady(true))
+		return err
+	})
 	if err != nil {
 		return tables{}, fmt.Errorf("kubelet pod-resources GetAllocatableResources: %w", err)
 	}
 	return buildTables(list, alloc, &c.res, c.filter), nil
+}
+
+// retryUnavailable calls call, and once more when it fails with Unavailable: a
+// call sent just as a restarted kubelet's old connection broke fails so, and the
+// second attempt waits (within ctx) for the new connection.
+func (c *Client) retryUnavailable(ctx context.Context, call func() error) error {
+	err := call()
+	if status.Code(err) != codes.Unavailable || ctx.Err() != nil {
+		return err
+	}
+	c.conn.ResetConnectBackoff()
+	return call()
 }
 
 // errSocketMissing is returned by Refresh while the socket does not exist.
