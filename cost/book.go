@@ -166,6 +166,10 @@ func (e *BookError) Error() string {
 	return fmt.Sprintf("%s: %s: %s", where, e.Field, e.Problem)
 }
 
+// maxPowerW is a power no GPU board draws, W: a book whose rate at this power
+// is not a finite number is rejected.
+const maxPowerW = 10000
+
 // Default returns the built-in price book (DefaultBookYAML).
 func Default() *Book {
 	b, err := Parse(defaultBookYAML, "built-in")
@@ -507,6 +511,9 @@ func (p *parser) models(n *yaml.Node, def ModelPrice, b *Book) error {
 				"only applies with purchase_eur (hourly_eur is the whole rate)")
 		}
 		m.Flat = hourly != nil
+		if r := m.Rate(maxPowerW); math.IsInf(r.Total(), 0) {
+			return p.errorf(e, path, "the rate overflows: the prices are too large")
+		}
 		b.Models = append(b.Models, m)
 	}
 	return nil

@@ -127,6 +127,7 @@ func TestParseErrors(t *testing.T) {
 		{"threshold above 1", "idle:\n  threshold: 5\n", "prices.yaml:2: idle.threshold: must be between 0 and 1, got 5"},
 		{"threshold below 0", "idle: {threshold: -0.1}\n", "prices.yaml:1: idle.threshold: must be between 0 and 1, got -0.1"},
 		{"bad mig_weight", "models: [{match: x, hourly_eur: 1}]\nmig_weight: sms\n", `prices.yaml:2: mig_weight: must be compute or memory, got "sms"`},
+		{"overflow", "models:\n  - {match: x, purchase_eur: 1e308, amortization_years: 1e-300}\n", "prices.yaml:2: models[0]: the rate overflows: the prices are too large"},
 		{"key not a string", "? [a]\n: 1\n", "prices.yaml:1: (top level): keys must be strings, got a list"},
 	}
 	for _, tt := range tests {
@@ -192,7 +193,7 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, m := range b.Models {
 			r := m.Rate(300)
-			if !(r.Capital >= 0 && r.Energy >= 0 && r.Overhead >= 0) {
+			if !(r.Capital >= 0 && r.Energy >= 0 && r.Overhead >= 0) || math.IsInf(r.Total(), 0) {
 				t.Fatalf("entry %+v gives rate %+v", m, r)
 			}
 		}
