@@ -336,9 +336,9 @@ func cString(b []int8) string {
 }
 
 // profileName derives the nvidia-smi name of a GPU instance profile, such as
-// "1g.10gb" or "1g.10gb+me", from its slice count and memory size the way
-// NVIDIA's tools do: memory rounded up to eighths of the GPU's framebuffer,
-// times the framebuffer in whole GiB. totalBytes is the GPU's framebuffer size.
+// "1g.10gb" or "1g.10gb+me", from its slice count and memory size: memory in
+// eighths of the GPU's framebuffer, times the framebuffer in whole GiB (rounded
+// up), rounded to whole GB. totalBytes is the GPU's framebuffer size.
 func profileName(p gonvml.GpuInstanceProfileInfo, totalBytes uint64) string {
 	const gib = 1 << 30
 	totalGiB := float64((totalBytes + gib - 1) / gib)
@@ -360,11 +360,12 @@ func profileName(p gonvml.GpuInstanceProfileInfo, totalBytes uint64) string {
 }
 
 // memorySlices is how many eighths of a GPU of totalBytes a GPU instance of
-// memMiB holds, rounded up (NVIDIA profiles are a little under their nominal size).
+// memMiB holds, rounded to the nearest eighth: real profiles are a little under
+// their share of the framebuffer the driver reports, some mocks a little over.
 func memorySlices(memMiB, totalBytes uint64) int {
 	if totalBytes == 0 {
 		return 0
 	}
 	frac := float64(memMiB) * mib / float64(totalBytes)
-	return min(8, int(math.Ceil(frac*8-1e-9)))
+	return max(1, min(8, int(math.Round(frac*8))))
 }
