@@ -1,10 +1,13 @@
 package collector
 
 import (
+	"math"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuledger/gpuledger/attribution"
 )
 
 // SnapshotSource gives the latest Snapshot; *Sampler is one.
@@ -29,6 +32,17 @@ type Collector struct {
 	age      *prometheus.Desc
 	duration *prometheus.Desc
 	errors   *prometheus.Desc
+
+	allocation  descSet
+	podUtil     descSet
+	podMemory   descSet
+	seconds     descSet
+	eur         descSet
+	hourly      descSet
+	attrUp      *prometheus.Desc
+	attrSuccess *prometheus.Desc
+	attrUnknown *prometheus.Desc
+	procUp      *prometheus.Desc
 }
 
 // NewCollector returns a Collector of src's snapshots for the node hostname
@@ -56,6 +70,31 @@ func NewCollector(src SnapshotSource, hostname string, now func() time.Time) *Co
 		errors: prometheus.NewDesc("gpuledger_sample_errors_total",
 			"Failed device reads per field since the exporter started.", []string{"backend", "field"}, nil),
 	}
+	c.allocation = newDescSet("gpuledger_gpu_allocation",
+		"Share of the GPU or MIG instance, 0-1, that a container holds.",
+		"namespace", "pod", "container", "resource", "sharing")
+	c.podUtil = newDescSet("gpuledger_pod_gpu_utilization_ratio",
+		"A container's share of SM time on a shared GPU, 0-1, from process accounting.",
+		"namespace", "pod", "container")
+	c.podMemory = newDescSet("gpuledger_pod_gpu_memory_used_bytes",
+		"Framebuffer a container uses on a shared GPU, from process accounting.",
+		"namespace", "pod", "container")
+	c.seconds = newDescSet("gpuledger_gpu_seconds_total",
+		"Device-seconds by state (busy, idle, unallocated) and holder; a GPU adds one per second.",
+		"namespace", "pod", "container", "state")
+	c.eur = newDescSet("gpuledger_cost_eur_total",
+		"EUR accrued by state (busy, idle, unallocated) and holder.",
+		"namespace", "pod", "container", "state")
+	c.hourly = newDescSet("gpuledger_gpu_hourly_cost_eur",
+		"The cost rate in force for the GPU, EUR per hour, by component.", "component")
+	c.attrUp = prometheus.NewDesc("gpuledger_attribution_up",
+		"1 when the last kubelet pod-resources refresh succeeded, else 0.", nil, nil)
+	c.attrSuccess = prometheus.NewDesc("gpuledger_attribution_last_success_timestamp_seconds",
+		"Unix time of the last successful kubelet pod-resources refresh.", nil, nil)
+	c.attrUnknown = prometheus.NewDesc("gpuledger_attribution_unknown_device_ids_total",
+		"Kubelet device IDs that named no device of this node.", nil, nil)
+	c.procUp = prometheus.NewDesc("gpuledger_process_attribution_up",
+		"1 when GPU processes could be mapped to pods, else 0.", nil, nil)
 	for _, m := range deviceMetrics {
 		c.device = append(c.device, newDescSet(m.name, m.help))
 	}
@@ -77,11 +116,112 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for field, n := range snap.Errors {
 		ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(n), snap.Backend, field)
 	}
+	c.collectAttribution(ch, snap)
+	if snap.ProcessAccounting {
+		ch <- prometheus.MustNewConstMetric(c.procUp, prometheus.GaugeValue, boolValue(snap.ProcessAccountingUp))
+	}
+	c.collectLedger(ch, snap)
 	if !snap.Up {
 		return
 	}
 	for i := range snap.Inventory.GPUs {
 		c.collectGPU(ch, snap, i)
+	}
+	c.collectUsage(ch, snap)
+}
+
+// identity returns the label set and identity label values of a device.
+func (c *Collector) identity(inv *Inventory, ref deviceRef) (labelSet, []string) {
+	g := &inv.GPUs[ref.gpu]
+	labels := []string{strconv.Itoa(g.Index), g.UUID, g.PCIBusID, "nvidia" + strconv.Itoa(g.Minor), g.Model, c.hostname}
+	if ref.instance < 0 {
+		return setGPU, labels
+	}
+	in := &g.Instances[ref.instance]
+	return setMIG, append(labels, in.Profile, strconv.Itoa(in.GPUInstanceID))
+}
+
+// podLabels returns the label set and values of a device series: with pod
+// labels when exactly one container holds the whole device.
+func podLabels(attr *attribution.Snapshot, uuid string, set labelSet, labels []string) (labelSet, []string) {
+	if attr == nil {
+		return set, labels
+	}
+	h, ok := attr.Exclusive(uuid)
+	if !ok {
+		return set, labels
+	}
+	// setGPUPod and setMIGPod follow setGPU and setMIG.
+	return set + 1, append(labels[:len(labels):len(labels)], h.Container, h.Namespace, h.Pod)
+}
+
+func (c *Collector) collectAttribution(ch chan<- prometheus.Metric, snap *Snapshot) {
+	attr := snap.Attribution
+	if attr == nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.attrUp, prometheus.GaugeValue, boolValue(attr.Up))
+	if !attr.LastSuccess.IsZero() {
+		ch <- prometheus.MustNewConstMetric(c.attrSuccess, prometheus.GaugeValue, float64(attr.LastSuccess.UnixNano())/1e9)
+	}
+	ch <- prometheus.MustNewConstMetric(c.attrUnknown, prometheus.CounterValue, float64(attr.UnknownIDs))
+	for uuid, holders := range attr.Holders {
+		ref, ok := snap.index.lookup(uuid)
+		if !ok {
+			continue
+		}
+		set, labels := c.identity(&snap.Inventory, ref)
+		for _, h := range holders {
+			ch <- prometheus.MustNewConstMetric(c.allocation[set], prometheus.GaugeValue, h.Share,
+				append(labels[:len(labels):len(labels)], h.Namespace, h.Pod, h.Container, h.Resource, string(h.Sharing))...)
+		}
+	}
+}
+
+func (c *Collector) collectUsage(ch chan<- prometheus.Metric, snap *Snapshot) {
+	if !snap.ProcessAccountingUp {
+		return
+	}
+	for _, u := range snap.Usage {
+		ref, ok := snap.index.lookup(u.UUID)
+		if !ok {
+			continue
+		}
+		set, labels := c.identity(&snap.Inventory, ref)
+		for _, h := range u.Holders {
+			hl := append(labels[:len(labels):len(labels)], h.Namespace, h.Pod, h.Container)
+			if !math.IsNaN(h.Utilization) {
+				ch <- prometheus.MustNewConstMetric(c.podUtil[set], prometheus.GaugeValue, h.Utilization, hl...)
+			}
+			ch <- prometheus.MustNewConstMetric(c.podMemory[set], prometheus.GaugeValue, h.MemoryBytes, hl...)
+		}
+	}
+}
+
+func (c *Collector) collectLedger(ch chan<- prometheus.Metric, snap *Snapshot) {
+	for _, t := range snap.Totals {
+		ref, ok := snap.index.lookup(t.Device)
+		if !ok {
+			continue
+		}
+		set, labels := c.identity(&snap.Inventory, ref)
+		labels = append(labels, t.Holder.Namespace, t.Holder.Pod, t.Holder.Container, t.State.String())
+		ch <- prometheus.MustNewConstMetric(c.seconds[set], prometheus.CounterValue, t.Seconds, labels...)
+		ch <- prometheus.MustNewConstMetric(c.eur[set], prometheus.CounterValue, t.EUR, labels...)
+	}
+	for _, r := range snap.Rates {
+		ref, ok := snap.index.lookup(r.UUID)
+		if !ok {
+			continue
+		}
+		set, labels := c.identity(&snap.Inventory, ref)
+		for _, comp := range []struct {
+			name string
+			v    float64
+		}{{"capital", r.Rate.Capital}, {"energy", r.Rate.Energy}, {"overhead", r.Rate.Overhead}} {
+			ch <- prometheus.MustNewConstMetric(c.hourly[set], prometheus.GaugeValue, comp.v,
+				append(labels[:len(labels):len(labels)], comp.name)...)
+		}
 	}
 }
 
@@ -89,7 +229,7 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 	g := &snap.Inventory.GPUs[i]
 	r := &snap.Sample.GPUs[i]
 	act := snap.Activity[i]
-	labels := []string{strconv.Itoa(g.Index), g.UUID, g.PCIBusID, "nvidia" + strconv.Itoa(g.Minor), g.Model, c.hostname}
+	_, labels := c.identity(&snap.Inventory, deviceRef{i, -1})
 	migMode := "disabled"
 	if g.MIGEnabled {
 		migMode = "enabled"
@@ -104,17 +244,18 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 	if r.Lost {
 		return
 	}
-	c.collectValues(ch, setGPU, &r.Values, false, labels)
+	set, plabels := podLabels(snap.Attribution, g.UUID, setGPU, labels)
+	c.collectValues(ch, set, &r.Values, false, plabels)
 	for j := range g.Instances {
-		in := &g.Instances[j]
-		mlabels := append(labels[:len(labels):len(labels)], in.Profile, strconv.Itoa(in.GPUInstanceID))
+		_, mlabels := c.identity(&snap.Inventory, deviceRef{i, j})
 		var signal Signal = SignalNone
 		if j < len(act.Instances) {
 			signal = act.Instances[j].Signal
 		}
 		ch <- prometheus.MustNewConstMetric(c.info[setMIG], prometheus.GaugeValue, 1,
 			append(mlabels, snap.Inventory.DriverVersion, migMode, string(signal))...)
-		c.collectValues(ch, setMIG, &r.Instances[j], true, mlabels)
+		set, plabels := podLabels(snap.Attribution, g.Instances[j].UUID, setMIG, mlabels)
+		c.collectValues(ch, set, &r.Instances[j], true, plabels)
 	}
 }
 

@@ -13,7 +13,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/cost"
 )
+
+// staticBook is a cost.BookSource with one book.
+type staticBook struct{ b *cost.Book }
+
+func (s staticBook) Book() *cost.Book { return s.b }
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
@@ -78,17 +86,45 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func fixedClock(t time.Time) func() time.Time { return func() time.Time { return t } }
 
+// fakeHolders is a HolderSource with fixed holders.
+type fakeHolders struct{ snap *attribution.Snapshot }
+
+func (f fakeHolders) Current() *attribution.Snapshot { return f.snap }
+
+// podsOnNode: GPU-aaaa exclusive to one container; MIG-1111 held by a
+// container; MIG-2222 time-sliced by two (no pod labels on its series).
+var podsOnNode = &attribution.Snapshot{
+	Up: true, LastSuccess: t0.Add(-2 * time.Second),
+	Holders: map[string][]attribution.Holder{
+		"GPU-aaaa": {{Namespace: "ml", Pod: "train-0", Container: "trainer", Resource: "nvidia.com/gpu", Sharing: attribution.Exclusive, Replicas: 1, Share: 1}},
+		"MIG-1111": {{Namespace: "serve", Pod: "llm-0", Container: "server", Resource: "nvidia.com/mig-3g.40gb", Sharing: attribution.MIG, Replicas: 1, Share: 1}},
+		"MIG-2222": {
+			{Namespace: "dev", Pod: "nb-a", Container: "jupyter", Resource: "nvidia.com/mig-1g.10gb", Sharing: attribution.TimeSlicing, Replicas: 1, Share: 0.5},
+			{Namespace: "dev", Pod: "nb-b", Container: "jupyter", Resource: "nvidia.com/mig-1g.10gb", Sharing: attribution.TimeSlicing, Replicas: 1, Share: 0.5},
+		},
+	},
+	UnknownIDs: 3,
+}
+
 func TestCollectorGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		backend *fakeBackend
+		holders HolderSource
+		ledger  bool
 	}{
-		{"node", &fakeBackend{power: 412.5}},
-		{"lost_gpu", &fakeBackend{power: 412.5, lost: true}},
-		{"backend_down", &fakeBackend{failAll: errors.New("driver not loaded")}},
+		{"node", &fakeBackend{power: 412.5}, nil, false},
+		{"lost_gpu", &fakeBackend{power: 412.5, lost: true}, nil, false},
+		{"backend_down", &fakeBackend{failAll: errors.New("driver not loaded")}, nil, false},
+		{"attributed_with_ledger", &fakeBackend{power: 412.5}, fakeHolders{podsOnNode}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewSampler(tc.backend, SamplerOptions{Now: fixedClock(t0)})
+			opts := SamplerOptions{Now: fixedClock(t0), Holders: tc.holders}
+			if tc.ledger {
+				opts.Ledger = cost.NewLedger(staticBook{cost.Default()})
+			}
+			s := NewSampler(tc.backend, opts)
+			_ = s.Tick(context.Background(), t0.Add(-time.Hour))
 			_ = s.Tick(context.Background(), t0)
 			c := NewCollector(s, "node-a", fixedClock(t0.Add(1500*time.Millisecond)))
 			compareGolden(t, c, filepath.Join("testdata", tc.name+".golden.prom"))

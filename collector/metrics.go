@@ -39,9 +39,9 @@ var deviceMetrics = []deviceMetric{
 
 // Label names, in the order of the reference exporter.
 var (
-	gpuLabels = []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}
-	migLabels = append(append([]string{}, gpuLabels...), "GPU_I_PROFILE", "GPU_I_ID")
-	podLabels = []string{"container", "namespace", "pod"}
+	gpuLabels     = []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}
+	migLabels     = append(append([]string{}, gpuLabels...), "GPU_I_PROFILE", "GPU_I_ID")
+	podLabelNames = []string{"container", "namespace", "pod"}
 )
 
 // labelSet indexes the four label sets a device series can have.
@@ -64,7 +64,7 @@ func labelNames(set labelSet, extra ...string) []string {
 		names = append(names, migLabels...)
 	}
 	if set == setGPUPod || set == setMIGPod {
-		names = append(names, podLabels...)
+		names = append(names, podLabelNames...)
 	}
 	return append(names, extra...)
 }

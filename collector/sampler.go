@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gpuledger/gpuledger/cost"
 )
 
 // SamplerOptions configures a Sampler.
@@ -19,6 +21,12 @@ type SamplerOptions struct {
 	// simulation call Tick with their own times instead of Run.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Holders gives the pod attribution; nil disables attribution.
+	Holders HolderSource
+	// Processes maps compute processes to pods on shared GPUs; nil disables it.
+	Processes ProcessAccounting
+	// Ledger accounts the cost of every sample; nil disables the cost metrics.
+	Ledger *cost.Ledger
 }
 
 // Sampler reads a Backend and publishes each reading as an immutable Snapshot.
@@ -28,6 +36,8 @@ type Sampler struct {
 	backend  Backend
 	opts     SamplerOptions
 	inv      *Inventory // nil until read
+	index    *deviceIndex
+	acct     accountant
 	errs     errorCounts
 	failing  bool // the last tick failed; failures are logged once, recoveries once
 	snapshot atomic.Pointer[Snapshot]
@@ -44,7 +54,11 @@ func NewSampler(b Backend, opts SamplerOptions) *Sampler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Sampler{backend: b, opts: opts, errs: errorCounts{m: map[string]uint64{}}}
+	return &Sampler{
+		backend: b, opts: opts,
+		errs: errorCounts{m: map[string]uint64{}},
+		acct: accountant{ledger: opts.Ledger},
+	}
 }
 
 // Snapshot returns the latest published Snapshot, or nil before the first Tick.
@@ -81,11 +95,21 @@ func (s *Sampler) Tick(ctx context.Context, now time.Time) error {
 		Errors:   s.errs.copy(),
 	}
 	if s.inv != nil {
-		snap.Inventory = *s.inv
+		snap.Inventory, snap.index = *s.inv, s.index
+	}
+	if s.opts.Holders != nil {
+		snap.Attribution = s.opts.Holders.Current()
 	}
 	if err == nil {
 		snap.Sample = sample
 		snap.Activity = activities(snap.Inventory, sample)
+		if s.opts.Processes != nil {
+			snap.ProcessAccounting = true
+			snap.Usage, snap.ProcessAccountingUp = s.opts.Processes.Usage(snap.Inventory, sample, snap.Attribution)
+		}
+		if s.opts.Ledger != nil {
+			snap.Totals, snap.Rates = s.acct.advance(snap.Inventory, sample, snap.Activity, snap.Attribution, snap.Usage)
+		}
 	}
 	s.logTransition(err)
 	s.snapshot.Store(snap)
@@ -99,7 +123,10 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) (Sample, error) {
 			if err != nil {
 				return Sample{}, fmt.Errorf("read %s inventory: %w", s.backend.Name(), err)
 			}
-			s.inv = &inv
+			s.inv, s.index = &inv, newDeviceIndex(inv)
+			if t, ok := s.opts.Holders.(deviceTable); ok {
+				t.SetDevices(attributionDevices(inv))
+			}
 		}
 		sample := newSample(*s.inv, now)
 		err := s.backend.Sample(ctx, now, &sample, &s.errs)

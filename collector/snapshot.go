@@ -3,6 +3,9 @@ package collector
 import (
 	"math"
 	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/cost"
 )
 
 // Snapshot is one published sample of a node. It is immutable once published:
@@ -16,6 +19,20 @@ type Snapshot struct {
 	Sample    Sample
 	Activity  []Activity        // per GPU, parallel to Inventory.GPUs; nil when !Up
 	Errors    map[string]uint64 // failed reads per field since start
+
+	// Attribution is the pod attribution the sample was accounted with; nil
+	// when attribution is off.
+	Attribution *attribution.Snapshot
+	// Usage is the per-container use of shared devices; ProcessAccountingUp is
+	// false when process accounting is on but PIDs could not be mapped to pods.
+	Usage               []DeviceUsage
+	ProcessAccounting   bool // process accounting is configured
+	ProcessAccountingUp bool
+	// Totals and Rates are the cost ledger's, after this sample; nil when the ledger is off.
+	Totals []cost.Total
+	Rates  []cost.GPURate
+
+	index *deviceIndex // UUID → position in Inventory; shared by snapshots of one inventory
 }
 
 // Signal names the activity signal a device's idle/busy state is judged by.
@@ -81,4 +98,30 @@ func processActivity(gi int, procs []Process) Activity {
 		}
 	}
 	return Activity{Ratio: 0, Signal: SignalProcesses}
+}
+
+// deviceRef locates a device in an Inventory: GPU i, and MIG instance j or -1.
+type deviceRef struct{ gpu, instance int }
+
+// deviceIndex maps device UUIDs (GPUs and MIG instances) to their place in an Inventory.
+type deviceIndex struct{ refs map[string]deviceRef }
+
+func newDeviceIndex(inv Inventory) *deviceIndex {
+	x := &deviceIndex{refs: make(map[string]deviceRef)}
+	for i, g := range inv.GPUs {
+		x.refs[g.UUID] = deviceRef{i, -1}
+		for j, in := range g.Instances {
+			x.refs[in.UUID] = deviceRef{i, j}
+		}
+	}
+	return x
+}
+
+// lookup returns where device uuid is, and false for an unknown device.
+func (x *deviceIndex) lookup(uuid string) (deviceRef, bool) {
+	if x == nil {
+		return deviceRef{}, false
+	}
+	r, ok := x.refs[uuid]
+	return r, ok
 }

@@ -1,0 +1,116 @@
+package collector
+
+import (
+	"math"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/cost"
+)
+
+// HolderSource gives the latest pod attribution; *attribution.Client is one.
+// Current must not block and may return nil before the first refresh.
+type HolderSource interface {
+	Current() *attribution.Snapshot
+}
+
+// deviceTable is implemented by holder sources that resolve legacy MIG and GKE
+// device IDs through the inventory (*attribution.Client does).
+type deviceTable interface {
+	SetDevices([]attribution.Device)
+}
+
+// attributionDevices lists the devices of inv for resolving kubelet device IDs.
+func attributionDevices(inv Inventory) []attribution.Device {
+	var devs []attribution.Device
+	for _, g := range inv.GPUs {
+		devs = append(devs, attribution.Device{UUID: g.UUID, Minor: g.Minor, GPUInstanceID: -1, ComputeInstanceID: -1})
+		for _, in := range g.Instances {
+			devs = append(devs, attribution.Device{
+				UUID: in.UUID, ParentUUID: g.UUID, Minor: g.Minor,
+				GPUInstanceID: in.GPUInstanceID, ComputeInstanceID: in.ComputeInstanceID,
+			})
+		}
+	}
+	return devs
+}
+
+// accountant feeds each sample to the cost ledger. It is owned by the sampler
+// goroutine; its buffers are reused from tick to tick so the ledger sees the
+// same shapes and allocates nothing in steady state.
+type accountant struct {
+	ledger *cost.Ledger
+	last   time.Time // time of the previous tick; zero before the first
+	states []cost.GPUState
+}
+
+// advance charges the time since the previous tick at the readings of s and
+// returns the ledger's totals and rates.
+func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attribution.Snapshot, usage []DeviceUsage) ([]cost.Total, []cost.GPURate) {
+	var dt time.Duration
+	if !a.last.IsZero() {
+		dt = s.Time.Sub(a.last)
+	}
+	a.last = s.Time
+	a.states = resize(a.states, len(inv.GPUs))
+	for i := range inv.GPUs {
+		g, r, st := &inv.GPUs[i], &s.GPUs[i], &a.states[i]
+		st.UUID, st.Model, st.MIG = g.UUID, g.Model, g.MIGEnabled
+		st.PowerW, _ = r.Values.Get(PowerUsage)
+		st.Activity = act[i].Ratio
+		if !g.MIGEnabled {
+			st.Holders = holdersOf(st.Holders, attr, g.UUID, usage)
+			st.Instances = st.Instances[:0]
+			continue
+		}
+		st.Holders = st.Holders[:0]
+		st.Instances = resize(st.Instances, len(g.Instances))
+		for j := range g.Instances {
+			in, cs := &g.Instances[j], &st.Instances[j]
+			cs.UUID, cs.ComputeSlices, cs.MemorySlices = in.UUID, in.ComputeSlices, in.MemorySlices
+			cs.Activity = math.NaN()
+			if j < len(act[i].Instances) {
+				cs.Activity = act[i].Instances[j].Ratio
+			}
+			cs.Holders = holdersOf(cs.Holders, attr, in.UUID, usage)
+		}
+	}
+	a.ledger.Advance(dt, a.states)
+	return a.ledger.AppendTotals(nil), a.ledger.AppendRates(nil)
+}
+
+// holdersOf fills dst with the ledger holders of device uuid. On a time-sliced
+// device whose holders' own activity is known from process accounting, the
+// shares follow that activity; otherwise they are the kubelet's replica shares.
+func holdersOf(dst []cost.Holder, attr *attribution.Snapshot, uuid string, usage []DeviceUsage) []cost.Holder {
+	dst = dst[:0]
+	if attr == nil {
+		return dst
+	}
+	hs := attr.Holders[uuid]
+	u := usageOf(usage, uuid)
+	for _, h := range hs {
+		key := cost.HolderKey{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container}
+		dst = append(dst, cost.Holder{Key: key, Share: h.Share, Activity: u.activity(key)})
+	}
+	if len(dst) > 1 && u != nil {
+		var activity [16]float64
+		acts := activity[:0]
+		for _, h := range dst {
+			acts = append(acts, h.Activity)
+		}
+		var shares [16]float64
+		for k, sh := range cost.TimeSlicedShares(shares[:0], acts) {
+			dst[k].Share = sh
+		}
+	}
+	return dst
+}
+
+// resize returns s with length n, reusing its array when large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return append(s[:cap(s)], make([]T, n-cap(s))...)
+}

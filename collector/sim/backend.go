@@ -1,0 +1,341 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/mig"
+)
+
+// Options adjust a Backend.
+type Options struct {
+	// Seed, when non-zero, replaces the scenario's seed (--sim.seed).
+	Seed int64
+	// Start is the time event offsets and cumulative counters count from. Zero: the
+	// now of the first Sample call.
+	Start time.Time
+}
+
+// Backend is the simulated node. Sample, Inventory and Close are for the sampler's
+// single goroutine; Pods, Hostname and WriteProcFS read only what New built and are
+// safe for concurrent use.
+type Backend struct {
+	hostname string
+	inv      collector.Inventory
+	gpus     []simGPU
+	entries  []podEntry // one per scenario pod entry
+	alloc    []Allocatable
+
+	start   int64 // Unix ns
+	started bool
+}
+
+// load is a pod's workload on a device.
+type load struct {
+	pattern Pattern
+	prof    profile
+	fbMiB   float64
+	key     uint64 // activity stream
+	fbKey   uint64 // framebuffer stream
+	pids    []uint32
+}
+
+type simInstance struct {
+	computeShare float64 // compute slices / 7
+	memoryShare  float64 // memory slices / 8
+	totalMiB     float64
+	reservedMiB  float64
+	giID         int
+	load         *load // nil: no pod holds the instance
+}
+
+type gpuEvent struct {
+	at  int64 // ns after the start
+	xid uint64
+}
+
+// checkpoint carries the integrals of power from the start up to knot k, so that
+// successive samples integrate only the knots in between. The integrals depend on
+// time only: a sample earlier than the checkpoint starts again from the start.
+type checkpoint struct {
+	valid      bool
+	k          int64   // knot reached
+	at         int64   // Unix ns reached: the start or knot k
+	power      float64 // W at `at`
+	energyJ    float64
+	powerViol  float64 // µs
+	thermalVol float64 // µs
+}
+
+type simGPU struct {
+	spec      modelSpec
+	migMode   bool
+	key       uint64
+	loads     []load // pods on a GPU not in MIG mode
+	instances []simInstance
+	ambientC  float64
+
+	priorEnergyJ              float64 // energy before the start
+	replayPerHour, sbePerHour float64
+	replayPhase, sbePhase     float64
+	replayBase, sbeBase       float64
+
+	events []gpuEvent // sorted by time
+	lostAt int64      // ns after the start; -1: never
+	cp     checkpoint
+}
+
+// New builds the simulated node of a scenario. It validates sc again, so a
+// Scenario built in code gets the same checks as a parsed one.
+func New(sc *Scenario, opts Options) (*Backend, error) {
+	if err := sc.validate(); err != nil {
+		return nil, err
+	}
+	seed := uint64(sc.Seed)
+	if opts.Seed != 0 {
+		seed = uint64(opts.Seed)
+	}
+	b := &Backend{
+		hostname: sc.Node.Hostname,
+		inv:      collector.Inventory{DriverVersion: sc.Node.DriverVersion},
+	}
+	if b.hostname == "" {
+		b.hostname = DefaultHostname
+	}
+	if b.inv.DriverVersion == "" {
+		b.inv.DriverVersion = DefaultDriverVersion
+	}
+	if !opts.Start.IsZero() {
+		b.start, b.started = opts.Start.UnixNano(), true
+	}
+	for gi := range sc.GPUs {
+		g := &sc.GPUs[gi]
+		spec, _ := specOf(g)
+		count := max(g.Count, 1)
+		for range count {
+			b.addGPU(seed, g, spec)
+		}
+	}
+	b.addPods(seed, sc)
+	b.addEvents(sc)
+	b.alloc = b.allocatable(sc)
+	return b, nil
+}
+
+func (b *Backend) addGPU(seed uint64, g *GPUGroup, spec modelSpec) {
+	idx := len(b.gpus)
+	name := fmt.Sprint("gpu", idx)
+	key := keyOf(seed, name)
+	inv := collector.GPU{
+		Index:          idx,
+		Minor:          idx,
+		UUID:           "GPU-" + uuidOf(seed, name),
+		PCIBusID:       pciBusID(idx),
+		Model:          g.Model,
+		MemoryTotalMiB: uint64(spec.memoryMiB),
+		MIGEnabled:     g.MIG != nil,
+	}
+	sg := simGPU{
+		spec:          spec,
+		migMode:       g.MIG != nil,
+		key:           key,
+		ambientC:      25 + 8*unit(key, 1),
+		priorEnergyJ:  (2 + 28*unit(key, 2)) * 86400 * (spec.idleW + 0.3*(spec.tdpW-spec.idleW)),
+		replayPhase:   unit(key, 4),
+		sbePhase:      unit(key, 6),
+		lostAt:        -1,
+		replayBase:    0,
+		sbeBase:       0,
+		replayPerHour: 0,
+		sbePerHour:    0,
+	}
+	if unit(key, 3) < 0.25 { // a few GPUs sit on a noisy PCIe link
+		sg.replayPerHour = 0.2 + 2*unit(key, 7)
+		sg.replayBase = math.Floor(40 * unit(key, 8))
+	}
+	if unit(key, 5) < 0.15 { // and a few correct single-bit ECC errors now and then
+		sg.sbePerHour = 0.05 + 0.5*unit(key, 9)
+		sg.sbeBase = math.Floor(10 * unit(key, 10))
+	}
+	if g.MIG != nil {
+		model, _ := mig.ForModel(g.Model)
+		inv.MemoryTotalMiB = model.MemoryTotalMiB
+		ids := giIDs(model, g.MIG)
+		for j, pname := range g.MIG {
+			p, _ := model.Profile(pname)
+			inv.Instances = append(inv.Instances, collector.MIGInstance{
+				UUID:           "MIG-" + uuidOf(seed, name, fmt.Sprint("mig", j)),
+				GPUInstanceID:  ids[j],
+				Profile:        p.Name,
+				ComputeSlices:  p.ComputeSlices,
+				MemorySlices:   p.MemorySlices,
+				MemoryTotalMiB: p.MemoryMiB,
+			})
+			sg.instances = append(sg.instances, simInstance{
+				computeShare: float64(p.ComputeSlices) / mig.ComputeSlicesPerGPU,
+				memoryShare:  float64(p.MemorySlices) / mig.MemorySlicesPerGPU,
+				totalMiB:     float64(p.MemoryMiB),
+				reservedMiB:  float64(instanceReservedMiB(p.MemoryMiB)),
+				giID:         ids[j],
+			})
+		}
+	}
+	b.inv.GPUs = append(b.inv.GPUs, inv)
+	b.gpus = append(b.gpus, sg)
+}
+
+// giIDs assigns GPU instance IDs the way the driver tends to: by profile size from
+// its own range, the lowest free one first.
+func giIDs(m *mig.Model, layout []string) []int {
+	used := map[int]bool{}
+	ids := make([]int, len(layout))
+	for j, name := range layout {
+		p, _ := m.Profile(name)
+		var pool []int
+		switch {
+		case p.ComputeSlices == 7:
+			pool = []int{0}
+		case p.ComputeSlices >= 3:
+			pool = []int{1, 2}
+		case p.ComputeSlices == 2:
+			pool = []int{3, 4, 5}
+		case p.MemorySlices == 2:
+			pool = []int{3, 4, 5, 6}
+		default:
+			pool = []int{7, 8, 9, 10, 11, 12, 13, 14}
+		}
+		id := -1
+		for _, c := range pool {
+			if !used[c] {
+				id = c
+				break
+			}
+		}
+		for c := 0; id < 0; c++ {
+			if !used[c] {
+				id = c
+			}
+		}
+		used[id] = true
+		ids[j] = id
+	}
+	return ids
+}
+
+// pciBusID places GPUs on the buses of an HGX H100 board, eight per PCI domain.
+func pciBusID(idx int) string {
+	buses := [8]int{0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb}
+	return fmt.Sprintf("%08X:%02X:00.0", idx/8, buses[idx%8])
+}
+
+// uuidOf formats a UUID derived from the seed and names.
+func uuidOf(seed uint64, parts ...string) string {
+	k := keyOf(seed, parts...)
+	a, c := mix(k), mix(k^0xa5a5a5a5a5a5a5a5)
+	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xffff, c>>48, c&0xffffffffffff)
+}
+
+func (b *Backend) addPods(seed uint64, sc *Scenario) {
+	workloads := map[string]*Workload{}
+	for i := range sc.Workloads {
+		workloads[sc.Workloads[i].Name] = &sc.Workloads[i]
+	}
+	used := map[uint32]bool{}
+	for _, p := range sc.Pods {
+		for _, pid := range p.PIDs {
+			used[uint32(pid)] = true
+		}
+	}
+	next := uint32(1000 + mix(seed)%1_000_000)
+	uids := map[string]string{}
+	for _, p := range sc.Pods {
+		if p.UID != "" {
+			uids[p.Namespace+"/"+p.Pod] = p.UID
+		}
+	}
+	for i, p := range sc.Pods {
+		full := p.Namespace + "/" + p.Pod
+		uid, ok := uids[full]
+		if !ok {
+			uid = uuidOf(seed, "pod", full)
+			uids[full] = uid
+		}
+		pids := make([]uint32, 0, max(len(p.PIDs), 1))
+		for _, pid := range p.PIDs {
+			pids = append(pids, uint32(pid))
+		}
+		if len(pids) == 0 {
+			for used[next] {
+				next++
+			}
+			used[next] = true
+			pids = append(pids, next)
+		}
+		w := workloads[p.Workload]
+		name := full + "/" + p.Container + "/" + fmt.Sprint(i)
+		l := &load{
+			pattern: w.Pattern,
+			prof:    profileOf(w.Pattern),
+			fbMiB:   float64(w.FBMiB),
+			key:     keyOf(seed, "activity", name),
+			fbKey:   keyOf(seed, "fb", name),
+			pids:    pids,
+		}
+		g := &b.gpus[p.Device.GPU]
+		gpu := b.inv.GPUs[p.Device.GPU]
+		deviceID := gpu.UUID
+		switch {
+		case p.Device.Instance != nil:
+			g.instances[*p.Device.Instance].load = l
+			deviceID = gpu.Instances[*p.Device.Instance].UUID
+		case p.Device.Replica != nil:
+			g.loads = append(g.loads, *l)
+			deviceID = fmt.Sprintf("%s::%d", gpu.UUID, *p.Device.Replica)
+		default:
+			g.loads = append(g.loads, *l)
+		}
+		c := keyOf(seed, "container", full, p.Container)
+		b.entries = append(b.entries, podEntry{
+			namespace:   p.Namespace,
+			pod:         p.Pod,
+			uid:         uid,
+			container:   p.Container,
+			resource:    p.Resource,
+			deviceID:    deviceID,
+			containerID: fmt.Sprintf("%016x%016x%016x%016x", mix(c), mix(c+1), mix(c+2), mix(c+3)),
+			pids:        pids,
+		})
+	}
+}
+
+func (b *Backend) addEvents(sc *Scenario) {
+	for _, e := range sc.Events {
+		g := &b.gpus[e.GPU]
+		xid := uint64(e.XID)
+		if e.Lost {
+			xid = 79
+			g.lostAt = int64(e.At)
+		}
+		g.events = append(g.events, gpuEvent{at: int64(e.At), xid: xid})
+	}
+	for i := range b.gpus {
+		ev := b.gpus[i].events
+		sort.SliceStable(ev, func(x, y int) bool { return ev[x].at < ev[y].at })
+	}
+}
+
+// Name returns "sim".
+func (b *Backend) Name() string { return "sim" }
+
+// Hostname returns the scenario's node name.
+func (b *Backend) Hostname() string { return b.hostname }
+
+// Inventory returns the simulated GPUs; it never changes.
+func (b *Backend) Inventory(context.Context) (collector.Inventory, error) { return b.inv, nil }
+
+// Close does nothing.
+func (b *Backend) Close() error { return nil }

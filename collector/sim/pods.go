@@ -1,0 +1,123 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// podEntry is one scenario pod entry: a container holding one device.
+type podEntry struct {
+	namespace, pod, uid, container string
+	resource                       string
+	deviceID                       string // as the device plugin reports it
+	containerID                    string // 64 hex digits
+	pids                           []uint32
+}
+
+// Allocation is what the kubelet's pod-resources List reports for one container and
+// resource: the device IDs as the NVIDIA device plugin names them ("GPU-<uuid>",
+// "GPU-<uuid>::<replica>" for time-slicing, "MIG-<uuid>").
+type Allocation struct {
+	Namespace string
+	Pod       string
+	UID       string
+	Container string
+	Resource  string
+	DeviceIDs []string
+}
+
+// Allocatable is what GetAllocatableResources reports for one resource.
+type Allocatable struct {
+	Resource  string
+	DeviceIDs []string
+}
+
+// Pods returns the node's pod allocations, in scenario order, and its allocatable
+// devices per resource, sorted by resource. A container that holds several devices
+// of one resource is one Allocation. The slices are the caller's.
+func (b *Backend) Pods() ([]Allocation, []Allocatable) {
+	var allocs []Allocation
+	index := map[[4]string]int{}
+	for _, e := range b.entries {
+		key := [4]string{e.namespace, e.pod, e.container, e.resource}
+		if i, ok := index[key]; ok {
+			allocs[i].DeviceIDs = append(allocs[i].DeviceIDs, e.deviceID)
+			continue
+		}
+		index[key] = len(allocs)
+		allocs = append(allocs, Allocation{
+			Namespace: e.namespace, Pod: e.pod, UID: e.uid, Container: e.container,
+			Resource: e.resource, DeviceIDs: []string{e.deviceID},
+		})
+	}
+	avail := make([]Allocatable, len(b.alloc))
+	for i, a := range b.alloc {
+		avail[i] = Allocatable{Resource: a.Resource, DeviceIDs: append([]string(nil), a.DeviceIDs...)}
+	}
+	return allocs, avail
+}
+
+// allocatable lists the devices the device plugin advertises: whole GPUs as
+// nvidia.com/gpu, time-sliced GPUs as nvidia.com/gpu.shared replicas, MIG instances
+// as nvidia.com/mig-<profile>.
+func (b *Backend) allocatable(sc *Scenario) []Allocatable {
+	byRes := map[string][]string{}
+	i := 0
+	for _, g := range sc.GPUs {
+		for range max(g.Count, 1) {
+			gpu := b.inv.GPUs[i]
+			i++
+			switch {
+			case gpu.MIGEnabled:
+				for _, in := range gpu.Instances {
+					r := resourceMIGPrefix + in.Profile
+					byRes[r] = append(byRes[r], in.UUID)
+				}
+			case g.Replicas > 0:
+				for r := range g.Replicas {
+					byRes[resourceShared] = append(byRes[resourceShared], fmt.Sprintf("%s::%d", gpu.UUID, r))
+				}
+			default:
+				byRes[resourceGPU] = append(byRes[resourceGPU], gpu.UUID)
+			}
+		}
+	}
+	out := make([]Allocatable, 0, len(byRes))
+	for r, ids := range byRes {
+		out = append(out, Allocatable{Resource: r, DeviceIDs: ids})
+	}
+	sort.Slice(out, func(x, y int) bool { return out[x].Resource < out[y].Resource })
+	return out
+}
+
+// WriteProcFS writes what process accounting reads for every simulated process:
+// <procDir>/<pid>/cgroup, a cgroup v2 line of a burstable pod under the systemd
+// cgroup driver with containerd naming
+//
+//	0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid with _>.slice/cri-containerd-<id>.scope
+//
+// and the kubelet's log directory <podLogsDir>/<namespace>_<pod>_<uid>/<container>/.
+func (b *Backend) WriteProcFS(procDir, podLogsDir string) error {
+	for _, e := range b.entries {
+		uid := strings.ReplaceAll(e.uid, "-", "_")
+		line := fmt.Sprintf("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/cri-containerd-%s.scope\n",
+			uid, e.containerID)
+		for _, pid := range e.pids {
+			dir := filepath.Join(procDir, fmt.Sprint(pid))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("write sim procfs: %w", err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(line), 0o644); err != nil {
+				return fmt.Errorf("write sim procfs: %w", err)
+			}
+		}
+		logs := filepath.Join(podLogsDir, e.namespace+"_"+e.pod+"_"+e.uid, e.container)
+		if err := os.MkdirAll(logs, 0o755); err != nil {
+			return fmt.Errorf("write sim pod logs dir: %w", err)
+		}
+	}
+	return nil
+}

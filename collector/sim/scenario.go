@@ -1,0 +1,182 @@
+// Package sim is a simulated GPU node: a collector.Backend whose GPUs, MIG
+// instances, workloads and pods come from a scenario file. It serves the exporter
+// when no GPU is at hand (--backend=sim) and produces history in virtual time.
+//
+// Readings are a pure function of the seed, the scenario and the sample time, so a
+// week sampled every 30 s in virtual time gives the same series as a week sampled in
+// real time. Cumulative counters (energy, violations, PCIe replays, ECC, XIDs) count
+// from the backend's start time (Options.Start).
+//
+// # Scenario file
+//
+// A scenario is one YAML document. Unknown keys, null values, values of the wrong
+// type or out of range, MIG layouts that do not fit the GPU and pods pointing at
+// devices that do not exist are errors of the form "<file>:<line>: <field>: <what>".
+//
+//	seed: 42                          # random streams; --sim.seed overrides it
+//	node:
+//	  hostname: sim-node-0            # default sim-node-0
+//	  driver_version: "550.90.07"     # default 550.90.07
+//	gpus:                             # groups of GPUs; indices count up from 0 in order
+//	  - model: NVIDIA H100 80GB HBM3  # product name as NVML reports it
+//	    count: 2                      # GPUs in this group, default 1
+//	  - model: NVIDIA H100 80GB HBM3
+//	    replicas: 3                   # time-slicing: advertised as nvidia.com/gpu.shared ×3
+//	  - model: NVIDIA H100 80GB HBM3
+//	    mig: [3g.40gb, 1g.10gb]       # MIG mode with these instances (mig: [] = none)
+//	  - model: Some Future GPU
+//	    memory_mib: 65536             # required for models the simulator does not know,
+//	    tdp_watts: 500                # optional overrides otherwise; idle_watts too
+//	workloads:
+//	  - name: llm-train
+//	    pattern: training             # training | inference | bursty-dev | idle
+//	    fb_mib: 70000                 # peak framebuffer per pod, MiB
+//	pods:
+//	  - namespace: ml
+//	    pod: trainer-0
+//	    container: main
+//	    uid: 6f1c…                    # optional; derived from the seed otherwise
+//	    resource: nvidia.com/gpu      # nvidia.com/gpu | nvidia.com/gpu.shared | nvidia.com/mig-<profile>
+//	    device: {gpu: 0}              # {gpu: N} | {gpu: N, replica: R} | {gpu: N, instance: I}
+//	    workload: llm-train
+//	    pids: [4242]                  # optional; one PID derived from the seed otherwise
+//	events:
+//	  - {at: 2h, gpu: 3, xid: 13}     # an XID error, at a duration after the start
+//	  - {at: 26h, gpu: 5, lost: true} # the GPU falls off the bus (XID 79)
+//
+// The patterns: training runs at 85–97 % activity with its framebuffer full;
+// inference follows the time of day (low at 03:00 UTC, peak at 15:00 UTC) with noise;
+// bursty-dev idles with short bursts of work a few times an hour; idle holds its
+// framebuffer and does nothing. A GPU, replica or MIG instance no pod holds is
+// unallocated and idles. Power moves between the model's idle and TDP watts with the
+// GPU's activity; temperatures and clocks follow power.
+//
+// A container holding several devices is listed once per device. `instance` counts
+// the GPU's MIG layout from 0 and the resource must name that instance's profile.
+package sim
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Pattern names how a workload uses its GPU over time.
+type Pattern string
+
+// The workload patterns.
+const (
+	Training  Pattern = "training"
+	Inference Pattern = "inference"
+	BurstyDev Pattern = "bursty-dev"
+	Idle      Pattern = "idle"
+)
+
+// Scenario is a parsed and validated scenario file. See the package documentation
+// for its YAML form. Build one with Load, Parse or Default; New validates a
+// Scenario built in code again.
+type Scenario struct {
+	Seed      int64      `yaml:"seed"`
+	Node      Node       `yaml:"node"`
+	GPUs      []GPUGroup `yaml:"gpus"`
+	Workloads []Workload `yaml:"workloads"`
+	Pods      []Pod      `yaml:"pods"`
+	Events    []Event    `yaml:"events"`
+
+	name  string         // file name for error messages
+	lines map[string]int // field path → line, for parsed scenarios
+}
+
+// Node describes the simulated host.
+type Node struct {
+	Hostname      string `yaml:"hostname"`       // default DefaultHostname
+	DriverVersion string `yaml:"driver_version"` // default DefaultDriverVersion
+}
+
+// Defaults of a scenario.
+const (
+	DefaultHostname      = "sim-node-0"
+	DefaultDriverVersion = "550.90.07"
+)
+
+// GPUGroup is Count GPUs of one model and configuration.
+type GPUGroup struct {
+	Model     string   `yaml:"model"`      // product name, e.g. "NVIDIA H100 80GB HBM3"
+	Count     int      `yaml:"count"`      // 0 means 1
+	MIG       []string `yaml:"mig"`        // MIG layout as profile names; non-nil enables MIG mode
+	Replicas  int      `yaml:"replicas"`   // time-slicing replicas; 0: not shared
+	MemoryMiB int      `yaml:"memory_mib"` // framebuffer, MiB; 0: the model's
+	TDPWatts  float64  `yaml:"tdp_watts"`  // power limit, W; 0: the model's
+	IdleWatts float64  `yaml:"idle_watts"` // power at rest, W; 0: the model's
+}
+
+// Workload is a named usage pattern that pods run.
+type Workload struct {
+	Name    string  `yaml:"name"`
+	Pattern Pattern `yaml:"pattern"`
+	FBMiB   int     `yaml:"fb_mib"` // peak framebuffer of one pod, MiB
+}
+
+// Pod is one container holding one device.
+type Pod struct {
+	Namespace string `yaml:"namespace"`
+	Pod       string `yaml:"pod"`
+	UID       string `yaml:"uid"` // empty: derived from the seed
+	Container string `yaml:"container"`
+	Resource  string `yaml:"resource"`
+	Device    Device `yaml:"device"`
+	Workload  string `yaml:"workload"`
+	PIDs      []int  `yaml:"pids"` // empty: one PID derived from the seed
+}
+
+// Device points at a whole GPU, a time-slicing replica of one, or a MIG instance.
+type Device struct {
+	GPU      int  `yaml:"gpu"`
+	Replica  *int `yaml:"replica"`  // for nvidia.com/gpu.shared
+	Instance *int `yaml:"instance"` // for nvidia.com/mig-<profile>: index in the GPU's layout
+}
+
+// Event is something that happens to a GPU At a duration after the backend's start.
+type Event struct {
+	At   time.Duration `yaml:"at"`
+	GPU  int           `yaml:"gpu"`
+	XID  int           `yaml:"xid"`  // an XID error of this code
+	Lost bool          `yaml:"lost"` // the GPU falls off the bus (counts as XID 79)
+}
+
+//go:embed default.yaml
+var defaultScenario []byte
+
+// Load reads and validates the scenario file at path.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes and validates a scenario; name is the file name errors carry.
+func Parse(data []byte, name string) (*Scenario, error) {
+	sc := &Scenario{name: name, lines: map[string]int{}}
+	if err := decodeStrict(data, name, sc, sc.lines); err != nil {
+		return nil, err
+	}
+	if err := sc.validate(); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// Default returns the built-in scenario: eight H100 80GB GPUs on "sim-node-0", two
+// of them in MIG mode, with training, inference, time-sliced development and idle
+// pods, an unallocated GPU and an unassigned MIG instance.
+func Default() *Scenario {
+	sc, err := Parse(defaultScenario, "default.yaml")
+	if err != nil {
+		// The embedded scenario is covered by tests; failing here is a build defect.
+		panic("sim: built-in scenario: " + err.Error())
+	}
+	return sc
+}

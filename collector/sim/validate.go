@@ -1,0 +1,390 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gpuledger/gpuledger/mig"
+)
+
+// Limits that keep a scenario, and the work and memory it costs, bounded.
+const (
+	maxGPUs        = 64
+	maxReplicas    = 64
+	maxWorkloads   = 1024
+	maxPods        = 4096
+	maxPIDsPerPod  = 64
+	maxEvents      = 10000
+	maxPID         = 4194304 // Linux pid_max
+	maxMemoryMiB   = 1 << 22 // 4 TiB
+	maxTDPWatts    = 2000
+	maxXID         = 1023
+	maxEventOffset = 10 * 365 * 24 * time.Hour
+)
+
+// Kubernetes resource names the simulated device plugin advertises.
+const (
+	resourceGPU       = "nvidia.com/gpu"
+	resourceShared    = "nvidia.com/gpu.shared"
+	resourceMIGPrefix = "nvidia.com/mig-"
+)
+
+var (
+	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+	uidPattern   = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+)
+
+// errAt returns an error for the field at path, located at its line or, when the
+// field is absent, at the line of the nearest enclosing field.
+func (sc *Scenario) errAt(path, format string, a ...any) error {
+	name := sc.name
+	if name == "" {
+		name = "scenario"
+	}
+	line := 0
+	for p := path; ; {
+		if l, ok := sc.lines[p]; ok {
+			line = l
+			break
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return &scenarioError{file: name, line: line, path: path, msg: fmt.Sprintf(format, a...)}
+}
+
+// has reports whether a parsed scenario gave the field at path.
+func (sc *Scenario) has(path string) bool {
+	_, ok := sc.lines[path]
+	return ok
+}
+
+// gpuFacts is what validation learns about one GPU index.
+type gpuFacts struct {
+	group  int
+	spec   modelSpec
+	mig    *mig.Model // nil unless in MIG mode
+	layout []string
+}
+
+// devKey names a holdable device: a whole GPU (replica and instance -1), a
+// time-slicing replica or a MIG instance.
+type devKey struct{ gpu, replica, instance int }
+
+func (sc *Scenario) validate() error {
+	gpus, err := sc.validateGPUs()
+	if err != nil {
+		return err
+	}
+	workloads, err := sc.validateWorkloads()
+	if err != nil {
+		return err
+	}
+	if err := sc.validatePods(gpus, workloads); err != nil {
+		return err
+	}
+	return sc.validateEvents(len(gpus))
+}
+
+func (sc *Scenario) validateGPUs() ([]gpuFacts, error) {
+	if h := sc.Node.Hostname; h != "" && (len(h) > 253 || !dnsSubdomain.MatchString(h)) {
+		return nil, sc.errAt("node.hostname", "%q is not a valid node name (lower-case DNS subdomain)", h)
+	}
+	if len(sc.GPUs) == 0 {
+		return nil, sc.errAt("gpus", "at least one GPU is required")
+	}
+	var gpus []gpuFacts
+	for i := range sc.GPUs {
+		g := &sc.GPUs[i]
+		p := fmt.Sprintf("gpus[%d]", i)
+		if g.Model == "" {
+			return nil, sc.errAt(p+".model", "required")
+		}
+		count := g.Count
+		switch {
+		case count < 0 || (count == 0 && sc.has(p+".count")):
+			return nil, sc.errAt(p+".count", "must be at least 1, got %d", count)
+		case count == 0:
+			count = 1
+		}
+		if len(gpus)+count > maxGPUs {
+			return nil, sc.errAt(p+".count", "more than %d GPUs on one node", maxGPUs)
+		}
+		if g.MemoryMiB < 0 || g.MemoryMiB > maxMemoryMiB {
+			return nil, sc.errAt(p+".memory_mib", "must be between 1 and %d MiB, got %d", maxMemoryMiB, g.MemoryMiB)
+		}
+		if g.TDPWatts < 0 || g.TDPWatts > maxTDPWatts {
+			return nil, sc.errAt(p+".tdp_watts", "must be between 1 and %d W, got %g", maxTDPWatts, g.TDPWatts)
+		}
+		if g.IdleWatts < 0 {
+			return nil, sc.errAt(p+".idle_watts", "must not be negative, got %g", g.IdleWatts)
+		}
+		spec, ok := specOf(g)
+		if !ok {
+			return nil, sc.errAt(p+".model", "unknown model %q: give memory_mib and tdp_watts", g.Model)
+		}
+		if spec.idleW >= spec.tdpW {
+			return nil, sc.errAt(p+".idle_watts", "idle power %g W must be below the TDP of %g W", spec.idleW, spec.tdpW)
+		}
+		if g.Replicas < 0 || g.Replicas > maxReplicas {
+			return nil, sc.errAt(p+".replicas", "must be between 1 and %d, got %d", maxReplicas, g.Replicas)
+		}
+		var model *mig.Model
+		if g.MIG != nil {
+			if g.Replicas > 0 {
+				return nil, sc.errAt(p+".replicas", "time-slicing MIG instances is not simulated")
+			}
+			if g.MemoryMiB > 0 {
+				return nil, sc.errAt(p+".memory_mib", "cannot be set on a MIG GPU: sizes come from the MIG profile table")
+			}
+			if model, ok = mig.ForModel(g.Model); !ok {
+				return nil, sc.errAt(p+".mig", "model %q has no MIG profiles", g.Model)
+			}
+			if err := model.CheckLayout(g.MIG); err != nil {
+				var le *mig.LayoutError
+				if errors.As(err, &le) {
+					return nil, sc.errAt(fmt.Sprintf("%s.mig[%d]", p, le.Index), "%s", le.Reason)
+				}
+				return nil, sc.errAt(p+".mig", "%v", err)
+			}
+		}
+		for range count {
+			gpus = append(gpus, gpuFacts{group: i, spec: spec, mig: model, layout: g.MIG})
+		}
+	}
+	return gpus, nil
+}
+
+func (sc *Scenario) validateWorkloads() (map[string]*Workload, error) {
+	if len(sc.Workloads) > maxWorkloads {
+		return nil, sc.errAt("workloads", "more than %d workloads", maxWorkloads)
+	}
+	byName := make(map[string]*Workload, len(sc.Workloads))
+	first := make(map[string]int, len(sc.Workloads))
+	for i := range sc.Workloads {
+		w := &sc.Workloads[i]
+		p := fmt.Sprintf("workloads[%d]", i)
+		if w.Name == "" {
+			return nil, sc.errAt(p+".name", "required")
+		}
+		if j, dup := first[w.Name]; dup {
+			return nil, sc.errAt(p+".name", "workload %q is already defined by workloads[%d]", w.Name, j)
+		}
+		first[w.Name] = i
+		switch w.Pattern {
+		case Training, Inference, BurstyDev, Idle:
+		case "":
+			return nil, sc.errAt(p+".pattern", "required (training, inference, bursty-dev or idle)")
+		default:
+			return nil, sc.errAt(p+".pattern", "unknown pattern %q (want training, inference, bursty-dev or idle)", w.Pattern)
+		}
+		if w.FBMiB < 0 || w.FBMiB > maxMemoryMiB {
+			return nil, sc.errAt(p+".fb_mib", "must be between 0 and %d MiB, got %d", maxMemoryMiB, w.FBMiB)
+		}
+		byName[w.Name] = w
+	}
+	return byName, nil
+}
+
+// usableMiB is the framebuffer pods can fill on a device.
+func usableMiB(g gpuFacts, instance int) int {
+	if instance >= 0 {
+		p, _ := g.mig.Profile(g.layout[instance])
+		return int(p.MemoryMiB) - instanceReservedMiB(p.MemoryMiB)
+	}
+	return g.spec.memoryMiB - g.spec.reservedMiB
+}
+
+// instanceReservedMiB is the framebuffer the driver keeps in a MIG instance.
+func instanceReservedMiB(memMiB uint64) int { return int(memMiB / 200) }
+
+func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload) error {
+	if len(sc.Pods) > maxPods {
+		return sc.errAt("pods", "more than %d pods", maxPods)
+	}
+	holder := map[devKey]int{}      // device → first pod entry holding it
+	fbOnGPU := map[devKey]int{}     // device → framebuffer its holders need, MiB
+	uidOf := map[string]string{}    // namespace/pod → UID
+	podOfUID := map[string]string{} // UID → namespace/pod
+	pids := map[int]int{}           // PID → pod entry
+	for i := range sc.Pods {
+		pod := &sc.Pods[i]
+		p := fmt.Sprintf("pods[%d]", i)
+		if !dnsLabel.MatchString(pod.Namespace) || len(pod.Namespace) > 63 {
+			return sc.errAt(p+".namespace", "%q is not a valid namespace name", pod.Namespace)
+		}
+		if !dnsSubdomain.MatchString(pod.Pod) || len(pod.Pod) > 253 {
+			return sc.errAt(p+".pod", "%q is not a valid pod name", pod.Pod)
+		}
+		if !dnsLabel.MatchString(pod.Container) || len(pod.Container) > 63 {
+			return sc.errAt(p+".container", "%q is not a valid container name", pod.Container)
+		}
+		full := pod.Namespace + "/" + pod.Pod
+		if pod.UID != "" {
+			if !uidPattern.MatchString(pod.UID) {
+				return sc.errAt(p+".uid", "%q is not a lower-case UUID", pod.UID)
+			}
+			if other, ok := podOfUID[pod.UID]; ok && other != full {
+				return sc.errAt(p+".uid", "UID %s already belongs to pod %s", pod.UID, other)
+			}
+			if uid, ok := uidOf[full]; ok && uid != pod.UID {
+				return sc.errAt(p+".uid", "pod %s already has UID %s", full, uid)
+			}
+			uidOf[full] = pod.UID
+			podOfUID[pod.UID] = full
+		}
+		if sc.lines != nil && !sc.has(p+".device.gpu") {
+			return sc.errAt(p+".device.gpu", "required")
+		}
+		key, err := sc.checkDevice(p, pod, gpus)
+		if err != nil {
+			return err
+		}
+		if j, held := holder[key]; held {
+			return sc.errAt(p+".device", "%s is already held by pods[%d] (%s/%s)",
+				describeDevice(key), j, sc.Pods[j].Namespace, sc.Pods[j].Pod)
+		}
+		holder[key] = i
+		if pod.Workload == "" {
+			return sc.errAt(p+".workload", "required")
+		}
+		w, ok := workloads[pod.Workload]
+		if !ok {
+			return sc.errAt(p+".workload", "no workload named %q", pod.Workload)
+		}
+		memKey := key
+		memKey.replica = -1 // replicas share the GPU's framebuffer
+		fbOnGPU[memKey] += w.FBMiB
+		if usable := usableMiB(gpus[key.gpu], key.instance); fbOnGPU[memKey] > usable {
+			return sc.errAt(p+".workload", "workload %q needs %d MiB, but %s has %d MiB left for it",
+				w.Name, w.FBMiB, describeDevice(memKey), usable-(fbOnGPU[memKey]-w.FBMiB))
+		}
+		if len(pod.PIDs) > maxPIDsPerPod {
+			return sc.errAt(p+".pids", "more than %d PIDs", maxPIDsPerPod)
+		}
+		for k, pid := range pod.PIDs {
+			pp := fmt.Sprintf("%s.pids[%d]", p, k)
+			if pid < 1 || pid > maxPID {
+				return sc.errAt(pp, "PID must be between 1 and %d, got %d", maxPID, pid)
+			}
+			if j, dup := pids[pid]; dup {
+				return sc.errAt(pp, "PID %d is already used by pods[%d]", pid, j)
+			}
+			pids[pid] = i
+		}
+	}
+	return nil
+}
+
+// checkDevice validates a pod's resource against the device it points at.
+func (sc *Scenario) checkDevice(p string, pod *Pod, gpus []gpuFacts) (devKey, error) {
+	d := pod.Device
+	if d.GPU < 0 || d.GPU >= len(gpus) {
+		return devKey{}, sc.errAt(p+".device.gpu", "no GPU %d (the node has GPUs 0 to %d)", d.GPU, len(gpus)-1)
+	}
+	g := gpus[d.GPU]
+	group := sc.GPUs[g.group]
+	key := devKey{gpu: d.GPU, replica: -1, instance: -1}
+	switch {
+	case pod.Resource == resourceGPU:
+		if d.Replica != nil || d.Instance != nil {
+			return key, sc.errAt(p+".device", "%s takes a whole GPU: give only gpu", resourceGPU)
+		}
+		if g.mig != nil {
+			return key, sc.errAt(p+".resource", "GPU %d is in MIG mode: request %s<profile>", d.GPU, resourceMIGPrefix)
+		}
+		if group.Replicas > 0 {
+			return key, sc.errAt(p+".resource", "GPU %d is time-sliced (replicas: %d): request %s", d.GPU, group.Replicas, resourceShared)
+		}
+	case pod.Resource == resourceShared:
+		if group.Replicas == 0 {
+			return key, sc.errAt(p+".resource", "GPU %d is not time-sliced: set replicas on gpus[%d] or request %s", d.GPU, g.group, resourceGPU)
+		}
+		if d.Instance != nil {
+			return key, sc.errAt(p+".device.instance", "%s takes a replica, not a MIG instance", resourceShared)
+		}
+		if d.Replica == nil {
+			return key, sc.errAt(p+".device.replica", "required for %s", resourceShared)
+		}
+		if *d.Replica < 0 || *d.Replica >= group.Replicas {
+			return key, sc.errAt(p+".device.replica", "GPU %d has replicas 0 to %d, got %d", d.GPU, group.Replicas-1, *d.Replica)
+		}
+		key.replica = *d.Replica
+	case strings.HasPrefix(pod.Resource, resourceMIGPrefix):
+		if g.mig == nil {
+			return key, sc.errAt(p+".resource", "GPU %d is not in MIG mode", d.GPU)
+		}
+		if d.Replica != nil {
+			return key, sc.errAt(p+".device.replica", "time-slicing MIG instances is not simulated")
+		}
+		if d.Instance == nil {
+			return key, sc.errAt(p+".device.instance", "required for %s", pod.Resource)
+		}
+		if *d.Instance < 0 || *d.Instance >= len(g.layout) {
+			return key, sc.errAt(p+".device.instance", "GPU %d has %d MIG instances, got instance %d", d.GPU, len(g.layout), *d.Instance)
+		}
+		if want := resourceMIGPrefix + g.layout[*d.Instance]; pod.Resource != want {
+			return key, sc.errAt(p+".resource", "instance %d of GPU %d is a %s: request %s", *d.Instance, d.GPU, g.layout[*d.Instance], want)
+		}
+		key.instance = *d.Instance
+	case pod.Resource == "":
+		return key, sc.errAt(p+".resource", "required")
+	default:
+		return key, sc.errAt(p+".resource", "unknown resource %q (want %s, %s or %s<profile>)", pod.Resource, resourceGPU, resourceShared, resourceMIGPrefix)
+	}
+	return key, nil
+}
+
+func describeDevice(k devKey) string {
+	switch {
+	case k.replica >= 0:
+		return fmt.Sprintf("replica %d of GPU %d", k.replica, k.gpu)
+	case k.instance >= 0:
+		return fmt.Sprintf("MIG instance %d of GPU %d", k.instance, k.gpu)
+	}
+	return fmt.Sprintf("GPU %d", k.gpu)
+}
+
+func (sc *Scenario) validateEvents(numGPUs int) error {
+	if len(sc.Events) > maxEvents {
+		return sc.errAt("events", "more than %d events", maxEvents)
+	}
+	lost := map[int]int{}
+	for i, e := range sc.Events {
+		p := fmt.Sprintf("events[%d]", i)
+		if sc.lines != nil && !sc.has(p+".at") {
+			return sc.errAt(p+".at", "required")
+		}
+		if e.At < 0 || e.At > maxEventOffset {
+			return sc.errAt(p+".at", "must be between 0s and %v, got %v", maxEventOffset, e.At)
+		}
+		if sc.lines != nil && !sc.has(p+".gpu") {
+			return sc.errAt(p+".gpu", "required")
+		}
+		if e.GPU < 0 || e.GPU >= numGPUs {
+			return sc.errAt(p+".gpu", "no GPU %d (the node has GPUs 0 to %d)", e.GPU, numGPUs-1)
+		}
+		switch {
+		case e.Lost && e.XID != 0:
+			return sc.errAt(p, "give xid or lost, not both")
+		case e.Lost:
+			if j, dup := lost[e.GPU]; dup {
+				return sc.errAt(p+".lost", "GPU %d is already lost by events[%d]", e.GPU, j)
+			}
+			lost[e.GPU] = i
+		case e.XID < 1 || e.XID > maxXID:
+			if e.XID == 0 && !sc.has(p+".xid") {
+				return sc.errAt(p, "give xid or lost")
+			}
+			return sc.errAt(p+".xid", "must be between 1 and %d, got %d", maxXID, e.XID)
+		}
+	}
+	return nil
+}
