@@ -1,0 +1,148 @@
+// Package alerts generates gpuledger's Prometheus recording and alerting rules as
+// a plain rules file (the format `promtool check rules` reads).
+//
+// The rules are Go code: thresholds and `for:` durations come from Options, the
+// recording-rule names are exported constants the dashboards and the report
+// query, and alerts/generated/gpuledger-rules.yaml is what Generate returns for
+// DefaultOptions (a test fails when the committed file differs; rewrite it with
+// `go generate ./alerts`).
+package alerts
+
+//go:generate go test -run TestGeneratedFileIsCurrent -update .
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Options holds the thresholds and durations of the generated rules. Start from
+// DefaultOptions and change what differs; a zero Options is invalid.
+type Options struct {
+	// ExporterJob is a regular expression matching the Prometheus `job` label
+	// of the gpuledger scrape (used by GPULedgerExporterDown).
+	ExporterJob string
+
+	// IdleRatio is the fraction (0–1) of the time a holder held a device that
+	// must have been idle over IdleWindow for GPUAllocatedButIdle.
+	IdleRatio float64
+	// IdleWindow is the range over which idle time is measured.
+	IdleWindow time.Duration
+	// IdleFor is how long the condition must hold before GPUAllocatedButIdle fires.
+	IdleFor time.Duration
+	// IdleMinEURPerHour is the idle cost in EUR per hour below which a holder
+	// is not worth an alert.
+	IdleMinEURPerHour float64
+
+	// ErrorWindow is the range over which XID and uncorrectable ECC counters
+	// must increase for GPUCriticalXID and GPUUncorrectableECC.
+	ErrorWindow time.Duration
+
+	// ThrottleRatio is the throttled fraction of time (0–1, power or thermal)
+	// above which GPUThrottling fires.
+	ThrottleRatio float64
+	// ThrottleWindow is the rate window of the violation counters.
+	ThrottleWindow time.Duration
+	// ThrottleFor is how long the throttling must last.
+	ThrottleFor time.Duration
+
+	// TemperatureCelsius is the GPU temperature in °C above which
+	// GPUTemperatureHigh fires.
+	TemperatureCelsius float64
+	// TemperatureFor is how long the temperature must stay high.
+	TemperatureFor time.Duration
+
+	// FramebufferRatio is the used fraction (0–1) of a shared GPU's or MIG
+	// instance's framebuffer above which GPUFramebufferNearFull fires.
+	FramebufferRatio float64
+	// FramebufferFor is how long the framebuffer must stay that full.
+	FramebufferFor time.Duration
+
+	// MissingLookback is how far back GPUMissing looks for the node's GPU count.
+	MissingLookback time.Duration
+	// MissingFor is how long a GPU must be missing.
+	MissingFor time.Duration
+
+	// ExporterDownFor is how long the exporter (or its backend) must be down.
+	ExporterDownFor time.Duration
+	// StaleAfter is the sample age above which samples count as stale.
+	StaleAfter time.Duration
+	// StaleFor is how long samples must stay stale.
+	StaleFor time.Duration
+	// AttributionDownFor is how long pod attribution must fail.
+	AttributionDownFor time.Duration
+}
+
+// DefaultOptions returns the thresholds the committed rules file uses.
+func DefaultOptions() Options {
+	return Options{
+		ExporterJob:        "gpuledger",
+		IdleRatio:          0.95,
+		IdleWindow:         30 * time.Minute,
+		IdleFor:            time.Hour,
+		IdleMinEURPerHour:  0,
+		ErrorWindow:        10 * time.Minute,
+		ThrottleRatio:      0.1,
+		ThrottleWindow:     5 * time.Minute,
+		ThrottleFor:        15 * time.Minute,
+		TemperatureCelsius: 85,
+		TemperatureFor:     10 * time.Minute,
+		FramebufferRatio:   0.95,
+		FramebufferFor:     5 * time.Minute,
+		MissingLookback:    6 * time.Hour,
+		MissingFor:         5 * time.Minute,
+		ExporterDownFor:    5 * time.Minute,
+		StaleAfter:         30 * time.Second,
+		StaleFor:           2 * time.Minute,
+		AttributionDownFor: 10 * time.Minute,
+	}
+}
+
+// Validate reports every option that is out of range.
+func (o Options) Validate() error {
+	var errs []error
+	ratio := func(name string, v float64) {
+		if !(v > 0 && v <= 1) {
+			errs = append(errs, fmt.Errorf("%s %v: want a ratio in (0, 1]", name, v))
+		}
+	}
+	window := func(name string, d time.Duration) {
+		if d <= 0 || d%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("%s %v: want a positive whole number of seconds", name, d))
+		}
+	}
+	hold := func(name string, d time.Duration) {
+		if d < 0 || d%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("%s %v: want zero or a positive whole number of seconds", name, d))
+		}
+	}
+	if o.ExporterJob == "" {
+		errs = append(errs, errors.New("ExporterJob: empty"))
+	}
+	ratio("IdleRatio", o.IdleRatio)
+	ratio("ThrottleRatio", o.ThrottleRatio)
+	ratio("FramebufferRatio", o.FramebufferRatio)
+	if o.IdleMinEURPerHour < 0 {
+		errs = append(errs, fmt.Errorf("IdleMinEURPerHour %v: want ≥ 0", o.IdleMinEURPerHour))
+	}
+	if o.TemperatureCelsius <= 0 {
+		errs = append(errs, fmt.Errorf("TemperatureCelsius %v: want > 0", o.TemperatureCelsius))
+	}
+	window("IdleWindow", o.IdleWindow)
+	window("ErrorWindow", o.ErrorWindow)
+	window("ThrottleWindow", o.ThrottleWindow)
+	window("MissingLookback", o.MissingLookback)
+	window("StaleAfter", o.StaleAfter)
+	hold("IdleFor", o.IdleFor)
+	hold("ThrottleFor", o.ThrottleFor)
+	hold("TemperatureFor", o.TemperatureFor)
+	hold("FramebufferFor", o.FramebufferFor)
+	hold("MissingFor", o.MissingFor)
+	hold("ExporterDownFor", o.ExporterDownFor)
+	hold("StaleFor", o.StaleFor)
+	hold("AttributionDownFor", o.AttributionDownFor)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("alert options: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,253 @@
+package alerts
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+var update = flag.Bool("update", false, "rewrite alerts/generated/gpuledger-rules.yaml from the code")
+
+const (
+	generatedFile = "generated/gpuledger-rules.yaml"
+	unitTestFile  = "testdata/gpuledger-rules_test.yaml"
+)
+
+func TestGeneratedFileIsCurrent(t *testing.T) {
+	want, err := Generate(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(generatedFile), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(generatedFile, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(generatedFile)
+	if err != nil {
+		t.Fatalf("%v (run `go generate ./alerts`)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from what the code generates; run `go generate ./alerts`", generatedFile)
+	}
+}
+
+// promtool returns the path of promtool. Without it the test is skipped, or
+// fails when the CI environment variable is set.
+func promtool(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("promtool not found in PATH (needed in CI): %v", err)
+		}
+		t.Skipf("promtool not found in PATH: %v", err)
+	}
+	return p
+}
+
+func TestPromtoolCheckRules(t *testing.T) {
+	bin := promtool(t)
+	for _, tc := range []struct {
+		name string
+		opts func(*Options)
+	}{
+		{"defaults", func(*Options) {}},
+		{"short durations", func(o *Options) {
+			o.IdleFor, o.IdleWindow, o.ThrottleFor, o.TemperatureFor = 0, 10*time.Second, 0, time.Second
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			tc.opts(&opts)
+			rules, err := Generate(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "rules.yaml")
+			if err := os.WriteFile(path, rules, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(bin, "check", "rules", path).CombinedOutput()
+			if err != nil {
+				t.Fatalf("promtool check rules: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+func TestPromtoolTestRules(t *testing.T) {
+	bin := promtool(t)
+	cmd := exec.Command(bin, "test", "rules", filepath.Base(unitTestFile))
+	cmd.Dir = filepath.Dir(unitTestFile)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules %s: %v\n%s", unitTestFile, err, out)
+	}
+}
+
+// unitTests is the part of a promtool unit-test file this test reads.
+type unitTests struct {
+	RuleFiles []string `yaml:"rule_files"`
+	Tests     []struct {
+		AlertRuleTests []struct {
+			Alertname string     `yaml:"alertname"`
+			ExpAlerts []struct{} `yaml:"exp_alerts"`
+		} `yaml:"alert_rule_test"`
+	} `yaml:"tests"`
+}
+
+// TestEveryAlertHasFiringAndSilentCase holds the promtool unit tests to the
+// rule set: every alert has a case where it fires and one where it does not.
+func TestEveryAlertHasFiringAndSilentCase(t *testing.T) {
+	raw, err := os.ReadFile(unitTestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ut unitTests
+	if err := yaml.Unmarshal(raw, &ut); err != nil {
+		t.Fatalf("%s: %v", unitTestFile, err)
+	}
+	if !slices.Contains(ut.RuleFiles, "../"+generatedFile) {
+		t.Errorf("%s: rule_files %v does not test ../%s", unitTestFile, ut.RuleFiles, generatedFile)
+	}
+	fires, silent := map[string]bool{}, map[string]bool{}
+	for _, tc := range ut.Tests {
+		for _, a := range tc.AlertRuleTests {
+			if len(a.ExpAlerts) > 0 {
+				fires[a.Alertname] = true
+			} else {
+				silent[a.Alertname] = true
+			}
+		}
+	}
+	f, err := Build(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			if !fires[r.Alert] {
+				t.Errorf("alert %s: no promtool case where it fires", r.Alert)
+			}
+			if !silent[r.Alert] {
+				t.Errorf("alert %s: no promtool case where it stays silent", r.Alert)
+			}
+		}
+	}
+}
+
+func TestAlertsCarryMetadata(t *testing.T) {
+	f, err := Build(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := map[string]bool{}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				records[r.Record] = true
+				continue
+			}
+			switch r.Labels["severity"] {
+			case "critical", "warning":
+			default:
+				t.Errorf("alert %s: severity %q, want critical or warning", r.Alert, r.Labels["severity"])
+			}
+			for _, k := range []string{"summary", "description", "runbook"} {
+				if strings.TrimSpace(r.Annotations[k]) == "" {
+					t.Errorf("alert %s: annotation %s empty", r.Alert, k)
+				}
+			}
+		}
+	}
+	for _, name := range RecordingRuleNames() {
+		if !records[name] {
+			t.Errorf("recording rule %s is exported but not generated", name)
+		}
+	}
+	if len(records) != len(RecordingRuleNames()) {
+		t.Errorf("generated %d recording rules, RecordingRuleNames lists %d", len(records), len(RecordingRuleNames()))
+	}
+}
+
+func TestOptionsReachTheRules(t *testing.T) {
+	opts := DefaultOptions()
+	opts.TemperatureCelsius = 77
+	opts.TemperatureFor = 3 * time.Minute
+	opts.IdleFor = 0
+	opts.IdleWindow = 90 * time.Second
+	opts.ExporterJob = "gpu-exporter"
+	f, err := Build(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alert := map[string]Rule{}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			alert[r.Alert] = r
+		}
+	}
+	for _, tc := range []struct {
+		alert, field, want string
+	}{
+		{"GPUTemperatureHigh", alert["GPUTemperatureHigh"].Expr, "DCGM_FI_DEV_GPU_TEMP > 77"},
+		{"GPUTemperatureHigh", alert["GPUTemperatureHigh"].For, "3m"},
+		{"GPUAllocatedButIdle", alert["GPUAllocatedButIdle"].Expr, `[1m30s]`},
+		{"GPULedgerExporterDown", alert["GPULedgerExporterDown"].Expr, `up{job=~"gpu-exporter"}`},
+	} {
+		if !strings.Contains(tc.field, tc.want) {
+			t.Errorf("%s: %q does not contain %q", tc.alert, tc.field, tc.want)
+		}
+	}
+	if got := alert["GPUAllocatedButIdle"].For; got != "" {
+		t.Errorf("GPUAllocatedButIdle: for %q with IdleFor 0, want it left out", got)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		change  func(*Options)
+		wantErr string
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"zero for", func(o *Options) { o.IdleFor = 0 }, ""},
+		{"idle ratio zero", func(o *Options) { o.IdleRatio = 0 }, "IdleRatio"},
+		{"framebuffer ratio above one", func(o *Options) { o.FramebufferRatio = 1.5 }, "FramebufferRatio"},
+		{"zero window", func(o *Options) { o.ThrottleWindow = 0 }, "ThrottleWindow"},
+		{"sub-second window", func(o *Options) { o.IdleWindow = 1500 * time.Millisecond }, "IdleWindow"},
+		{"negative for", func(o *Options) { o.StaleFor = -time.Second }, "StaleFor"},
+		{"empty job", func(o *Options) { o.ExporterJob = "" }, "ExporterJob"},
+		{"negative idle cost", func(o *Options) { o.IdleMinEURPerHour = -1 }, "IdleMinEURPerHour"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions()
+			tc.change(&o)
+			err := o.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("Validate: %v, want an error naming %s", err, tc.wantErr)
+			}
+			if _, err := Generate(o); (err != nil) != (tc.wantErr != "") {
+				t.Fatalf("Generate: %v", err)
+			}
+		})
+	}
+}
