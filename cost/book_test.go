@@ -41,6 +41,19 @@ func TestDefaultBook(t *testing.T) {
 	}
 }
 
+// TestDocShowsDefaultBook keeps docs/cost.md showing the built-in book as it is.
+func TestDocShowsDefaultBook(t *testing.T) {
+	doc, err := os.ReadFile("../docs/cost.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	book := string(DefaultBookYAML())
+	book = book[strings.Index(book, "currency:"):]
+	if !strings.Contains(string(doc), "```yaml\n"+book+"```") {
+		t.Errorf("docs/cost.md does not show the built-in price book; paste cost/default_book.yaml from its currency line:\n%s", book)
+	}
+}
+
 func TestRate(t *testing.T) {
 	b := mustParse(t, `
 defaults: {amortization_years: 4, energy_eur_per_kwh: 0.25, pue: 1.2, overhead_eur_per_hour: 0.10}

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/mig"
 )
 
 // bookSource is a BookSource whose book a test can swap.
@@ -89,12 +91,22 @@ func TestWorkedExampleA100HeldIdle(t *testing.T) {
 func TestWorkedExampleH100MIG(t *testing.T) {
 	llm := HolderKey{"inference", "llm-0", "server"}
 	nb := HolderKey{"dev", "notebook-a", "jupyter"}
+	const model = "NVIDIA H100 80GB HBM3"
+	table, ok := mig.ForModel(model)
+	if !ok {
+		t.Fatalf("no MIG table for %s", model)
+	}
+	p3g, ok3 := table.Profile("3g.40gb")
+	p1g, ok1 := table.Profile("1g.10gb")
+	if !ok3 || !ok1 {
+		t.Fatalf("H100 MIG table lacks 3g.40gb or 1g.10gb: %v", table.ProfileNames())
+	}
 	gpu := []GPUState{{
-		UUID: "GPU-h100", Model: "NVIDIA H100 80GB HBM3", PowerW: 400, Activity: math.NaN(), MIG: true,
+		UUID: "GPU-h100", Model: model, PowerW: 400, Activity: math.NaN(), MIG: true,
 		Instances: []Instance{
-			{UUID: "MIG-3g", ComputeSlices: 3, MemorySlices: 4, Activity: 0.60, Holders: []Holder{{Key: llm, Share: 1, Activity: math.NaN()}}},
-			{UUID: "MIG-1g-a", ComputeSlices: 1, MemorySlices: 1, Activity: 0.01, Holders: []Holder{{Key: nb, Share: 1, Activity: math.NaN()}}},
-			{UUID: "MIG-1g-b", ComputeSlices: 1, MemorySlices: 1, Activity: math.NaN()},
+			{UUID: "MIG-3g", ComputeSlices: p3g.ComputeSlices, MemorySlices: p3g.MemorySlices, Activity: 0.60, Holders: []Holder{{Key: llm, Share: 1, Activity: math.NaN()}}},
+			{UUID: "MIG-1g-a", ComputeSlices: p1g.ComputeSlices, MemorySlices: p1g.MemorySlices, Activity: 0.01, Holders: []Holder{{Key: nb, Share: 1, Activity: math.NaN()}}},
+			{UUID: "MIG-1g-b", ComputeSlices: p1g.ComputeSlices, MemorySlices: p1g.MemorySlices, Activity: math.NaN()},
 		},
 	}}
 	// Rate: 30000 / 26280 = 1.141552511415525 capital + 0.4 × 1.4 × 0.30 = 0.168
