@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -173,10 +174,21 @@ func (b *Backend) pollEvents(errs collector.ErrorCounter) (migChanged bool) {
 	return migChanged
 }
 
-// deviceOf finds the GPU an event came from, by UUID.
+// deviceOf finds the GPU an event came from: by handle, else by UUID (of the
+// device or, for a MIG device, of its parent).
 func (b *Backend) deviceOf(h gonvml.Device) *device {
 	if h == nil {
 		return nil
+	}
+	if reflect.TypeOf(h).Comparable() {
+		for _, d := range b.devs {
+			if reflect.TypeOf(d.h) == reflect.TypeOf(h) && d.h == h {
+				return d
+			}
+		}
+	}
+	if parent, ret := h.GetDeviceHandleFromMigDeviceHandle(); ret == gonvml.SUCCESS {
+		h = parent
 	}
 	uuid, ret := h.GetUUID()
 	if ret != gonvml.SUCCESS {
@@ -185,16 +197,6 @@ func (b *Backend) deviceOf(h gonvml.Device) *device {
 	for _, d := range b.devs {
 		if d.uuid == uuid {
 			return d
-		}
-	}
-	// The event may come from a MIG device: match its parent.
-	if parent, ret := h.GetDeviceHandleFromMigDeviceHandle(); ret == gonvml.SUCCESS {
-		if puuid, ret := parent.GetUUID(); ret == gonvml.SUCCESS {
-			for _, d := range b.devs {
-				if d.uuid == puuid {
-					return d
-				}
-			}
 		}
 	}
 	return nil
