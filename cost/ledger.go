@@ -64,7 +64,8 @@ type Instance struct {
 	Holders  []Holder
 }
 
-// GPUState is what the ledger needs to know about one GPU for one tick.
+// GPUState is what the ledger needs to know about one GPU for one tick. UUIDs
+// are unique across the GPUs and MIG instances passed to one Advance.
 type GPUState struct {
 	UUID  string // "GPU-…"
 	Model string // modelName, matched against the price book
