@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/collector/dcgm"
+	"github.com/gpuledger/gpuledger/collector/nvml"
+	"github.com/gpuledger/gpuledger/collector/sim"
+)
+
+// backendFlags choose and configure the Backend.
+type backendFlags struct {
+	kind       string
+	scenario   string
+	seed       int64
+	hostengine string
+}
+
+func (f *backendFlags) register(cmd *kingpin.CmdClause) {
+	cmd.Flag("backend", "Where GPU readings come from: auto (DCGM, then NVML), nvml, dcgm or sim (a simulated node).").
+		Default("auto").EnumVar(&f.kind, "auto", "nvml", "dcgm", "sim")
+	cmd.Flag("sim.scenario", "Scenario YAML of the simulated node (--backend=sim); empty: the built-in scenario.").StringVar(&f.scenario)
+	cmd.Flag("sim.seed", "Seed of the simulated workloads; 0: the scenario's.").Int64Var(&f.seed)
+	cmd.Flag("dcgm.hostengine", "HOST:PORT of a running nv-hostengine; empty: DCGM embedded in this process.").StringVar(&f.hostengine)
+}
+
+// loadScenario reads --sim.scenario, or the built-in scenario.
+func (f *backendFlags) loadScenario() (*sim.Scenario, error) {
+	if f.scenario == "" {
+		return sim.Default(), nil
+	}
+	sc, err := sim.Load(f.scenario)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return sc, nil
+}
+
+// open returns the chosen backend. A missing GPU library is a usageError.
+func (f *backendFlags) open(_ context.Context, interval time.Duration, logger *slog.Logger) (collector.Backend, error) {
+	switch f.kind {
+	case "sim":
+		sc, err := f.loadScenario()
+		if err != nil {
+			return nil, err
+		}
+		b, err := sim.New(sc, sim.Options{Seed: f.seed})
+		if err != nil {
+			return nil, badInput(err)
+		}
+		return b, nil
+	case "nvml":
+		return openNVML(logger)
+	case "dcgm":
+		b, err := f.openDCGM(interval, logger)
+		if errors.Is(err, dcgm.ErrLibraryNotFound) {
+			return nil, badInput(fmt.Errorf("--backend=dcgm: %w", err))
+		}
+		return b, err
+	default:
+		return f.openAuto(interval, logger)
+	}
+}
+
+func (f *backendFlags) openDCGM(interval time.Duration, logger *slog.Logger) (collector.Backend, error) {
+	return dcgm.New(dcgm.Options{Hostengine: f.hostengine, Interval: interval, Logger: logger})
+}
+
+// openAuto prefers DCGM (profiling fields, per-MIG activity), then NVML, and
+// says which it chose and why.
+func (f *backendFlags) openAuto(interval time.Duration, logger *slog.Logger) (collector.Backend, error) {
+	b, dcgmErr := f.openDCGM(interval, logger)
+	if dcgmErr == nil {
+		logger.Info("backend auto: using DCGM", "reason", "libdcgm.so.4 loaded")
+		return b, nil
+	}
+	n, nvmlErr := nvml.Open(logger)
+	if nvmlErr == nil {
+		logger.Info("backend auto: using NVML", "reason", "DCGM unavailable", "dcgm_err", dcgmErr)
+		return n, nil
+	}
+	err := fmt.Errorf("--backend=auto found no GPU library: DCGM: %v; NVML: %w; run with --backend=sim for a simulated node", dcgmErr, nvmlErr)
+	if errors.Is(dcgmErr, dcgm.ErrLibraryNotFound) && errors.Is(nvmlErr, nvml.ErrLibraryNotFound) {
+		return nil, badInput(err)
+	}
+	return nil, err
+}
+
+func openNVML(logger *slog.Logger) (collector.Backend, error) {
+	b, err := nvml.Open(logger)
+	if errors.Is(err, nvml.ErrLibraryNotFound) {
+		return nil, badInput(fmt.Errorf("--backend=nvml: %w", err))
+	}
+	return b, err
+}

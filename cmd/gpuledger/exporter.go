@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gpuledger/gpuledger/cost"
+)
+
+// exporterCommand serves /metrics for the GPUs of this node.
+type exporterCommand struct {
+	web          *web.FlagConfig
+	metricsPath  string
+	maxRequests  int
+	scrapeTimout time.Duration
+	hostname     string
+	interval     time.Duration
+	priceBook    string
+	backend      backendFlags
+	attribution  attributionFlags
+}
+
+func newExporterCommand(app *kingpin.Application) *exporterCommand {
+	c := &exporterCommand{}
+	cmd := app.Command("exporter", "Sample the GPUs of this node and serve Prometheus metrics.").Default()
+	c.web = kingpinflag.AddFlags(cmd, ":9400")
+	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&c.metricsPath)
+	cmd.Flag("web.max-requests", "Maximum number of concurrent scrapes; 0 means no limit.").Default("40").IntVar(&c.maxRequests)
+	cmd.Flag("web.scrape-timeout", "Time after which a scrape is answered 503.").Default("10s").DurationVar(&c.scrapeTimout)
+	cmd.Flag("hostname", "Node name for the Hostname label.").Envar("NODE_NAME").StringVar(&c.hostname)
+	cmd.Flag("collector.interval", "Interval between two samples of the GPUs.").Default("1s").DurationVar(&c.interval)
+	cmd.Flag("cost.price-book", "Price book YAML; empty: the built-in book (docs/cost.md). Reloaded on SIGHUP and POST /-/reload.").StringVar(&c.priceBook)
+	c.backend.register(cmd)
+	c.attribution.register(cmd)
+	return c
+}
+
+func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
+	if c.interval <= 0 {
+		return badInput(fmt.Errorf("--collector.interval must be positive, got %s", c.interval))
+	}
+	if err := c.attribution.validate(); err != nil {
+		return err
+	}
+	backend, err := c.backend.open(ctx, c.interval, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := backend.Close(); err != nil {
+			logger.Warn("close backend", "err", err)
+		}
+	}()
+	inv, err := backend.Inventory(ctx)
+	if err != nil {
+		return fmt.Errorf("read the GPUs: %w", err)
+	}
+	book, err := newPriceBook(c.priceBook, inv, logger)
+	if err != nil {
+		return err
+	}
+	if simulated, ok := backend.(*sim.Backend); ok {
+		if c.hostname == "" {
+			c.hostname = simulated.Hostname()
+		}
+		if c.attribution.enabled {
+			kubelet, err := startSimulatedKubelet(simulated, &c.attribution)
+			if err != nil {
+				return err
+			}
+			defer kubelet.stop()
+		}
+	}
+	if c.hostname == "" {
+		if c.hostname, err = os.Hostname(); err != nil {
+			return fmt.Errorf("find the host name (set --hostname): %w", err)
+		}
+	}
+	opts := collector.SamplerOptions{Interval: c.interval, Logger: logger, Ledger: cost.NewLedger(book.store)}
+	client, err := c.attribution.newClient(logger)
+	if err != nil {
+		return err
+	}
+	if client != nil {
+		defer client.Close()
+		opts.Holders = client
+		go client.Run(ctx)
+	}
+	logger.Info("starting gpuledger exporter", "version", version.Info(), "backend", backend.Name(),
+		"gpus", len(inv.GPUs), "interval", c.interval, "attribution", client != nil)
+
+	sampler := collector.NewSampler(backend, opts)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collector.NewCollector(sampler, c.hostname, nil),
+		versioncollector.NewCollector("gpuledger"),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	reg.MustRegister(book.collectors()...)
+	mux := c.routes(reg, sampler, book, logger)
+
+	go sampler.Run(ctx)
+	go book.reloadOnSIGHUP(ctx)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- web.ListenAndServe(srv, c.web, logger) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return nil
+}
+
+// routes builds the HTTP handlers: metrics, health, readiness and the landing page.
+func (c *exporterCommand) routes(reg *prometheus.Registry, sampler *collector.Sampler, book *priceBook, logger *slog.Logger) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle(c.metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(logger.Handler(), slog.LevelError),
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: c.maxRequests,
+		Timeout:             c.scrapeTimout,
+		Registry:            reg,
+	}))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "Healthy")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !sampler.Ready() {
+			http.Error(w, "Not ready: no sample yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "Ready")
+	})
+	mux.HandleFunc("POST /-/reload", func(w http.ResponseWriter, _ *http.Request) {
+		if err := book.reload(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "Reloaded")
+	})
+	if c.metricsPath != "/" {
+		landing, err := web.NewLandingPage(web.LandingConfig{
+			Name:        "gpuledger",
+			Description: "GPU metrics exporter and cost ledger",
+			Version:     version.Info(),
+			Links: []web.LandingLinks{
+				{Address: c.metricsPath, Text: "Metrics"},
+				{Address: "/-/healthy", Text: "Health"},
+				{Address: "/-/ready", Text: "Readiness"},
+			},
+		})
+		if err == nil {
+			mux.Handle("/", landing)
+		} else {
+			logger.Warn("landing page disabled", "err", err)
+		}
+	}
+	return mux
+}

@@ -1,0 +1,88 @@
+// Command gpuledger is the GPU metrics exporter and cost analyzer.
+//
+//	gpuledger exporter   serve /metrics for the GPUs of this node
+//	gpuledger version    print the build
+//
+// Exit codes: 0 success, 1 a runtime failure, 2 bad flags, files or a missing GPU library.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
+)
+
+// usageError marks a failure caused by bad input: flags, files, a missing library. It exits 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// badInput wraps err as a usageError.
+func badInput(err error) error { return usageError{err} }
+
+// command is one subcommand: its flags are registered on cmd, run runs it.
+type command interface {
+	run(ctx context.Context, logger *slog.Logger) error
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run parses args, runs the chosen subcommand and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	app := kingpin.New("gpuledger", "GPU metrics exporter and cost ledger for Kubernetes.")
+	app.UsageWriter(stdout)
+	app.ErrorWriter(stderr)
+	app.Version(version.Print("gpuledger"))
+	app.HelpFlag.Short('h')
+	logConfig := &promslog.Config{}
+	promslogflag.AddFlags(app, logConfig)
+
+	commands := map[string]command{
+		"exporter":     newExporterCommand(app),
+		"version":      newVersionCommand(app, stdout),
+		"check-config": newCheckConfigCommand(app, stdout),
+	}
+	chosen, err := app.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpuledger: %v (see --help)\n", err)
+		return 2
+	}
+	logConfig.Writer = stderr
+	logger := promslog.New(logConfig)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := commands[chosen].run(ctx, logger); err != nil {
+		fmt.Fprintf(stderr, "gpuledger %s: %v\n", chosen, err)
+		if errors.As(err, new(usageError)) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+type versionCommand struct{ out io.Writer }
+
+func newVersionCommand(app *kingpin.Application, out io.Writer) *versionCommand {
+	app.Command("version", "Print the version and build information.")
+	return &versionCommand{out: out}
+}
+
+func (c *versionCommand) run(context.Context, *slog.Logger) error {
+	_, err := fmt.Fprintln(c.out, version.Print("gpuledger"))
+	return err
+}

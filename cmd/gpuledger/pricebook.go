@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/cost"
+)
+
+// priceBook is the reloadable price book of the exporter: it reloads on SIGHUP
+// and POST /-/reload, and exports whether the last reload succeeded. Safe for
+// concurrent use.
+type priceBook struct {
+	path   string // empty: the built-in book, nothing to reload
+	store  *cost.Store
+	logger *slog.Logger
+
+	ok, success prometheus.Gauge
+}
+
+// newPriceBook loads path (or the built-in book) and checks it prices every GPU of inv.
+func newPriceBook(path string, inv collector.Inventory, logger *slog.Logger) (*priceBook, error) {
+	book := cost.Default()
+	if path != "" {
+		var err error
+		if book, err = cost.Load(path); err != nil {
+			return nil, badInput(err)
+		}
+	}
+	var models []cost.GPUModel
+	for _, g := range inv.GPUs {
+		models = append(models, cost.GPUModel{UUID: g.UUID, Model: g.Model})
+	}
+	store, err := cost.NewStore(book, models)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	p := &priceBook{
+		path: path, store: store, logger: logger,
+		ok: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpuledger_config_last_reload_successful",
+			Help: "1 when the last price-book reload succeeded, else 0 (the old book stays in force).",
+		}),
+		success: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpuledger_config_last_reload_success_timestamp_seconds",
+			Help: "Unix time the price book was last loaded.",
+		}),
+	}
+	p.ok.Set(1)
+	p.success.SetToCurrentTime()
+	return p, nil
+}
+
+// reload loads the book again; on failure the old book stays in force.
+func (p *priceBook) reload() error {
+	if p.path == "" {
+		return nil
+	}
+	err := p.store.Reload(p.path)
+	if err != nil {
+		p.ok.Set(0)
+		p.logger.Error("price book reload failed; keeping the previous book", "err", err)
+		return err
+	}
+	p.ok.Set(1)
+	p.success.SetToCurrentTime()
+	p.logger.Info("price book reloaded", "path", p.path)
+	return nil
+}
+
+// reloadOnSIGHUP reloads at every SIGHUP until ctx is done.
+func (p *priceBook) reloadOnSIGHUP(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			// reload logs its own failure.
+			_ = p.reload()
+		}
+	}
+}
+
+// collectors are the reload metrics.
+func (p *priceBook) collectors() []prometheus.Collector {
+	return []prometheus.Collector{p.ok, p.success}
+}
