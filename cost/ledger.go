@@ -44,7 +44,7 @@ type HolderKey struct {
 type Holder struct {
 	Key HolderKey
 	// Share is the part of the device the holder pays for, 0–1: 1 for an
-	// exclusive device, a TimeSlicedShares result for a time-sliced one. The
+	// exclusive device, an ActivityShares result for a time-sliced one. The
 	// shares of one device should sum to at most 1; the remainder is
 	// unallocated. A sum above 1 is scaled down to 1; NaN or negative counts as 0.
 	Share float64
@@ -412,23 +412,58 @@ func (l *Ledger) AppendRates(dst []GPURate) []GPURate {
 }
 
 // TimeSlicedShares fills dst (resized to len(activity)) with the shares of the
-// holders of one time-sliced GPU and returns it. activity holds each holder's
-// own activity ratio (per-process accounting), NaN where unknown.
+// holders of one time-sliced GPU that each hold one replica, and returns it:
+// ActivityShares with equal replica shares of 1/n. activity holds each
+// holder's own activity ratio (per-process accounting), NaN where unknown.
 //
-// When every holder's activity is known, each pays for what it used plus an
-// equal part of what no one used: share = activity + (1 − Σ activity)/n; when
-// the activities sum above 1 (sampling noise), share = activity / Σ activity.
-// When any activity is unknown, the shares are equal: 1/n. The shares always
-// sum to 1, and a holder that used nothing still pays its part of the idle time.
+// When every activity is known, each holder pays for what it used plus an
+// equal part of what no one used: share = activity + (1 − Σ activity)/n.
+// When any is unknown, the shares are 1/n. They always sum to 1.
 func TimeSlicedShares(dst, activity []float64) []float64 {
+	n := float64(len(activity))
+	return activityShares(dst, activity, func(int) float64 { return 1 / n })
+}
+
+// ActivityShares fills dst (resized to len(activity)) with the shares of the
+// holders of one time-sliced or MPS device and returns it. activity holds each
+// holder's own activity ratio (per-process accounting), NaN where unknown;
+// replicaShares each holder's share by the replicas it was allocated (the
+// kubelet's view: replicas held / replicas the device offers), summing to at
+// most 1 — the rest are replicas no pod holds.
+//
+// When every activity is known, each holder pays for what it used plus its
+// replica share of what no one used: share = activity + (1 − Σ activity) ×
+// replica share, so the part of the unused time that belongs to unrequested
+// replicas stays unallocated. When the activities sum above 1 (sampling
+// noise), share = activity / Σ activity. When any activity is unknown, the
+// shares are the replica shares. A holder that used nothing still pays its
+// part of the idle time. A missing, negative or NaN replica share counts as 0;
+// replica shares summing above 1 are scaled down to 1.
+func ActivityShares(dst, activity, replicaShares []float64) []float64 {
+	sum := 0.0
+	for i := range activity {
+		if i < len(replicaShares) {
+			sum += clampShare(replicaShares[i])
+		}
+	}
+	scale := 1.0
+	if sum > 1 {
+		scale = 1 / sum
+	}
+	return activityShares(dst, activity, func(i int) float64 {
+		if i >= len(replicaShares) {
+			return 0
+		}
+		return clampShare(replicaShares[i]) * scale
+	})
+}
+
+func activityShares(dst, activity []float64, replica func(i int) float64) []float64 {
 	n := len(activity)
 	if cap(dst) < n {
 		dst = make([]float64, n)
 	}
 	dst = dst[:n]
-	if n == 0 {
-		return dst
-	}
 	sum, known := 0.0, true
 	for _, a := range activity {
 		if math.IsNaN(a) || math.IsInf(a, 0) {
@@ -440,11 +475,11 @@ func TimeSlicedShares(dst, activity []float64) []float64 {
 	for i, a := range activity {
 		switch {
 		case !known:
-			dst[i] = 1 / float64(n)
+			dst[i] = replica(i)
 		case sum > 1:
 			dst[i] = max(a, 0) / sum
 		default:
-			dst[i] = max(a, 0) + (1-sum)/float64(n)
+			dst[i] = max(a, 0) + (1-sum)*replica(i)
 		}
 	}
 	return dst

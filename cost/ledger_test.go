@@ -222,6 +222,37 @@ func TestTimeSlicedShares(t *testing.T) {
 	}
 }
 
+func TestActivityShares(t *testing.T) {
+	nan := math.NaN()
+	tests := []struct {
+		name     string
+		activity []float64
+		replicas []float64
+		want     []float64
+	}{
+		{"MPS 3:1, activity unknown", []float64{0.5, nan}, []float64{0.75, 0.25}, []float64{0.75, 0.25}},
+		{"MPS 3:1, unused time by replicas", []float64{0.5, 0.1}, []float64{0.75, 0.25}, []float64{0.8, 0.2}},
+		// Two of four replicas held: a quarter each of the 0.4 unused, 0.2 stays unallocated.
+		{"unrequested replicas", []float64{0.5, 0.1}, []float64{0.25, 0.25}, []float64{0.6, 0.2}},
+		{"replicas above 1 scale", []float64{nan, nan}, []float64{0.5, 1.5}, []float64{1.0 / 3, 2.0 / 3}},
+		{"missing replica share", []float64{nan, nan}, []float64{1}, []float64{1, 0}},
+		{"activity above 1", []float64{0.9, 0.6}, []float64{0.5, 0.5}, []float64{0.6, 0.4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ActivityShares(nil, tt.activity, tt.replicas)
+			if len(got) != len(tt.want) {
+				t.Fatalf("ActivityShares = %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if !close(got[i], tt.want[i]) {
+					t.Fatalf("ActivityShares = %v, want %v", got, tt.want)
+				}
+			}
+		})
+	}
+}
+
 // TestLedgerEdgeCases covers inputs the collector should not send but might:
 // each must still conserve the GPU's cost.
 func TestLedgerEdgeCases(t *testing.T) {
@@ -452,7 +483,7 @@ func mutateFleet(rng *rand.Rand, gpus []GPUState) []GPUState {
 		out = append(out, g)
 	}
 	if rng.IntN(20) == 0 {
-		out = append(out, GPUState{UUID: fmt.Sprintf("GPU-new-%d", rng.IntN(1000)), Model: models[rng.IntN(len(models))]})
+		out = append(out, GPUState{UUID: fmt.Sprintf("GPU-new-%d", rng.Uint64()), Model: models[rng.IntN(len(models))]})
 	}
 	for i := range out {
 		randomizeGPU(rng, &out[i])
@@ -500,9 +531,18 @@ func randomHolders(rng *rand.Rand) []Holder {
 		act[i] = maybeNaN(rng, rng.Float64()*0.6)
 		hs[i] = Holder{Key: keys[rng.IntN(len(keys))], Activity: act[i]}
 	}
-	switch rng.IntN(4) {
+	switch rng.IntN(5) {
 	case 0: // exclusive, or time-sliced by process activity
 		shares := TimeSlicedShares(nil, act)
+		for i := range hs {
+			hs[i].Share = shares[i]
+		}
+	case 4: // replicas of a device that offers 8, by process activity
+		replicas := make([]float64, n)
+		for i := range replicas {
+			replicas[i] = float64(1+rng.IntN(2)) / 8
+		}
+		shares := ActivityShares(nil, act, replicas)
 		for i := range hs {
 			hs[i].Share = shares[i]
 		}
