@@ -167,3 +167,26 @@ func validUUID(s string) bool {
 	}
 	return true
 }
+
+// String formats id in the form it was parsed from.
+func (id DeviceID) String() string {
+	var b strings.Builder
+	switch id.Form {
+	case FormGPU, FormMIG:
+		b.WriteString(id.UUID)
+		if id.Replica >= 0 {
+			fmt.Fprintf(&b, "::%d", id.Replica)
+		}
+	case FormLegacyMIG:
+		fmt.Fprintf(&b, "MIG-%s/%d/%d", id.UUID, id.GPUInstanceID, id.ComputeInstanceID)
+	case FormGKE:
+		fmt.Fprintf(&b, "nvidia%d", id.Minor)
+		if id.GPUInstanceID >= 0 {
+			fmt.Fprintf(&b, "/gi%d", id.GPUInstanceID)
+		}
+		if id.Replica >= 0 {
+			fmt.Fprintf(&b, "/vgpu%d", id.Replica)
+		}
+	}
+	return b.String()
+}
