@@ -78,7 +78,7 @@ models:
 	}
 	for _, tt := range tests {
 		got := b.Price(tt.model).Rate(tt.powerW)
-		if !close(got.Capital, tt.want.Capital) || !close(got.Energy, tt.want.Energy) || !close(got.Overhead, tt.want.Overhead) {
+		if !approxEqual(got.Capital, tt.want.Capital) || !approxEqual(got.Energy, tt.want.Energy) || !approxEqual(got.Overhead, tt.want.Overhead) {
 			t.Errorf("%s at %v W: Rate = %+v, want %+v", tt.model, tt.powerW, got, tt.want)
 		}
 	}
@@ -222,7 +222,7 @@ func mustParse(t *testing.T, yaml string) *Book {
 	return b
 }
 
-// close reports whether a and b agree within 1e-12 relative (or absolute near 0).
-func close(a, b float64) bool {
+// approxEqual reports whether a and b agree within 1e-12 relative (or absolute near 0).
+func approxEqual(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-12*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }

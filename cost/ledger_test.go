@@ -214,7 +214,7 @@ func TestTimeSlicedShares(t *testing.T) {
 				t.Fatalf("TimeSlicedShares(%v) = %v, want %v", tt.activity, got, tt.want)
 			}
 			for i := range got {
-				if !close(got[i], tt.want[i]) {
+				if !approxEqual(got[i], tt.want[i]) {
 					t.Fatalf("TimeSlicedShares(%v) = %v, want %v", tt.activity, got, tt.want)
 				}
 			}
@@ -245,7 +245,7 @@ func TestActivityShares(t *testing.T) {
 				t.Fatalf("ActivityShares = %v, want %v", got, tt.want)
 			}
 			for i := range got {
-				if !close(got[i], tt.want[i]) {
+				if !approxEqual(got[i], tt.want[i]) {
 					t.Fatalf("ActivityShares = %v, want %v", got, tt.want)
 				}
 			}
