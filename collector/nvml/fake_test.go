@@ -28,6 +28,9 @@ type hw struct {
 	thermalViolNS uint64
 	procs         []gonvml.ProcessInfo
 	procUtil      []gonvml.ProcessUtilizationSample
+	// gpm is what the GPM metrics report between two samples, in percent:
+	// graphics, SM, tensor and DRAM activity.
+	gpm [4]float64
 
 	// ret overrides the result of one call by name ("power", "memory_v2", ...);
 	// lost makes every call return ERROR_GPU_IS_LOST.
@@ -77,6 +80,30 @@ type fakeNode struct {
 	migs   [][]*hw // per GPU, per MIG device in GPU instance order
 	events *fakeEvents
 	inits  int
+
+	gpmAllocated, gpmFreed int
+}
+
+// fakeGPMSample is a GPM sample buffer holding the hw.gpm values it was taken with.
+type fakeGPMSample struct {
+	node  *fakeNode
+	vals  [4]float64
+	taken bool
+}
+
+func (s *fakeGPMSample) Free() gonvml.Return                     { s.node.gpmFreed++; return gonvml.SUCCESS }
+func (s *fakeGPMSample) Get(gonvml.Device) gonvml.Return         { return gonvml.ERROR_NOT_SUPPORTED }
+func (s *fakeGPMSample) MigGet(gonvml.Device, int) gonvml.Return { return gonvml.ERROR_NOT_SUPPORTED }
+
+// take records h's GPM values into the sample s.
+func (h *hw) take(name string, s gonvml.GpmSample) gonvml.Return {
+	r := h.call(name)
+	if r == gonvml.SUCCESS {
+		h.mu.Lock()
+		s.(*fakeGPMSample).vals, s.(*fakeGPMSample).taken = h.gpm, true
+		h.mu.Unlock()
+	}
+	return r
 }
 
 // pciBuses are the PCI buses of the GPUs of a DGX A100 / H100.
@@ -88,6 +115,32 @@ func newFakeNode(srv *server.Server, mig map[int][]int) *fakeNode {
 	n := &fakeNode{srv: srv, events: &fakeEvents{}}
 	srv.InitFunc = func() gonvml.Return { n.inits++; return gonvml.SUCCESS }
 	srv.EventSetCreateFunc = func() (gonvml.EventSet, gonvml.Return) { return n.events.set(), gonvml.SUCCESS }
+	srv.GpmSampleAllocFunc = func() (gonvml.GpmSample, gonvml.Return) {
+		n.gpmAllocated++
+		return &fakeGPMSample{node: n}, gonvml.SUCCESS
+	}
+	srv.GpmMetricsGetFunc = func(m *gonvml.GpmMetricsGetType) gonvml.Return {
+		s1, s2 := m.Sample1.(*fakeGPMSample), m.Sample2.(*fakeGPMSample)
+		if !s1.taken || !s2.taken || s1 == s2 {
+			return gonvml.ERROR_INVALID_ARGUMENT
+		}
+		for i := range m.NumMetrics {
+			m.Metrics[i].NvmlReturn = uint32(gonvml.SUCCESS)
+			switch gonvml.GpmMetricId(m.Metrics[i].MetricId) {
+			case gonvml.GPM_METRIC_GRAPHICS_UTIL:
+				m.Metrics[i].Value = s2.vals[0]
+			case gonvml.GPM_METRIC_SM_UTIL:
+				m.Metrics[i].Value = s2.vals[1]
+			case gonvml.GPM_METRIC_ANY_TENSOR_UTIL:
+				m.Metrics[i].Value = s2.vals[2]
+			case gonvml.GPM_METRIC_DRAM_BW_UTIL:
+				m.Metrics[i].Value = s2.vals[3]
+			default:
+				m.Metrics[i].NvmlReturn = uint32(gonvml.ERROR_NOT_SUPPORTED)
+			}
+		}
+		return gonvml.SUCCESS
+	}
 	for i, dd := range srv.Devices {
 		d := dd.(*server.Device)
 		d.UUID = fmt.Sprintf("GPU-%08x-0000-4000-8000-%012x", 0xa0+i, i)
@@ -101,6 +154,15 @@ func newFakeNode(srv *server.Server, mig map[int][]int) *fakeNode {
 		h.mem = gonvml.Memory_v2{Total: d.MemoryInfo.Total, Reserved: 512 * mib, Used: 1024 * mib}
 		h.mem.Free = h.mem.Total - h.mem.Reserved - h.mem.Used
 		wireDevice(&d.Device, h, d.UUID, false)
+		hopper := d.Config.Architecture >= gonvml.DEVICE_ARCH_HOPPER
+		d.GpmQueryDeviceSupportFunc = func() (gonvml.GpmSupport, gonvml.Return) {
+			s := gonvml.GpmSupport{Version: gonvml.GPM_SUPPORT_VERSION}
+			if hopper {
+				s.IsSupportedDevice = 1
+			}
+			return s, h.call("gpm_support")
+		}
+		d.GpmSampleGetFunc = func(s gonvml.GpmSample) gonvml.Return { return h.take("gpm", s) }
 		d.GetSupportedEventTypesFunc = func() (uint64, gonvml.Return) {
 			return gonvml.EventTypeXidCriticalError | gonvml.EventMigConfigChange | gonvml.EventTypeSingleBitEccError, h.call("supported_events")
 		}
@@ -188,6 +250,14 @@ func (n *fakeNode) wireMIG(i int, d *server.Device, profiles []int) {
 		m.GetDeviceHandleFromMigDeviceHandleFunc = func() (gonvml.Device, gonvml.Return) { return parent, gonvml.SUCCESS }
 		migs = append(migs, m)
 		n.migs[i] = append(n.migs[i], h)
+	}
+	d.GpmMigSampleGetFunc = func(giID int, s gonvml.GpmSample) gonvml.Return {
+		for j, in := range insts {
+			if int(in.gi.Info.Id) == giID {
+				return n.migs[i][j].take("gpm", s)
+			}
+		}
+		return gonvml.ERROR_NOT_FOUND
 	}
 }
 

@@ -36,7 +36,13 @@ func populate(n *fakeNode) {
 			h.smMHz, h.memMHz = 1410, 1593
 			h.replay = i % 3
 			h.powerViolNS, h.thermalViolNS = 1_000_000*uint64(i), 0
+			h.gpm = [4]float64{float64(9 * i), float64(7 * i), float64(3 * i), float64(2 * i)}
 		})
+	}
+	for _, migs := range n.migs {
+		for j, h := range migs {
+			h.set(func(h *hw) { h.gpm = [4]float64{float64(12 * j), float64(10 * j), float64(4 * j), float64(j)} })
+		}
 	}
 }
 

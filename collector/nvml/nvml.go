@@ -37,7 +37,8 @@ type Backend struct {
 
 	devs    []*device
 	events  gonvml.EventSet // nil when XID events are unavailable
-	noEvent bool            // EventSetCreate failed; not retried
+	gpmReq  gonvml.GpmMetricsGetType
+	noEvent bool // EventSetCreate failed; not retried
 	closed  bool
 }
 
@@ -75,6 +76,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
+	freeGPMs(b.devs)
 	if b.events != nil {
 		if ret := b.events.Free(); ret != gonvml.SUCCESS {
 			b.log.Debug("free NVML event set", "err", ret)
@@ -126,6 +128,10 @@ func (b *Backend) Inventory(ctx context.Context) (collector.Inventory, error) {
 		}
 		inv.GPUs = append(inv.GPUs, g)
 		devs = append(devs, d)
+	}
+	freeGPMs(b.devs)
+	for _, d := range devs {
+		b.setupGPM(d)
 	}
 	b.devs = devs
 	b.registerEvents()
@@ -207,7 +213,7 @@ func (b *Backend) readMIG(parentUUID string, h gonvml.Device, totalBytes uint64)
 			b.log.Warn("MIG device left out of the inventory", "uuid", parentUUID, "slot", j, "err", err)
 			continue
 		}
-		found = append(found, pair{inst, migDevice{h: m}})
+		found = append(found, pair{inst, migDevice{h: m, giID: inst.GPUInstanceID}})
 	}
 	slices.SortFunc(found, func(a, b pair) int {
 		return cmp.Or(cmp.Compare(a.inst.GPUInstanceID, b.inst.GPUInstanceID),

@@ -443,7 +443,7 @@ func TestAllGPUsFailing(t *testing.T) {
 	b, inv := newBackend(t, n)
 	for _, h := range n.gpus {
 		h.set(func(h *hw) {
-			for _, c := range []string{"utilization", "memory_v2", "temperature", "memory_temperature", "field_values", "power", "energy", "sm_clock", "mem_clock", "ecc_sbe", "ecc_dbe", "pcie_replay", "power_violation", "thermal_violation", "processes"} {
+			for _, c := range []string{"utilization", "memory_v2", "temperature", "memory_temperature", "field_values", "power", "energy", "sm_clock", "mem_clock", "ecc_sbe", "ecc_dbe", "pcie_replay", "power_violation", "thermal_violation", "processes", "gpm"} {
 				h.ret[c] = gonvml.ERROR_UNKNOWN
 			}
 		})
@@ -729,4 +729,65 @@ func TestFieldValue(t *testing.T) {
 			t.Errorf("type %d: %v %v, want %v %v", tc.typ, got, ok, tc.want, tc.ok)
 		}
 	}
+}
+
+func TestGPM(t *testing.T) {
+	t.Run("hopper", func(t *testing.T) {
+		n := newFakeNode(dgxh100.New(), map[int][]int{3: {gonvml.GPU_INSTANCE_PROFILE_3_SLICE, gonvml.GPU_INSTANCE_PROFILE_1_SLICE}})
+		n.gpus[0].set(func(h *hw) { h.gpm = [4]float64{62.5, 40, 12, 33} })
+		n.migs[3][1].set(func(h *hw) { h.gpm = [4]float64{100, 90, 0, 5} })
+		n.gpus[1].set(func(h *hw) { h.ret["gpm"] = gonvml.ERROR_NOT_SUPPORTED })
+		b, inv := newBackend(t, n)
+		errs := countErrs{}
+		s := sample(t, b, inv, t0, errs)
+		for _, f := range []collector.Field{collector.GREngineActive, collector.SMActive, collector.TensorActive, collector.DRAMActive} {
+			if s.GPUs[0].Values.Has(f) || s.GPUs[3].Instances[1].Has(f) {
+				t.Errorf("field %d present after one GPM sample; it needs two", f)
+			}
+		}
+		s = sample(t, b, inv, t0.Add(time.Second), errs)
+		for _, tc := range []struct {
+			v    *collector.Values
+			f    collector.Field
+			want float64
+		}{
+			{&s.GPUs[0].Values, collector.GREngineActive, 0.625},
+			{&s.GPUs[0].Values, collector.SMActive, 0.4},
+			{&s.GPUs[0].Values, collector.TensorActive, 0.12},
+			{&s.GPUs[0].Values, collector.DRAMActive, 0.33},
+			{&s.GPUs[3].Instances[1], collector.GREngineActive, 1},
+			{&s.GPUs[3].Instances[1], collector.SMActive, 0.9},
+			{&s.GPUs[3].Instances[0], collector.GREngineActive, 0},
+		} {
+			if got, ok := tc.v.Get(tc.f); !ok || math.Abs(got-tc.want) > 1e-12 {
+				t.Errorf("field %d = %v (present %v), want %v", tc.f, got, ok, tc.want)
+			}
+		}
+		if s.GPUs[3].Values.Has(collector.GREngineActive) {
+			t.Error("GPM read on a MIG-enabled parent; its instances carry it")
+		}
+		if s.GPUs[1].Values.Has(collector.GREngineActive) || n.gpus[1].count("gpm") != 1 {
+			t.Errorf("unsupported GPM: present %v, asked %d times", s.GPUs[1].Values.Has(collector.GREngineActive), n.gpus[1].count("gpm"))
+		}
+		if len(errs) != 0 {
+			t.Errorf("errors %v", errs)
+		}
+		// 7 whole GPUs and 2 instances, two buffers each.
+		if n.gpmAllocated != 18 {
+			t.Errorf("%d GPM buffers allocated, want 18", n.gpmAllocated)
+		}
+		b.Close()
+		if n.gpmFreed != n.gpmAllocated {
+			t.Errorf("%d of %d GPM buffers freed", n.gpmFreed, n.gpmAllocated)
+		}
+	})
+	t.Run("ampere", func(t *testing.T) {
+		n := newFakeNode(dgxa100.New(), nil)
+		b, inv := newBackend(t, n)
+		sample(t, b, inv, t0, countErrs{})
+		s := sample(t, b, inv, t0.Add(time.Second), countErrs{})
+		if s.GPUs[0].Values.Has(collector.GREngineActive) || n.gpmAllocated != 0 || n.gpus[0].count("gpm") != 0 {
+			t.Error("GPM used on a GPU that does not support it")
+		}
+	})
 }

@@ -37,6 +37,7 @@ const (
 	probeThermalViolation
 	probeProcesses
 	probeProcessUtilization
+	probeGPM
 	numProbes
 )
 
@@ -58,6 +59,7 @@ var probeNames = [numProbes]string{
 	probeThermalViolation:   "thermal_violation",
 	probeProcesses:          "processes",
 	probeProcessUtilization: "process_utilization",
+	probeGPM:                "gpm",
 }
 
 // criticalXIDs are the XID codes that make a GPU unhealthy for the sample in
@@ -87,12 +89,15 @@ type device struct {
 	procUtil   map[uint32]float64 // scratch: PID → SM utilization of the newest sample, 0–1
 	procTS     map[uint32]uint64  // scratch: PID → timestamp of that sample, µs
 	fields     [1]gonvml.FieldValue
+	gpm        *gpmSampler // nil without GPM, and on MIG-enabled GPUs (their instances have one)
 }
 
 // migDevice is the backend's state of one MIG device.
 type migDevice struct {
 	h       gonvml.Device
+	giID    int
 	notSupp uint32
+	gpm     *gpmSampler
 }
 
 // keepState carries what a GPU accumulated over into its new inventory entry.
@@ -301,6 +306,7 @@ func (b *Backend) sampleGPU(d *device, r *collector.GPUReading, errs collector.E
 	if d.xidLast >= 0 {
 		r.Values.Set(collector.XIDLast, d.xidLast)
 	}
+	rd.gpm(d.gpm, -1, &d.notSupp, &r.Values)
 	rd.processes(r)
 	for i := range d.migs {
 		if d.lost {
@@ -312,6 +318,7 @@ func (b *Backend) sampleGPU(d *device, r *collector.GPUReading, errs collector.E
 		if ret := mr.memory(m.h, &m.notSupp, &r.Instances[i]); ret == gonvml.ERROR_NOT_FOUND || ret == gonvml.ERROR_INVALID_ARGUMENT {
 			migGone = true // the MIG device was destroyed
 		}
+		mr.gpm(m.gpm, m.giID, &m.notSupp, &r.Instances[i])
 		rd.ok += mr.ok
 		rd.failed += mr.failed
 	}
