@@ -1,0 +1,54 @@
+package dashboards
+
+import (
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+
+	"github.com/gpuledger/gpuledger/alerts"
+)
+
+// activity is the MIG-aware activity (ratio 0–1) of the devices that match sel:
+// DCGM_FI_PROF_GR_ENGINE_ACTIVE where a device has it (MIG instances, DCGM,
+// NVML GPM), else DCGM_FI_DEV_GPU_UTIL / 100. The same as
+// alerts.RuleDeviceActivity, inline so that the panels work without the rules.
+func activity(sel string) string {
+	return fmt.Sprintf("DCGM_FI_PROF_GR_ENGINE_ACTIVE{%[1]s}\nor\nDCGM_FI_DEV_GPU_UTIL{%[1]s} / 100", sel)
+}
+
+// framebufferUsed is the used part (0–1) of the framebuffer of the devices
+// that match sel.
+func framebufferUsed(sel string) string {
+	return fmt.Sprintf("DCGM_FI_DEV_FB_USED{%[1]s} / (DCGM_FI_DEV_FB_USED{%[1]s} + DCGM_FI_DEV_FB_FREE{%[1]s})", sel)
+}
+
+func fleetOverview() *dashboard.DashboardBuilder {
+	return newDashboard("gpuledger-fleet", "GPU fleet overview",
+		"Every GPU and MIG instance gpuledger sees: how many, how busy, how full, how hot, and what idle time costs.",
+		"now-6h", false).
+		WithRow(row("Inventory and cost now")).
+		WithPanel(singleStat("GPUs", "Physical GPUs reporting, by model.", unitCount,
+			instantQuery(fmt.Sprintf("count by (modelName) (gpuledger_gpu_info{GPU_I_ID=\"\", %s})", fleet), "{{modelName}}"))).
+		WithPanel(singleStat("Unallocated GPUs", "GPU-equivalents no pod holds (whole GPUs, and MIG slices in no instance or held by no pod), averaged over 5m.", unitCount,
+			instantQuery(fmt.Sprintf(`sum(%s{state="unallocated", %s})`, alerts.RuleGPUsByState, fleet), "unallocated"))).
+		WithPanel(singleStat("Idle cost now", "EUR per hour accrued by GPU time that is idle while allocated or not allocated at all, averaged over 5m.", euroPerHour,
+			instantQuery(fmt.Sprintf(`sum by (state) (%s{state=~"idle|unallocated", %s})`, alerts.RuleCostEURPerHour, fleet), "{{state}} EUR/h"))).
+		WithPanel(singleStat("Idle cost over the range", "EUR accrued by idle and unallocated GPU time over the dashboard's time range.", unitEUR,
+			instantQuery(fmt.Sprintf(`sum by (state) (increase(gpuledger_cost_eur_total{state=~"idle|unallocated", %s}[$__range]))`, fleet), "{{state}}"))).
+		WithRow(row("Activity")).
+		WithPanel(heatmapOf("Activity per GPU and MIG instance", "Graphics-engine activity (DCGM_FI_PROF_GR_ENGINE_ACTIVE), falling back to DCGM_FI_DEV_GPU_UTIL where a device lacks it. MIG instances only have the former.", unitRatio,
+			rangeQuery(activity(fleet), deviceLegend))).
+		WithPanel(stacked(timeSeries("Cost by state", "EUR per hour by ledger state: busy, idle (allocated but below the idle threshold) and unallocated.", euroPerHour,
+			rangeQuery(fmt.Sprintf("sum by (state) (%s{%s})", alerts.RuleCostEURPerHour, fleet), "{{state}}")))).
+		WithPanel(stacked(timeSeries("GPUs by state", "GPU-equivalents busy, idle and unallocated.", unitCount,
+			rangeQuery(fmt.Sprintf("sum by (state) (%s{%s})", alerts.RuleGPUsByState, fleet), "{{state}}")))).
+		WithRow(row("Health")).
+		WithPanel(timeSeries("Framebuffer used", "Used part of each device's framebuffer, FB_USED / (FB_USED + FB_FREE).", unitRatio,
+			rangeQuery(framebufferUsed(fleet), deviceLegend)).Min(0).Max(1)).
+		WithPanel(timeSeries("Temperature", "GPU temperature.", unitCelsius,
+			rangeQuery(fmt.Sprintf("DCGM_FI_DEV_GPU_TEMP{%s}", fleet), "{{Hostname}} gpu {{gpu}}"))).
+		WithPanel(timeSeries("Power per node", "Power draw summed per node (a GPU's power is reported once, never per MIG instance).", unitWatt,
+			rangeQuery(fmt.Sprintf("sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE{%s})", fleet), "{{Hostname}}"))).
+		WithPanel(timeSeries("Unhealthy GPUs", "Devices gpuledger reports unhealthy (fallen off the bus, lost).", unitCount,
+			rangeQuery(fmt.Sprintf("count by (Hostname) (gpuledger_gpu_healthy{%s} == 0) or sum by (Hostname) (0 * gpuledger_gpu_healthy{%s})", fleet, fleet), "{{Hostname}}")))
+}
