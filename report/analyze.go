@@ -1,0 +1,359 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// hoursPerMonth scales a range to a month: 30 days.
+const hoursPerMonth = 30 * 24
+
+// Totals are GPU-hours and EUR of a group over the range. Hours are device-hours
+// (a MIG instance or a time-sliced share counts as its part of a GPU).
+type Totals struct {
+	GPUHours         float64 `json:"gpu_hours"`  // busy + idle + unallocated
+	HeldHours        float64 `json:"held_hours"` // busy + idle
+	BusyHours        float64 `json:"busy_hours"`
+	IdleHours        float64 `json:"idle_hours"` // allocated but idle
+	UnallocatedHours float64 `json:"unallocated_hours"`
+	CostEUR          float64 `json:"cost_eur"`
+	BusyEUR          float64 `json:"busy_eur"`
+	IdleEUR          float64 `json:"idle_eur"` // allocated but idle
+	UnallocatedEUR   float64 `json:"unallocated_eur"`
+	BusyShare        float64 `json:"busy_share"` // busy hours / held hours, 0–1
+}
+
+func (t *Totals) add(e *ledgerEntry) {
+	t.BusyHours += e.seconds[stateBusy] / 3600
+	t.IdleHours += e.seconds[stateIdle] / 3600
+	t.UnallocatedHours += e.seconds[stateUnallocated] / 3600
+	t.BusyEUR += e.eur[stateBusy]
+	t.IdleEUR += e.eur[stateIdle]
+	t.UnallocatedEUR += e.eur[stateUnallocated]
+}
+
+func (t *Totals) finish() {
+	t.HeldHours = t.BusyHours + t.IdleHours
+	t.GPUHours = t.HeldHours + t.UnallocatedHours
+	t.CostEUR = t.BusyEUR + t.IdleEUR + t.UnallocatedEUR
+	if t.HeldHours > 0 {
+		t.BusyShare = t.BusyHours / t.HeldHours
+	}
+}
+
+// Usage is activity and framebuffer of a group. Has* are false when no
+// series carried the signal; the values are then 0.
+type Usage struct {
+	HasActivity bool    `json:"has_activity"`
+	P95Activity float64 `json:"p95_activity"` // ratio 0–1 of the resolution-step averages
+	HasFB       bool    `json:"has_framebuffer"`
+	PeakFBMiB   float64 `json:"peak_fb_mib"`
+	P99FBMiB    float64 `json:"p99_fb_mib"`
+}
+
+// Group is one row of a table: a team, namespace, GPU model or node.
+type Group struct {
+	Name     string  `json:"name"`
+	Totals   Totals  `json:"totals"`
+	Usage    Usage   `json:"usage"`
+	Previous *Totals `json:"previous,omitempty"` // the previous period, when it has data
+}
+
+// Holding is one container on one device (a GPU, a MIG instance or a
+// time-sliced share) over the range.
+type Holding struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	Container string `json:"container"`
+	Team      string `json:"team"`
+	Node      string `json:"node"`
+	Model     string `json:"model"`
+	UUID      string `json:"uuid"`
+	MIGID     string `json:"mig_instance,omitempty"` // GPU_I_ID
+	Profile   string `json:"mig_profile,omitempty"`
+	Resource  string `json:"resource,omitempty"`
+	Sharing   string `json:"sharing,omitempty"`
+	Totals    Totals `json:"totals"`
+	Usage     Usage  `json:"usage"`
+}
+
+// Recommendation is one change with its saving and the evidence behind it.
+type Recommendation struct {
+	Kind               string   `json:"kind"` // "release", "time-slicing", "mig", "drain"
+	Target             string   `json:"target"`
+	Model              string   `json:"model,omitempty"`
+	Profile            string   `json:"mig_profile,omitempty"`
+	Replicas           int      `json:"replicas,omitempty"`
+	Holdings           []string `json:"holdings,omitempty"` // namespace/pod/container
+	SavingsEURPerMonth float64  `json:"savings_eur_per_month"`
+	Evidence           string   `json:"evidence"`
+}
+
+// TimelinePoint is the fleet's device-hours in one step bucket ending at Time.
+type TimelinePoint struct {
+	Time             time.Time `json:"time"`
+	BusyHours        float64   `json:"busy_hours"`
+	IdleHours        float64   `json:"idle_hours"`
+	UnallocatedHours float64   `json:"unallocated_hours"`
+	Missing          bool      `json:"missing,omitempty"`
+}
+
+// Apply holds the configuration that implements the recommendations, as YAML.
+type Apply struct {
+	MIGParted   string `json:"mig_parted,omitempty"`   // nvidia mig-parted config
+	TimeSlicing string `json:"time_slicing,omitempty"` // device plugin ConfigMap
+	Kueue       string `json:"kueue,omitempty"`        // ClusterQueues with nominalQuota per team
+}
+
+// Report is the weekly report. It is a plain value: renderers only read it.
+type Report struct {
+	Start           time.Time        `json:"start"`
+	End             time.Time        `json:"end"`
+	Step            string           `json:"step"`
+	Source          string           `json:"source"`
+	Partial         bool             `json:"partial"`
+	Warnings        []string         `json:"warnings,omitempty"`
+	Fleet           Group            `json:"fleet"`
+	GPUs            int              `json:"gpus"`
+	Teams           []Group          `json:"teams"`
+	Namespaces      []Group          `json:"namespaces"`
+	Models          []Group          `json:"models"`
+	Nodes           []Group          `json:"nodes"`
+	Holdings        []Holding        `json:"holdings"`
+	Recommendations []Recommendation `json:"recommendations"`
+	Packing         []Packing        `json:"mig_packing,omitempty"`
+	SavingsPerMonth float64          `json:"savings_eur_per_month"`
+	Apply           Apply            `json:"apply"`
+	Timeline        []TimelinePoint  `json:"timeline"`
+	// Heatmap is the mean device activity (0–1) by weekday (0 = Sunday) and
+	// hour of day, UTC; -1 where there was no data.
+	Heatmap [7][24]float64 `json:"heatmap"`
+}
+
+// MonthFactor scales an amount over the report's range to 30 days.
+func (r *Report) MonthFactor() float64 {
+	h := r.End.Sub(r.Start).Hours()
+	if h <= 0 {
+		return 0
+	}
+	return hoursPerMonth / h
+}
+
+// percentile returns the q-quantile (0–1) of v by nearest rank; v is sorted in place.
+func percentile(v []float32, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	i := int(math.Ceil(q*float64(len(v)))) - 1
+	return float64(v[max(0, min(i, len(v)-1))])
+}
+
+func usageOf(act, fb []float32) Usage {
+	var u Usage
+	if len(act) > 0 {
+		u.HasActivity = true
+		u.P95Activity = percentile(act, 0.95)
+	}
+	if len(fb) > 0 {
+		u.HasFB = true
+		u.P99FBMiB = percentile(fb, 0.99)
+		u.PeakFBMiB = float64(fb[len(fb)-1])
+	}
+	return u
+}
+
+// groupAcc accumulates a Group.
+type groupAcc struct {
+	totals, prev Totals
+	hasPrev      bool
+	act, fb      []float32
+}
+
+type groupSet map[string]*groupAcc
+
+func (g groupSet) get(name string) *groupAcc {
+	a := g[name]
+	if a == nil {
+		a = &groupAcc{}
+		g[name] = a
+	}
+	return a
+}
+
+func (g groupSet) groups(withPrev bool) []Group {
+	out := make([]Group, 0, len(g))
+	for name, a := range g {
+		a.totals.finish()
+		gr := Group{Name: name, Totals: a.totals, Usage: usageOf(a.act, a.fb)}
+		if withPrev {
+			a.prev.finish()
+			p := a.prev
+			gr.Previous = &p
+		}
+		out = append(out, gr)
+	}
+	slices.SortFunc(out, func(a, b Group) int {
+		if c := cmp.Compare(b.Totals.CostEUR, a.Totals.CostEUR); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// analysis settings.
+type analysis struct {
+	teams    TeamMap
+	headroom float64
+	release  float64 // busy share below which a held device should be released
+	lowDuty  float64 // busy share below which a pod suits time-slicing
+	drain    float64 // unallocated share above which a node can be drained
+}
+
+func (a *analysis) team(d *dataset, h holderKey) string {
+	if t, ok := d.podTeams[holderKey{Namespace: h.Namespace, Pod: h.Pod}]; ok {
+		return t
+	}
+	if t, ok := a.teams.Team(h.Namespace); ok {
+		return t
+	}
+	return h.Namespace
+}
+
+// errNoDataFmt is the message when the range holds no gpuledger data at all.
+const errNoDataFmt = "no GPU data: no gpuledger_gpu_seconds_total samples between %s and %s (is the exporter scraped, and is the range right?)"
+
+// build turns the dataset into a report. It fails when there is no data, and
+// when buckets are missing unless partial reports are allowed.
+func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
+	r := &Report{Start: d.start.UTC(), End: d.end.UTC(), Step: d.step.String()}
+	if len(d.ledger) == 0 {
+		return nil, fmt.Errorf(errNoDataFmt, r.Start.Format(time.RFC3339), r.End.Format(time.RFC3339))
+	}
+	if gaps := gapSpans(d); len(gaps) > 0 {
+		msg := fmt.Sprintf("the range has gaps without GPU data: %s", joinSpans(gaps))
+		if !allowPartial {
+			return nil, fmt.Errorf("%s (pass --partial to report on what there is)", msg)
+		}
+		r.Partial = true
+		r.Warnings = append(r.Warnings, msg)
+	}
+	for i := range d.timeline {
+		r.Timeline = append(r.Timeline, TimelinePoint{
+			Time:             d.start.Add(time.Duration(i+1) * d.step).UTC(),
+			BusyHours:        d.timeline[i][stateBusy] / 3600,
+			IdleHours:        d.timeline[i][stateIdle] / 3600,
+			UnallocatedHours: d.timeline[i][stateUnallocated] / 3600,
+			Missing:          !d.present[i],
+		})
+	}
+	for wd := range 7 {
+		for h := range 24 {
+			c := d.heat[wd][h]
+			r.Heatmap[wd][h] = -1
+			if c.n > 0 {
+				r.Heatmap[wd][h] = c.sum / float64(c.n)
+			}
+		}
+	}
+
+	fleet, teams, namespaces, models, nodes := groupSet{}, groupSet{}, groupSet{}, groupSet{}, groupSet{}
+	gpus := map[string]bool{}
+	for k, e := range d.ledger {
+		gpus[k.dev.UUID] = true
+		act, fb := d.activity[k], d.fbMiB[k]
+		for _, g := range []*groupAcc{fleet.get(""), models.get(e.model), nodes.get(e.host)} {
+			g.totals.add(e)
+		}
+		if k.holder != (holderKey{}) {
+			for _, g := range []*groupAcc{fleet.get(""), models.get(e.model), teams.get(a.team(d, k.holder)), namespaces.get(k.holder.Namespace)} {
+				g.act = append(g.act, act...)
+				g.fb = append(g.fb, fb...)
+			}
+			teams.get(a.team(d, k.holder)).totals.add(e)
+			namespaces.get(k.holder.Namespace).totals.add(e)
+		}
+	}
+	for k, e := range d.previous {
+		for _, g := range []*groupAcc{fleet.get(""), models.get(e.model), nodes.get(e.host)} {
+			g.prev.add(e)
+		}
+		if k.holder != (holderKey{}) {
+			teams.get(a.team(d, k.holder)).prev.add(e)
+			namespaces.get(k.holder.Namespace).prev.add(e)
+		}
+	}
+	withPrev := d.previous != nil
+	r.Fleet = fleet.groups(withPrev)[0]
+	r.Fleet.Name = "fleet"
+	r.GPUs = len(gpus)
+	r.Teams = teams.groups(withPrev)
+	r.Namespaces = namespaces.groups(withPrev)
+	r.Models = models.groups(withPrev)
+	r.Nodes = nodes.groups(withPrev)
+	r.Holdings = a.holdings(d)
+	a.recommend(r, d)
+	return r, nil
+}
+
+func (a *analysis) holdings(d *dataset) []Holding {
+	var out []Holding
+	for k, e := range d.ledger {
+		if k.holder == (holderKey{}) {
+			continue
+		}
+		var t Totals
+		t.add(e)
+		t.finish()
+		al := d.alloc[k]
+		out = append(out, Holding{
+			Namespace: k.holder.Namespace, Pod: k.holder.Pod, Container: k.holder.Container,
+			Team: a.team(d, k.holder), Node: e.host, Model: e.model, UUID: k.dev.UUID, MIGID: k.dev.GI,
+			Profile: e.profile, Resource: al.resource, Sharing: al.sharing,
+			Totals: t, Usage: usageOf(d.activity[k], d.fbMiB[k]),
+		})
+	}
+	slices.SortFunc(out, func(a, b Holding) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
+			cmp.Compare(a.Container, b.Container), cmp.Compare(a.UUID, b.UUID), cmp.Compare(a.MIGID, b.MIGID))
+	})
+	return out
+}
+
+type span struct{ from, to time.Time }
+
+// gapSpans returns the runs of step buckets without ledger data.
+func gapSpans(d *dataset) []span {
+	var out []span
+	for i := 0; i < len(d.present); i++ {
+		if d.present[i] {
+			continue
+		}
+		j := i
+		for j+1 < len(d.present) && !d.present[j+1] {
+			j++
+		}
+		out = append(out, span{from: d.start.Add(time.Duration(i) * d.step), to: d.start.Add(time.Duration(j+1) * d.step)})
+		i = j
+	}
+	return out
+}
+
+func joinSpans(spans []span) string {
+	s := ""
+	for i, sp := range spans {
+		if i == 5 {
+			s += fmt.Sprintf(" and %d more", len(spans)-5)
+			break
+		}
+		if i > 0 {
+			s += ", "
+		}
+		s += sp.from.UTC().Format(time.RFC3339) + " – " + sp.to.UTC().Format(time.RFC3339)
+	}
+	return s
+}

@@ -1,0 +1,311 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// The states of gpuledger_gpu_seconds_total and gpuledger_cost_eur_total.
+const (
+	stateBusy = iota
+	stateIdle
+	stateUnallocated
+	numStates
+)
+
+func stateIndex(s string) (int, bool) {
+	switch s {
+	case "busy":
+		return stateBusy, true
+	case "idle":
+		return stateIdle, true
+	case "unallocated":
+		return stateUnallocated, true
+	}
+	return 0, false
+}
+
+// deviceKey names a physical GPU (GI empty) or one of its MIG instances.
+type deviceKey struct{ UUID, GI string }
+
+// holderKey names a container; the zero value is no one (unallocated).
+type holderKey struct{ Namespace, Pod, Container string }
+
+func (h holderKey) String() string { return h.Namespace + "/" + h.Pod + "/" + h.Container }
+
+// holdingKey is one container on one device.
+type holdingKey struct {
+	dev    deviceKey
+	holder holderKey
+}
+
+// ledgerEntry is what the ledger recorded for one holding over the range.
+type ledgerEntry struct {
+	model, host, profile string
+	seconds              [numStates]float64
+	eur                  [numStates]float64
+	busyPerBucket        []float32 // busy device-seconds per step bucket
+}
+
+type allocInfo struct{ resource, sharing string }
+
+// dataset holds the query results the analysis needs.
+type dataset struct {
+	start, end time.Time
+	step       time.Duration
+	resolution time.Duration
+	buckets    int
+
+	ledger   map[holdingKey]*ledgerEntry
+	present  []bool               // bucket has ledger data
+	timeline [][numStates]float64 // fleet device-seconds per bucket and state
+	alloc    map[holdingKey]allocInfo
+	activity map[holdingKey][]float32 // activity ratio per resolution step
+	fbMiB    map[holdingKey][]float32 // peak framebuffer per resolution step
+	heat     [7][24]struct {
+		sum float64
+		n   int
+	}
+	podTeams map[holderKey]string        // from kube_pod_labels
+	previous map[holdingKey]*ledgerEntry // nil when the previous period has no data
+}
+
+const byDevice = "UUID, GPU_I_ID, namespace, pod, container"
+
+func ledgerQuery(metric string, step time.Duration) string {
+	return fmt.Sprintf("sum by (UUID, GPU_I_ID, GPU_I_PROFILE, modelName, Hostname, namespace, pod, container, state) (increase(%s[%s]))",
+		metric, model.Duration(step))
+}
+
+func holdingOf(m model.Metric) holdingKey {
+	return holdingKey{
+		dev:    deviceKey{UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"])},
+		holder: holderKey{Namespace: string(m["namespace"]), Pod: string(m["pod"]), Container: string(m["container"])},
+	}
+}
+
+// collector runs the report's queries.
+type collector struct {
+	run       *rangeRunner
+	teamLabel string
+}
+
+func (c *collector) plan(d *dataset, withPrevious bool) {
+	first := d.start.Add(d.step)
+	n := 3 * c.run.requests(first, d.end, d.step)
+	if withPrevious {
+		n += 2 * c.run.requests(first.Add(-d.end.Sub(d.start)), d.start, d.step)
+	}
+	if c.teamLabel != "" {
+		n += c.run.requests(first, d.end, d.step)
+	}
+	n += 5 * c.run.requests(d.start.Add(d.resolution), d.end, d.resolution)
+	c.run.total = n
+}
+
+// collect runs every query over (start, end].
+func (c *collector) collect(ctx context.Context, start, end time.Time, step, resolution time.Duration) (*dataset, error) {
+	d := &dataset{
+		start: start, end: end, step: step, resolution: resolution,
+		buckets:  int(end.Sub(start) / step),
+		alloc:    map[holdingKey]allocInfo{},
+		activity: map[holdingKey][]float32{},
+		fbMiB:    map[holdingKey][]float32{},
+		podTeams: map[holderKey]string{},
+	}
+	c.plan(d, true)
+	defer c.run.finish()
+	d.present = make([]bool, d.buckets)
+	d.timeline = make([][numStates]float64, d.buckets)
+	ledger, err := c.ledger(ctx, d, start, end, true)
+	if err != nil {
+		return nil, err
+	}
+	d.ledger = ledger
+	if err := c.previous(ctx, d); err != nil {
+		return nil, err
+	}
+	first := start.Add(step)
+	if err := c.run.run(ctx, "allocation", fmt.Sprintf(
+		"max by (%s, resource, sharing) (max_over_time(gpuledger_gpu_allocation[%s]))", byDevice, model.Duration(step)),
+		first, end, step, func(m model.Matrix) {
+			for _, s := range m {
+				d.alloc[holdingOf(s.Metric)] = allocInfo{resource: string(s.Metric["resource"]), sharing: string(s.Metric["sharing"])}
+			}
+		}); err != nil {
+		return nil, err
+	}
+	if c.teamLabel != "" {
+		label := "label_" + sanitizeLabel(c.teamLabel)
+		if err := c.run.run(ctx, "kube_pod_labels", fmt.Sprintf(
+			"max by (namespace, pod, %s) (max_over_time(kube_pod_labels{%s!=\"\"}[%s]))", label, label, model.Duration(step)),
+			first, end, step, func(m model.Matrix) {
+				for _, s := range m {
+					d.podTeams[holderKey{Namespace: string(s.Metric["namespace"]), Pod: string(s.Metric["pod"])}] = string(s.Metric[model.LabelName(label)])
+				}
+			}); err != nil {
+			return nil, err
+		}
+	}
+	res := model.Duration(resolution)
+	firstRes := start.Add(resolution)
+	// Device activity: the GR engine where DCGM or GPM has it, else GPU utilization.
+	gr := map[deviceKey]bool{}
+	activity := func(device bool, scale float64) func(model.Matrix) {
+		return func(m model.Matrix) {
+			for _, s := range m {
+				k := holdingOf(s.Metric)
+				if device && scale != 1 && gr[k.dev] {
+					continue
+				}
+				if device && scale == 1 {
+					gr[k.dev] = true
+				}
+				for _, p := range s.Values {
+					v := float64(p.Value) * scale
+					if math.IsNaN(v) {
+						continue
+					}
+					d.activity[k] = append(d.activity[k], float32(v))
+					if device {
+						t := p.Timestamp.Time().Add(-resolution / 2).UTC()
+						h := &d.heat[t.Weekday()][t.Hour()]
+						h.sum += v
+						h.n++
+					}
+				}
+			}
+		}
+	}
+	queries := []struct {
+		name, query string
+		each        func(model.Matrix)
+	}{
+		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", fmt.Sprintf("avg by (%s) (avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[%s]))", byDevice, res), activity(true, 1)},
+		{"DCGM_FI_DEV_GPU_UTIL", fmt.Sprintf("avg by (%s) (avg_over_time(DCGM_FI_DEV_GPU_UTIL[%s]))", byDevice, res), activity(true, 0.01)},
+		{"gpuledger_pod_gpu_utilization_ratio", fmt.Sprintf("avg by (%s) (avg_over_time(gpuledger_pod_gpu_utilization_ratio[%s]))", byDevice, res), activity(false, 1)},
+		{"DCGM_FI_DEV_FB_USED", fmt.Sprintf("max by (%s) (max_over_time(DCGM_FI_DEV_FB_USED[%s]))", byDevice, res), c.framebuffer(d, 1)},
+		{"gpuledger_pod_gpu_memory_used_bytes", fmt.Sprintf("max by (%s) (max_over_time(gpuledger_pod_gpu_memory_used_bytes[%s]))", byDevice, res), c.framebuffer(d, 1.0/(1<<20))},
+	}
+	for _, q := range queries {
+		if err := c.run.run(ctx, q.name, q.query, firstRes, end, resolution, q.each); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func (c *collector) framebuffer(d *dataset, scale float64) func(model.Matrix) {
+	return func(m model.Matrix) {
+		for _, s := range m {
+			k := holdingOf(s.Metric)
+			for _, p := range s.Values {
+				if v := float64(p.Value) * scale; !math.IsNaN(v) {
+					d.fbMiB[k] = append(d.fbMiB[k], float32(v))
+				}
+			}
+		}
+	}
+}
+
+// ledger reads seconds and EUR per holding and state over (start, end]; with
+// fill it also fills d's per-bucket timeline and presence.
+func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time, fill bool) (map[holdingKey]*ledgerEntry, error) {
+	out := map[holdingKey]*ledgerEntry{}
+	entry := func(m model.Metric) (*ledgerEntry, int, bool) {
+		st, ok := stateIndex(string(m["state"]))
+		if !ok {
+			return nil, 0, false
+		}
+		k := holdingOf(m)
+		e := out[k]
+		if e == nil {
+			e = &ledgerEntry{model: string(m["modelName"]), host: string(m["Hostname"]), profile: string(m["GPU_I_PROFILE"])}
+			if fill {
+				e.busyPerBucket = make([]float32, d.buckets)
+			}
+			out[k] = e
+		}
+		return e, st, true
+	}
+	bucket := func(t model.Time) int {
+		return int(t.Time().Sub(start)/d.step) - 1
+	}
+	first := start.Add(d.step)
+	name := "gpuledger_gpu_seconds_total"
+	if !fill {
+		name += " (previous period)"
+	}
+	err := c.run.run(ctx, name, ledgerQuery("gpuledger_gpu_seconds_total", d.step), first, end, d.step, func(m model.Matrix) {
+		for _, s := range m {
+			e, st, ok := entry(s.Metric)
+			if !ok {
+				continue
+			}
+			for _, p := range s.Values {
+				v := float64(p.Value)
+				e.seconds[st] += v
+				if !fill {
+					continue
+				}
+				if b := bucket(p.Timestamp); b >= 0 && b < d.buckets {
+					d.present[b] = true
+					d.timeline[b][st] += v
+					if st == stateBusy {
+						e.busyPerBucket[b] += float32(v)
+					}
+				}
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	name = "gpuledger_cost_eur_total"
+	if !fill {
+		name += " (previous period)"
+	}
+	err = c.run.run(ctx, name, ledgerQuery("gpuledger_cost_eur_total", d.step), first, end, d.step, func(m model.Matrix) {
+		for _, s := range m {
+			e, st, ok := entry(s.Metric)
+			if !ok {
+				continue
+			}
+			for _, p := range s.Values {
+				e.eur[st] += float64(p.Value)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *collector) previous(ctx context.Context, d *dataset) error {
+	span := d.end.Sub(d.start)
+	prev, err := c.ledger(ctx, d, d.start.Add(-span), d.start, false)
+	if err != nil {
+		return err
+	}
+	if len(prev) > 0 {
+		d.previous = prev
+	}
+	return nil
+}
+
+// sanitizeLabel turns a Kubernetes label key into the label name
+// kube-state-metrics gives it (`app.kubernetes.io/team` → `app_kubernetes_io_team`).
+func sanitizeLabel(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' && i > 0) {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,234 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// The HTML report is one self-contained file: inline CSS and SVG, no
+// JavaScript, no external resources.
+var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"eur": eur, "hours": hours, "pct": pct, "activity": activity, "mib": mib, "change": change,
+	"rectitle": recTitle, "inc": func(i int) int { return i + 1 }, "orNone": orNone, "layouts": layoutsText,
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>GPU report {{.Period}}</title>
+<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#1d232b;padding:0 1rem}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2rem;border-bottom:1px solid #d8dde3;padding-bottom:.2rem}
+.sub{color:#5b6571}.partial{background:#fff3cd;border:1px solid #e0b000;padding:.6rem;margin:1rem 0;font-weight:bold}
+.warn{color:#8a5a00}.kpis{display:flex;flex-wrap:wrap;gap:1rem;margin:1rem 0}
+.kpi{border:1px solid #d8dde3;border-radius:6px;padding:.6rem 1rem;min-width:9rem}.kpi b{display:block;font-size:1.3rem}
+table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem;font-size:.9rem}th,td{border-bottom:1px solid #e6e9ed;padding:.3rem .5rem;text-align:right;vertical-align:top}
+th:first-child,td:first-child,td.l,th.l{text-align:left}th{background:#f4f6f8}
+pre{background:#f4f6f8;padding:.8rem;overflow-x:auto;font-size:.85rem}svg{max-width:100%;height:auto}
+svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unallocated{fill:#9e9e9e}.bar{fill:#e65100}
+</style>
+</head>
+<body>
+<h1>GPU utilization and cost report</h1>
+<p class="sub">{{.Period}} · steps of {{.R.Step}} · source: {{.R.Source}}</p>
+{{if .R.Partial}}<p class="partial" id="partial">Partial report: the range has gaps without data.</p>{{end}}
+{{range .R.Warnings}}<p class="warn">warning: {{.}}</p>{{end}}
+{{with .R.Fleet}}<div class="kpis">
+<div class="kpi">GPUs<b>{{$.R.GPUs}}</b></div>
+<div class="kpi">device-hours<b>{{hours .Totals.GPUHours}}</b></div>
+<div class="kpi">busy share of held<b>{{pct .Totals.BusyShare}}</b></div>
+<div class="kpi">cost<b>{{eur .Totals.CostEUR}} EUR</b></div>
+<div class="kpi">idle, allocated<b>{{eur .Totals.IdleEUR}} EUR</b></div>
+<div class="kpi">unallocated<b>{{eur .Totals.UnallocatedEUR}} EUR</b></div>
+<div class="kpi">savings offered<b>{{eur $.R.SavingsPerMonth}} EUR/month</b></div>
+</div>
+<p>p95 activity {{activity .Usage}}, framebuffer peak {{mib .Usage.HasFB .Usage.PeakFBMiB}} MiB, p99 {{mib .Usage.HasFB .Usage.P99FBMiB}} MiB.
+{{with .Previous}}Against the previous period: cost {{change $.R.Fleet.Totals.CostEUR .CostEUR}}, idle EUR {{change $.R.Fleet.Totals.IdleEUR .IdleEUR}}, unallocated EUR {{change $.R.Fleet.Totals.UnallocatedEUR .UnallocatedEUR}}.{{end}}</p>{{end}}
+
+<h2>Recommendations</h2>
+{{if .R.Recommendations}}<table id="recommendations"><tr><th>#</th><th class="l">change</th><th class="l">target</th><th>EUR/month</th><th class="l">evidence</th></tr>
+{{range $i, $r := .R.Recommendations}}<tr><td>{{inc $i}}</td><td class="l">{{rectitle $r}}</td><td class="l">{{$r.Target}}</td><td>{{eur $r.SavingsEURPerMonth}}</td><td class="l">{{$r.Evidence}}</td></tr>
+{{end}}</table>{{else}}<p>None: every GPU held was busy enough and no smaller MIG profile fits.</p>{{end}}
+{{range .R.Packing}}<p>MIG packing on {{.Model}}: {{.Workloads}} workloads on {{.Workloads}} whole GPUs today fit on {{.GPUsAfter}} GPU(s): {{layouts .Layouts}}.</p>{{end}}
+
+<h2>Idle EUR by namespace</h2>
+{{.IdleChart}}
+<h2>Activity by hour of week (UTC)</h2>
+{{.Heatmap}}
+<h2>Busy, idle and unallocated over the range</h2>
+{{.Timeline}}
+
+{{range .Tables}}<h2>{{.Title}}</h2>
+<table><tr><th class="l">name</th><th>GPU-hours held</th><th>busy share</th><th>cost EUR</th><th>idle EUR</th>{{if .Unalloc}}<th>unallocated EUR</th>{{end}}<th>p95 activity</th><th>peak FB MiB</th><th>p99 FB MiB</th>{{if .Prev}}<th>held vs prev</th><th>idle EUR vs prev</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}
+{{if .ApplyAny}}<h2>Configuration to apply</h2>
+{{with .R.Apply.MIGParted}}<h3>MIG layout (nvidia mig-parted)</h3><pre>{{.}}</pre>{{end}}
+{{with .R.Apply.TimeSlicing}}<h3>Time-slicing (NVIDIA device plugin ConfigMap)</h3><pre>{{.}}</pre>{{end}}
+{{with .R.Apply.Kueue}}<h3>Kueue ClusterQueues (nominalQuota per team)</h3><pre>{{.}}</pre>{{end}}{{end}}
+</body>
+</html>
+`))
+
+type htmlTable struct {
+	Title         string
+	Unalloc, Prev bool
+	Rows          [][]string
+}
+
+func groupRows(gs []Group, unalloc, prev bool) [][]string {
+	rows := make([][]string, 0, len(gs))
+	for _, g := range gs {
+		t := g.Totals
+		row := []string{orNone(g.Name), hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR)}
+		if unalloc {
+			row = append(row, eur(t.UnallocatedEUR))
+		}
+		row = append(row, activity(g.Usage), mib(g.Usage.HasFB, g.Usage.PeakFBMiB), mib(g.Usage.HasFB, g.Usage.P99FBMiB))
+		if prev && g.Previous != nil {
+			row = append(row, change(t.HeldHours, g.Previous.HeldHours), change(t.IdleEUR, g.Previous.IdleEUR))
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func renderHTML(w io.Writer, r *Report) error {
+	prev := r.Fleet.Previous != nil
+	var tables []htmlTable
+	for _, t := range []struct {
+		title   string
+		gs      []Group
+		unalloc bool
+	}{{"Teams", r.Teams, false}, {"Namespaces", r.Namespaces, false}, {"GPU models", r.Models, true}, {"Nodes", r.Nodes, true}} {
+		if len(t.gs) > 0 {
+			tables = append(tables, htmlTable{Title: t.title, Unalloc: t.unalloc, Prev: prev, Rows: groupRows(t.gs, t.unalloc, prev)})
+		}
+	}
+	data := struct {
+		R                            *Report
+		Period                       string
+		IdleChart, Heatmap, Timeline template.HTML
+		Tables                       []htmlTable
+		ApplyAny                     bool
+	}{
+		R: r, Period: period(r), Tables: tables, ApplyAny: r.Apply != (Apply{}),
+		IdleChart: idleChart(r.Namespaces), Heatmap: heatmapChart(r.Heatmap), Timeline: timelineChart(r.Timeline),
+	}
+	if err := htmlTemplate.Execute(w, data); err != nil {
+		return fmt.Errorf("render html: %w", err)
+	}
+	return nil
+}
+
+// svgText escapes s for SVG text content and attributes.
+func svgText(s string) string { return template.HTMLEscapeString(s) }
+
+// idleChart is a horizontal bar chart of allocated-but-idle EUR per namespace.
+func idleChart(ns []Group) template.HTML {
+	const width, left, bar = 760, 200, 22
+	var b strings.Builder
+	maxEUR := 0.0
+	for _, g := range ns {
+		maxEUR = math.Max(maxEUR, g.Totals.IdleEUR)
+	}
+	height := max(1, len(ns))*bar + 10
+	fmt.Fprintf(&b, `<svg id="chart-idle-eur" role="img" aria-label="idle EUR by namespace" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`, width, height, width, height)
+	if len(ns) == 0 {
+		b.WriteString(`<text x="10" y="20">no GPU was allocated to a namespace</text>`)
+	}
+	for i, g := range ns {
+		y := 5 + i*bar
+		w := 0.0
+		if maxEUR > 0 {
+			w = (width - left - 90) * g.Totals.IdleEUR / maxEUR
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, left-6, y+15, svgText(orNone(g.Name)))
+		fmt.Fprintf(&b, `<rect class="bar" x="%d" y="%d" width="%.1f" height="%d"><title>%s: %s EUR idle</title></rect>`,
+			left, y+2, math.Max(w, 1), bar-6, svgText(orNone(g.Name)), eur(g.Totals.IdleEUR))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s EUR</text>`, float64(left)+math.Max(w, 1)+6, y+15, eur(g.Totals.IdleEUR))
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// heatmapChart draws mean activity by weekday (rows, Monday first) and hour.
+func heatmapChart(h [7][24]float64) template.HTML {
+	const cell, left, top = 28, 40, 18
+	var b strings.Builder
+	width, height := left+24*cell+10, top+7*cell+10
+	fmt.Fprintf(&b, `<svg id="chart-heatmap" role="img" aria-label="activity by hour of week" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`, width, height, width, height)
+	for hr := 0; hr < 24; hr += 3 {
+		fmt.Fprintf(&b, `<text x="%d" y="12">%02d</text>`, left+hr*cell+4, hr)
+	}
+	for row := range 7 {
+		wd := (row + 1) % 7 // Monday first
+		day := time.Weekday(wd).String()[:3]
+		fmt.Fprintf(&b, `<text x="0" y="%d">%s</text>`, top+row*cell+18, day)
+		for hr := range 24 {
+			v := h[wd][hr]
+			fill, label := "#eeeeee", "no data"
+			if v >= 0 {
+				fill, label = heatColor(v), pct(v)
+			}
+			fmt.Fprintf(&b, `<rect class="cell" x="%d" y="%d" width="%d" height="%d" fill="%s"><title>%s %02d:00 %s</title></rect>`,
+				left+hr*cell, top+row*cell, cell-2, cell-2, fill, day, hr, label)
+		}
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// heatColor maps 0–1 from pale yellow to dark green.
+func heatColor(v float64) string {
+	v = math.Max(0, math.Min(1, v))
+	lerp := func(a, b float64) int { return int(math.Round(a + (b-a)*v)) }
+	return fmt.Sprintf("#%02x%02x%02x", lerp(0xff, 0x1b), lerp(0xf7, 0x5e), lerp(0xbc, 0x20))
+}
+
+// timelineChart stacks busy, idle and unallocated device-hours per step.
+func timelineChart(tl []TimelinePoint) template.HTML {
+	const width, height, left, bottom = 900, 240, 50, 30
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg id="chart-timeline" role="img" aria-label="busy, idle and unallocated device-hours" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`, width, height, width, height)
+	maxH := 0.0
+	for _, p := range tl {
+		maxH = math.Max(maxH, p.BusyHours+p.IdleHours+p.UnallocatedHours)
+	}
+	plotH := float64(height - bottom - 10)
+	if maxH > 0 && len(tl) > 0 {
+		bw := float64(width-left-10) / float64(len(tl))
+		for i, p := range tl {
+			x := float64(left) + float64(i)*bw
+			y := float64(height - bottom)
+			for _, part := range []struct {
+				class string
+				v     float64
+			}{{"busy", p.BusyHours}, {"idle", p.IdleHours}, {"unallocated", p.UnallocatedHours}} {
+				if part.v <= 0 {
+					continue
+				}
+				h := plotH * part.v / maxH
+				y -= h
+				fmt.Fprintf(&b, `<rect class="%s" x="%.2f" y="%.2f" width="%.2f" height="%.2f"><title>%s: %s %s device-hours</title></rect>`,
+					part.class, x, y, math.Max(bw-0.3, 0.5), h, p.Time.Format("Mon 02 Jan 15:04"), part.class, hours(part.v))
+			}
+		}
+		fmt.Fprintf(&b, `<text x="0" y="%d">%s</text><text x="0" y="%d">0</text>`, 20, hours(maxH), height-bottom)
+		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text><text x="%d" y="%d" text-anchor="end">%s</text>`,
+			left, height-10, tl[0].Time.Format("Mon 02 Jan 15:04"), width-10, height-10, tl[len(tl)-1].Time.Format("Mon 02 Jan 15:04"))
+	} else {
+		b.WriteString(`<text x="10" y="20">no data</text>`)
+	}
+	lx := width - 330
+	for i, c := range []string{"busy", "idle", "unallocated"} {
+		fmt.Fprintf(&b, `<rect class="%s legend" x="%d" y="4" width="10" height="10"></rect><text x="%d" y="13">%s</text>`, c, lx+i*100, lx+i*100+14, c)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}

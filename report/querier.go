@@ -1,0 +1,116 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+)
+
+// Querier runs PromQL range queries. Implementations must be safe for use by
+// one goroutine at a time; the report issues its queries sequentially.
+type Querier interface {
+	// QueryRange evaluates query at every step from start to end inclusive and
+	// returns the resulting series. Warnings are annotations the server returned
+	// alongside a successful result.
+	QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (model.Matrix, []string, error)
+}
+
+// PrometheusQuerier queries a Prometheus-compatible HTTP API (Prometheus,
+// Thanos, Mimir, VictoriaMetrics) through client_golang's api/prometheus/v1.
+// It is safe for concurrent use.
+type PrometheusQuerier struct {
+	api     v1.API
+	url     string
+	timeout time.Duration
+}
+
+// NewPrometheusQuerier returns a querier for the API at url. Each request is
+// bounded by timeout, both on the server (the `timeout` parameter) and on the
+// client. rt is the HTTP transport; nil uses http.DefaultTransport.
+func NewPrometheusQuerier(url string, timeout time.Duration, rt http.RoundTripper) (*PrometheusQuerier, error) {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	c, err := api.NewClient(api.Config{Address: url, RoundTripper: rt})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus url %q: %w", url, err)
+	}
+	return &PrometheusQuerier{api: v1.NewAPI(c), url: url, timeout: timeout}, nil
+}
+
+// QueryRange implements Querier.
+func (p *PrometheusQuerier) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (model.Matrix, []string, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	val, warnings, _, err := p.api.QueryRange(ctx, query, v1.Range{Start: start, End: end, Step: step}, v1.WithTimeout(p.timeout))
+	if err != nil {
+		var apiErr *v1.Error
+		if errors.As(err, &apiErr) && apiErr.Type != v1.ErrClient {
+			return nil, nil, fmt.Errorf("prometheus at %s rejected query %s: %w", p.url, query, err)
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, nil, fmt.Errorf("prometheus at %s did not answer within %s: %w", p.url, p.timeout, err)
+		}
+		return nil, nil, fmt.Errorf("query prometheus at %s: %w", p.url, err)
+	}
+	m, ok := val.(model.Matrix)
+	if !ok {
+		return nil, nil, fmt.Errorf("prometheus at %s answered a range query with a %s, want a matrix", p.url, val.Type())
+	}
+	return m, warnings, nil
+}
+
+// rangeRunner splits range queries into requests of at most maxPoints steps
+// each, so that no single request asks the server for an unbounded answer, and
+// reports progress on a writer.
+type rangeRunner struct {
+	q         Querier
+	maxPoints int
+	progress  io.Writer // nil: no progress line
+	total     int       // requests planned
+	done      int
+	warnings  []string
+}
+
+// requests returns how many requests a query over (start, end] at step needs.
+func (r *rangeRunner) requests(start, end time.Time, step time.Duration) int {
+	points := int(end.Sub(start)/step) + 1
+	return (points + r.maxPoints - 1) / r.maxPoints
+}
+
+// run evaluates query at start, start+step, …, end and calls each with the
+// series of every request in time order.
+func (r *rangeRunner) run(ctx context.Context, name, query string, start, end time.Time, step time.Duration, each func(model.Matrix)) error {
+	span := time.Duration(r.maxPoints-1) * step
+	for from := start; !from.After(end); from = from.Add(span + step) {
+		to := from.Add(span)
+		if to.After(end) {
+			to = end
+		}
+		m, warnings, err := r.q.QueryRange(ctx, query, from, to, step)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		r.warnings = append(r.warnings, warnings...)
+		each(m)
+		r.done++
+		if r.progress != nil {
+			fmt.Fprintf(r.progress, "\rreport: %d/%d queries (%s)\x1b[K", r.done, r.total, name)
+		}
+	}
+	return nil
+}
+
+// finish ends the progress line.
+func (r *rangeRunner) finish() {
+	if r.progress != nil && r.done > 0 {
+		fmt.Fprintln(r.progress)
+	}
+}

@@ -1,0 +1,229 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Render writes r in format (FormatHTML, FormatMarkdown, FormatCSV or FormatJSON).
+func Render(w io.Writer, r *Report, format string) error {
+	switch format {
+	case FormatHTML:
+		return renderHTML(w, r)
+	case FormatMarkdown:
+		return renderMarkdown(w, r)
+	case FormatCSV:
+		return renderCSV(w, r)
+	case FormatJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return fmt.Errorf("format %q: want html, md, csv or json", format)
+}
+
+func eur(x float64) string   { return strconv.FormatFloat(x, 'f', 2, 64) }
+func hours(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
+
+func mib(has bool, x float64) string {
+	if !has {
+		return "–"
+	}
+	return strconv.FormatFloat(x, 'f', 0, 64)
+}
+
+func activity(u Usage) string {
+	if !u.HasActivity {
+		return "–"
+	}
+	return pct(u.P95Activity)
+}
+
+// change formats the relative change from prev to cur.
+func change(cur, prev float64) string {
+	switch {
+	case prev == 0 && cur == 0:
+		return "±0 %"
+	case prev == 0:
+		return "new"
+	}
+	return fmt.Sprintf("%+.1f %%", 100*(cur-prev)/prev)
+}
+
+func period(r *Report) string {
+	return r.Start.Format(time.RFC3339) + " – " + r.End.Format(time.RFC3339)
+}
+
+func mdCell(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ") }
+
+func renderMarkdown(w io.Writer, r *Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# GPU utilization and cost report\n\n%s (steps of %s) · source: %s\n\n", period(r), r.Step, mdCell(r.Source))
+	if r.Partial {
+		b.WriteString("**PARTIAL REPORT: the range has gaps without data.**\n\n")
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "> warning: %s\n", mdCell(w))
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\n")
+	}
+	f := r.Fleet.Totals
+	fmt.Fprintf(&b, "## Fleet\n\n%d GPUs, %s device-hours: %s busy, %s idle but allocated, %s unallocated. Busy share of held time %s.\n\n",
+		r.GPUs, hours(f.GPUHours), hours(f.BusyHours), hours(f.IdleHours), hours(f.UnallocatedHours), pct(f.BusyShare))
+	fmt.Fprintf(&b, "Cost %s EUR: busy %s, **idle %s** (allocated), **unallocated %s**. p95 activity %s, framebuffer peak %s MiB, p99 %s MiB.\n\n",
+		eur(f.CostEUR), eur(f.BusyEUR), eur(f.IdleEUR), eur(f.UnallocatedEUR), activity(r.Fleet.Usage),
+		mib(r.Fleet.Usage.HasFB, r.Fleet.Usage.PeakFBMiB), mib(r.Fleet.Usage.HasFB, r.Fleet.Usage.P99FBMiB))
+	if p := r.Fleet.Previous; p != nil {
+		fmt.Fprintf(&b, "Against the previous period: cost %s, idle EUR %s, unallocated EUR %s, busy share %s → %s.\n\n",
+			change(f.CostEUR, p.CostEUR), change(f.IdleEUR, p.IdleEUR), change(f.UnallocatedEUR, p.UnallocatedEUR), pct(p.BusyShare), pct(f.BusyShare))
+	}
+	fmt.Fprintf(&b, "## Recommendations: %s EUR/month\n\n", eur(r.SavingsPerMonth))
+	if len(r.Recommendations) == 0 {
+		b.WriteString("None: every GPU held was busy enough and no smaller MIG profile fits.\n\n")
+	} else {
+		b.WriteString("| # | change | target | EUR/month | evidence |\n|---|---|---|---:|---|\n")
+		for i, rec := range r.Recommendations {
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", i+1, mdCell(recTitle(rec)), mdCell(rec.Target), eur(rec.SavingsEURPerMonth), mdCell(rec.Evidence))
+		}
+		b.WriteString("\n")
+	}
+	for _, p := range r.Packing {
+		fmt.Fprintf(&b, "MIG packing on %s: %d workloads on %d whole GPUs today fit on %d GPU(s): %s.\n\n",
+			p.Model, p.Workloads, p.Workloads, p.GPUsAfter, layoutsText(p.Layouts))
+	}
+	mdGroups(&b, "Teams", r.Teams, r.Fleet.Previous != nil, false)
+	mdGroups(&b, "Namespaces", r.Namespaces, r.Fleet.Previous != nil, false)
+	mdGroups(&b, "GPU models", r.Models, r.Fleet.Previous != nil, true)
+	mdGroups(&b, "Nodes", r.Nodes, r.Fleet.Previous != nil, true)
+	if r.Apply != (Apply{}) {
+		b.WriteString("## Configuration to apply\n\n")
+		for _, c := range []struct{ title, yaml string }{
+			{"MIG layout (nvidia mig-parted)", r.Apply.MIGParted},
+			{"Time-slicing (NVIDIA device plugin ConfigMap)", r.Apply.TimeSlicing},
+			{"Kueue ClusterQueues (nominalQuota per team)", r.Apply.Kueue},
+		} {
+			if c.yaml != "" {
+				fmt.Fprintf(&b, "### %s\n\n```yaml\n%s```\n\n", c.title, c.yaml)
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func recTitle(rec Recommendation) string {
+	switch rec.Kind {
+	case "mig":
+		return "MIG " + rec.Profile
+	case "time-slicing":
+		return fmt.Sprintf("time-slicing ×%d", rec.Replicas)
+	}
+	return rec.Kind
+}
+
+func layoutsText(ls [][]string) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = strings.Join(l, " + ")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func mdGroups(b *strings.Builder, title string, gs []Group, prev, unalloc bool) {
+	if len(gs) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "## %s\n\n| name | GPU-hours held | busy share | cost EUR | idle EUR |", title)
+	sep := "|---|---:|---:|---:|---:|"
+	if unalloc {
+		b.WriteString(" unallocated EUR |")
+		sep += "---:|"
+	}
+	b.WriteString(" p95 activity | peak FB MiB | p99 FB MiB |")
+	sep += "---:|---:|---:|"
+	if prev {
+		b.WriteString(" held vs prev | idle EUR vs prev |")
+		sep += "---:|---:|"
+	}
+	b.WriteString("\n" + sep + "\n")
+	for _, g := range gs {
+		t := g.Totals
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |", mdCell(orNone(g.Name)), hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR))
+		if unalloc {
+			fmt.Fprintf(b, " %s |", eur(t.UnallocatedEUR))
+		}
+		fmt.Fprintf(b, " %s | %s | %s |", activity(g.Usage), mib(g.Usage.HasFB, g.Usage.PeakFBMiB), mib(g.Usage.HasFB, g.Usage.P99FBMiB))
+		if prev && g.Previous != nil {
+			fmt.Fprintf(b, " %s | %s |", change(t.HeldHours, g.Previous.HeldHours), change(t.IdleEUR, g.Previous.IdleEUR))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hours", "idle_hours", "unallocated_hours",
+	"busy_share", "cost_eur", "idle_eur", "unallocated_eur", "p95_activity", "peak_fb_mib", "p99_fb_mib",
+	"kind", "savings_eur_per_month", "evidence"}
+
+func f64(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+func usageCells(u Usage) []string {
+	c := []string{"", "", ""}
+	if u.HasActivity {
+		c[0] = f64(u.P95Activity)
+	}
+	if u.HasFB {
+		c[1], c[2] = f64(u.PeakFBMiB), f64(u.P99FBMiB)
+	}
+	return c
+}
+
+// renderCSV writes one row per fleet, team, namespace, model, node, holding
+// and recommendation; columns a row does not have are empty.
+func renderCSV(w io.Writer, r *Report) error {
+	cw := csv.NewWriter(w)
+	rows := [][]string{csvHeader}
+	row := func(section, name string, t Totals, u Usage) {
+		rows = append(rows, append(append([]string{section, name, f64(t.GPUHours), f64(t.HeldHours), f64(t.BusyHours), f64(t.IdleHours),
+			f64(t.UnallocatedHours), f64(t.BusyShare), f64(t.CostEUR), f64(t.IdleEUR), f64(t.UnallocatedEUR)}, usageCells(u)...), "", "", ""))
+	}
+	row("fleet", "fleet", r.Fleet.Totals, r.Fleet.Usage)
+	for _, s := range []struct {
+		name string
+		gs   []Group
+	}{{"team", r.Teams}, {"namespace", r.Namespaces}, {"model", r.Models}, {"node", r.Nodes}} {
+		for _, g := range s.gs {
+			row(s.name, g.Name, g.Totals, g.Usage)
+		}
+	}
+	for _, h := range r.Holdings {
+		name := holdingName(&h) + "@" + h.UUID
+		if h.MIGID != "" {
+			name += "/" + h.MIGID
+		}
+		row("holding", name, h.Totals, h.Usage)
+	}
+	for _, rec := range r.Recommendations {
+		cells := make([]string, len(csvHeader))
+		cells[0], cells[1] = "recommendation", rec.Target
+		cells[14], cells[15], cells[16] = recTitle(rec), f64(rec.SavingsEURPerMonth), rec.Evidence
+		rows = append(rows, cells)
+	}
+	if err := cw.WriteAll(rows); err != nil {
+		return fmt.Errorf("write csv: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,259 @@
+// Package report builds gpuledger's weekly utilization and cost report from
+// the exporter's metrics in any Prometheus-compatible API: per team, namespace,
+// GPU model and node the GPU-hours held, busy share, idle and unallocated EUR,
+// p95 activity and peak / p99 framebuffer; recommendations with their EUR per
+// month (release idle GPUs, time-slicing for low-duty pods, the smallest MIG
+// profile that fits and how those pack, nodes to drain) and the configuration
+// to apply them (mig-parted, the device plugin's time-slicing ConfigMap, Kueue
+// ClusterQueues). It renders HTML with inline SVG charts, Markdown, CSV and
+// JSON, and can post the Markdown to a Slack/Mattermost webhook.
+//
+// Queries go through a Querier: the Prometheus HTTP API (PrometheusQuerier), or
+// Prometheus' PromQL engine over an in-memory Store loaded from OpenMetrics
+// (EngineQuerier, for --demo). Every query is a range query split into requests
+// of bounded size; the report needs only raw metrics, no recording rules.
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Formats the report renders.
+const (
+	FormatHTML     = "html"
+	FormatMarkdown = "md"
+	FormatCSV      = "csv"
+	FormatJSON     = "json"
+)
+
+// Config is a report run. DefaultConfig returns the defaults; the zero value
+// of a field other than those documented as optional is invalid.
+type Config struct {
+	PrometheusURL string        // base URL of the Prometheus-compatible API (Run only)
+	Range         time.Duration // length of the period reported on, e.g. 7 × 24h
+	// End is the end of the period; zero means now truncated to Step (Run) or
+	// the last sample of the data (RunDemo).
+	End time.Time
+	// Step is the bucket the ledger counters are read in (increase over Step);
+	// Range must be a multiple of it.
+	Step time.Duration
+	// Resolution is the step at which activity and framebuffer are averaged /
+	// maximised before the percentiles are taken.
+	Resolution time.Duration
+	Format     string // FormatHTML, FormatMarkdown, FormatCSV or FormatJSON
+	Out        string // file to write; "-" writes to stdout
+	// TeamMapFile (optional) maps namespaces to teams (see ParseTeamMap).
+	TeamMapFile string
+	// TeamLabel (optional) is a pod label key whose value names the team, read
+	// from kube-state-metrics' kube_pod_labels; it wins over TeamMapFile.
+	TeamLabel string
+	// Headroom multiplies the p99 framebuffer before it is compared with a
+	// MIG profile's memory, and busy shares before time-sliced packing; ≥ 1.
+	Headroom float64
+	// ReleaseBelow: a holding busy less than this share of the time it was
+	// held is recommended for release (0–1).
+	ReleaseBelow float64
+	// LowDutyBelow: pods holding a whole GPU busy less than this share suit
+	// time-slicing (0–1).
+	LowDutyBelow float64
+	// DrainAbove: a node whose device-hours were unallocated more than this
+	// share can be drained (0–1).
+	DrainAbove float64
+	// AllowPartial renders a report marked partial when the range has gaps
+	// without data, instead of failing.
+	AllowPartial bool
+	// WebhookURLFile (optional) holds a Slack/Mattermost incoming-webhook URL;
+	// the Markdown report is POSTed to it as {"text": …} after the file is written.
+	WebhookURLFile string
+	// Timeout bounds each query request and the webhook POST.
+	Timeout time.Duration
+	// MaxPointsPerQuery bounds the steps one request asks for; longer ranges
+	// are split into several requests.
+	MaxPointsPerQuery int
+	// Progress (optional) receives a progress line; usually os.Stderr.
+	Progress io.Writer
+	// Now (optional) is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the defaults: a 7-day range in 1h steps, 5m
+// resolution, HTML, headroom 1.2, release below 5 % busy, time-slicing below
+// 30 % busy, drain above 95 % unallocated, 2m timeout, 1000 points per request.
+func DefaultConfig() Config {
+	return Config{
+		Range:             7 * 24 * time.Hour,
+		Step:              time.Hour,
+		Resolution:        5 * time.Minute,
+		Format:            FormatHTML,
+		Headroom:          1.2,
+		ReleaseBelow:      0.05,
+		LowDutyBelow:      0.3,
+		DrainAbove:        0.95,
+		Timeout:           2 * time.Minute,
+		MaxPointsPerQuery: 1000,
+	}
+}
+
+// Validate checks the settings other than PrometheusURL.
+func (c *Config) Validate() error {
+	switch {
+	case c.Step <= 0 || c.Resolution <= 0:
+		return fmt.Errorf("step %s and resolution %s must be positive", c.Step, c.Resolution)
+	case c.Range <= 0 || c.Range%c.Step != 0:
+		return fmt.Errorf("range %s must be a positive multiple of the step %s", c.Range, c.Step)
+	case c.Resolution > c.Step:
+		return fmt.Errorf("resolution %s must not exceed the step %s", c.Resolution, c.Step)
+	case c.Format != FormatHTML && c.Format != FormatMarkdown && c.Format != FormatCSV && c.Format != FormatJSON:
+		return fmt.Errorf("format %q: want html, md, csv or json", c.Format)
+	case c.Out == "":
+		return errors.New("no output file: set --out (\"-\" for stdout)")
+	case c.Headroom < 1:
+		return fmt.Errorf("headroom %g must be at least 1", c.Headroom)
+	case !(c.ReleaseBelow >= 0 && c.ReleaseBelow <= 1 && c.LowDutyBelow >= 0 && c.LowDutyBelow <= 1 && c.DrainAbove >= 0 && c.DrainAbove <= 1):
+		return errors.New("release, low-duty and drain thresholds must be shares between 0 and 1")
+	case c.Timeout <= 0:
+		return fmt.Errorf("timeout %s must be positive", c.Timeout)
+	case c.MaxPointsPerQuery < 2:
+		return fmt.Errorf("max points per query %d must be at least 2", c.MaxPointsPerQuery)
+	}
+	return nil
+}
+
+func (c *Config) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// Run queries the Prometheus API at cfg.PrometheusURL, writes the report to
+// cfg.Out and, when configured, posts it to the webhook. Any failure returns
+// an error that says what failed; the caller exits non-zero. A report with
+// gaps is written only with AllowPartial, and is then marked partial.
+func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	if cfg.PrometheusURL == "" {
+		return errors.New("no Prometheus to query: set --prometheus.url (or try --demo)")
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	q, err := NewPrometheusQuerier(cfg.PrometheusURL, cfg.Timeout, nil)
+	if err != nil {
+		return err
+	}
+	if cfg.End.IsZero() {
+		cfg.End = cfg.now().Truncate(cfg.Step)
+	}
+	return generateAndWrite(ctx, cfg, q, cfg.PrometheusURL, logger)
+}
+
+// RunDemo is Run over OpenMetrics history (as `gpuledger simulate history`
+// writes it) evaluated by the embedded PromQL engine instead of a Prometheus.
+// When cfg.End is zero the period ends at the last sample; when the data spans
+// less than cfg.Range the range shrinks to the whole steps it spans.
+func RunDemo(ctx context.Context, cfg Config, history io.Reader, logger *slog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	st, err := LoadOpenMetrics(history)
+	if err != nil {
+		return err
+	}
+	first, last, ok := st.TimeRange()
+	if !ok {
+		return errors.New("no GPU data: the simulated history holds no samples")
+	}
+	if cfg.End.IsZero() {
+		cfg.End = last
+	}
+	if span := cfg.End.Sub(first).Truncate(cfg.Step); span < cfg.Range {
+		if span <= 0 {
+			return fmt.Errorf("no GPU data: the simulated history spans %s, less than one step of %s", last.Sub(first), cfg.Step)
+		}
+		cfg.Range = span
+	}
+	return generateAndWrite(ctx, cfg, NewEngineQuerier(st, cfg.Timeout, logger), "simulated history (embedded PromQL engine)", logger)
+}
+
+// Generate runs the report's queries through q and analyses them. cfg must be
+// valid and cfg.End set.
+func Generate(ctx context.Context, cfg Config, q Querier, logger *slog.Logger) (*Report, error) {
+	var teams TeamMap
+	if cfg.TeamMapFile != "" {
+		var err error
+		if teams, err = LoadTeamMap(cfg.TeamMapFile); err != nil {
+			return nil, err
+		}
+	}
+	run := &rangeRunner{q: q, maxPoints: cfg.MaxPointsPerQuery, progress: cfg.Progress}
+	c := &collector{run: run, teamLabel: cfg.TeamLabel}
+	start := cfg.End.Add(-cfg.Range)
+	began := cfg.now()
+	d, err := c.collect(ctx, start, cfg.End, cfg.Step, cfg.Resolution)
+	if err != nil {
+		return nil, err
+	}
+	logger.Debug("report queries done", "requests", run.done, "duration", cfg.now().Sub(began), "holdings", len(d.ledger))
+	a := &analysis{teams: teams, headroom: cfg.Headroom, release: cfg.ReleaseBelow, lowDuty: cfg.LowDutyBelow, drain: cfg.DrainAbove}
+	r, err := a.build(d, cfg.AllowPartial)
+	if err != nil {
+		return nil, err
+	}
+	r.Warnings = append(r.Warnings, run.warnings...)
+	return r, nil
+}
+
+func generateAndWrite(ctx context.Context, cfg Config, q Querier, source string, logger *slog.Logger) error {
+	r, err := Generate(ctx, cfg, q, logger)
+	if err != nil {
+		return err
+	}
+	r.Source = source
+	if err := writeReport(cfg.Out, r, cfg.Format); err != nil {
+		return err
+	}
+	logger.Info("report written", "out", cfg.Out, "format", cfg.Format, "partial", r.Partial,
+		"recommendations", len(r.Recommendations), "savings_eur_per_month", fmt.Sprintf("%.2f", r.SavingsPerMonth))
+	if cfg.WebhookURLFile != "" {
+		if err := postWebhook(ctx, cfg.WebhookURLFile, r, cfg.Timeout); err != nil {
+			return fmt.Errorf("report written to %s, but %w", cfg.Out, err)
+		}
+		logger.Info("report posted to webhook")
+	}
+	return nil
+}
+
+// writeReport renders r into path atomically (a temporary file renamed into
+// place), or to stdout for "-".
+func writeReport(path string, r *Report, format string) error {
+	if path == "-" {
+		return Render(os.Stdout, r, format)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if err := Render(f, r, format); err != nil {
+		f.Close()
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
