@@ -791,3 +791,27 @@ func TestGPM(t *testing.T) {
 		}
 	})
 }
+
+func TestInventoryLeavesOutUnreadableGPU(t *testing.T) {
+	n := newFakeNode(dgxh100.New(), nil)
+	n.gpus[3].set(func(h *hw) { h.lost = true })
+	n.gpus[5].set(func(h *hw) { h.ret["memory"] = gonvml.ERROR_GPU_IS_LOST })
+	b, inv := newBackend(t, n)
+	if len(inv.GPUs) != 7 {
+		t.Fatalf("%d GPUs, want 7: the one without a UUID is left out", len(inv.GPUs))
+	}
+	for _, g := range inv.GPUs {
+		if g.Index == 3 {
+			t.Error("GPU 3 listed without a UUID")
+		}
+	}
+	s := sample(t, b, inv, t0, countErrs{})
+	for i, r := range s.GPUs {
+		if want := inv.GPUs[i].Index == 5; r.Lost != want {
+			t.Errorf("GPU %d: lost %v, want %v", inv.GPUs[i].Index, r.Lost, want)
+		}
+	}
+	if n.gpus[5].count("power") != 0 {
+		t.Error("a GPU lost during the inventory was read")
+	}
+}
