@@ -4,6 +4,15 @@
 // It needs libnvidia-ml.so.1 (the NVIDIA driver) but neither root nor
 // CAP_SYS_ADMIN. The NVML library is injected as an nvml.Interface so tests run on
 // go-nvml's mock servers; production code passes nvml.New() through Open.
+//
+// A read NVML answers with NOT_SUPPORTED leaves its field absent and is not tried
+// again on that device; any other failed read is counted under its field name
+// ("power", "memory", "gpm", ...) and tried again next sample. A GPU that answers
+// ERROR_GPU_IS_LOST reads as Lost from then on and is not called again. A GPU is
+// healthy when it is not lost and no critical XID (48, 62, 64, 74, 79, 95, 119,
+// 120) arrived since the previous sample; application XIDs such as 13, 31 and 43
+// are counted but leave it healthy. DCGM_FI_PROF_* ratios come from GPM on
+// Hopper and later GPUs (per MIG instance in MIG mode), from the second sample on.
 package nvml
 
 import (
@@ -29,8 +38,8 @@ const LibraryName = "libnvidia-ml.so.1"
 // mount it.
 var ErrLibraryNotFound = errors.New(LibraryName + " not found")
 
-// Backend is the NVML collector.Backend. Inventory and Sample must be called from
-// one goroutine (the sampler's); Close may be called once after sampling stopped.
+// Backend is the NVML collector.Backend. Inventory, Sample and Close must be
+// called from one goroutine (the sampler's); Close after sampling stopped.
 type Backend struct {
 	lib gonvml.Interface
 	log *slog.Logger
