@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -44,10 +45,11 @@ type Devices struct {
 type Server struct {
 	podresourcesv1.UnimplementedPodResourcesListerServer
 
-	path string
-	grpc *grpc.Server
-	done chan struct{} // closed by Stop: ends delayed answers
-	wg   sync.WaitGroup
+	path   string
+	tmpDir string // removed by Stop; "" unless StartTemp made it
+	grpc   *grpc.Server
+	done   chan struct{} // closed by Stop: ends delayed answers
+	wg     sync.WaitGroup
 
 	mu        sync.Mutex
 	list      *podresourcesv1.ListPodResourcesResponse
@@ -87,6 +89,22 @@ func Start(socketPath string) (*Server, error) {
 	return s, nil
 }
 
+// StartTemp starts a Server on a socket in a new short temporary directory
+// (unix socket paths are limited to 108 bytes), which Stop removes.
+func StartTemp() (*Server, error) {
+	dir, err := os.MkdirTemp("", "gpuledger-kubelet")
+	if err != nil {
+		return nil, fmt.Errorf("kubelet socket directory: %w", err)
+	}
+	s, err := Start(filepath.Join(dir, "kubelet.sock"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s.tmpDir = dir
+	return s, nil
+}
+
 // Path returns the socket path.
 func (s *Server) Path() string { return s.path }
 
@@ -99,6 +117,9 @@ func (s *Server) Stop() {
 		s.wg.Wait()
 		// grpc removes nothing: leave no socket file behind, like a stopped kubelet.
 		_ = os.Remove(s.path)
+		if s.tmpDir != "" {
+			_ = os.RemoveAll(s.tmpDir)
+		}
 	})
 }
 
