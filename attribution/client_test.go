@@ -416,17 +416,56 @@ func TestKubeletNeverAnswers(t *testing.T) {
 }
 
 func TestManyPods(t *testing.T) {
-	h := newHarness(t, nil)
-	h.client.SetDevices(nil) // any GPU UUID is accepted
 	const n = 5000
-	h.sim.SetPods(manyPods(n))
-	s := h.refresh(t)
-	total := 0
-	for _, hs := range s.Holders {
-		total += len(hs)
+	pods := manyPods(n)
+	// Each pod also holds NICs, ignored by attribution, so that the answer exceeds
+	// gRPC's default 4 MiB receive limit.
+	nics := make([]string, 24)
+	for i := range nics {
+		nics[i] = fmt.Sprintf("0000:%02x:00.%d-virtual-function-with-a-long-name", i, i%8)
 	}
-	if total != n || len(s.Holders) != n/10 {
-		t.Errorf("%d holders on %d devices, want %d on %d", total, len(s.Holders), n, n/10)
+	size := 0
+	for i := range pods {
+		pods[i].Containers = append(pods[i].Containers, ctr("net", "example.com/sriov-nic", nics...))
+		for _, n := range nics {
+			size += len(n)
+		}
+	}
+	if size <= 4<<20 {
+		t.Fatalf("answer of about %d bytes does not exceed gRPC's default limit", size)
+	}
+	tests := []struct {
+		name    string
+		maxRecv int
+		wantErr bool
+	}{
+		{name: "default limit", maxRecv: 0},
+		{name: "limit below the answer", maxRecv: 1 << 20, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(c *attribution.Config) { c.MaxRecvBytes = tt.maxRecv })
+			h.client.SetDevices(nil) // any GPU UUID is accepted
+			h.sim.SetPods(pods)
+			err := h.client.Refresh(context.Background())
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Refresh error = %v, want error %v", err, tt.wantErr)
+			}
+			s := h.client.Current()
+			if tt.wantErr {
+				if s.Up || s.Holders != nil {
+					t.Errorf("failed refresh published Up=%v with %d devices", s.Up, len(s.Holders))
+				}
+				return
+			}
+			total := 0
+			for _, hs := range s.Holders {
+				total += len(hs)
+			}
+			if !s.Up || total != n || len(s.Holders) != n/10 {
+				t.Errorf("Up=%v, %d holders on %d devices, want %d on %d", s.Up, total, len(s.Holders), n, n/10)
+			}
+		})
 	}
 }
 
@@ -499,8 +538,8 @@ func TestStaleSnapshotDropped(t *testing.T) {
 	if n := strings.Count(h.log.String(), "refresh failed"); n != 1 {
 		t.Errorf("failure logged %d times, want 1:\n%s", n, h.log)
 	}
-	if n := strings.Count(h.log.String(), "stale"); n < 1 {
-		t.Errorf("dropping stale holders was not logged:\n%s", h.log)
+	if n := strings.Count(h.log.String(), "are stale; dropped them"); n != 1 {
+		t.Errorf("dropping stale holders logged %d times, want 1:\n%s", n, h.log)
 	}
 
 	h.sim.SetError(nil)
