@@ -55,10 +55,12 @@ type Backend struct {
 	dial dialer
 	log  *slog.Logger
 
-	cl        client // nil while disconnected
-	backoff   time.Duration
-	nextDial  time.Time
-	profiling bool // the DCGM_FI_PROF_* fields are watched
+	cl           client // nil while disconnected
+	backoff      time.Duration
+	nextDial     time.Time
+	profiling    bool // the DCGM_FI_PROF_* fields are watched
+	health       bool // DCGM's health watches are set
+	healthWarned bool // their absence was logged
 
 	inv       collector.Inventory
 	gpus      []gpuState  // parallel to inv.GPUs
@@ -246,6 +248,17 @@ func (b *Backend) discover(ctx context.Context) error {
 	}
 	if err := b.watch(append(slices.Clone(gpuEnts), instEnts...)); err != nil {
 		return err
+	}
+	b.health = true
+	if err := b.cl.WatchHealth(); err != nil {
+		if connectionLost(err) {
+			return err
+		}
+		b.health = false
+		if !b.healthWarned {
+			b.healthWarned = true
+			b.log.Warn("DCGM health watches unavailable; gpuledger_gpu_healthy reflects lost GPUs only", "err", err)
+		}
 	}
 
 	gpuIdent, err := b.identities(gpuEnts, gpuIdentityFields)

@@ -549,3 +549,55 @@ func TestDiscoverFailureClosesConnection(t *testing.T) {
 		t.Errorf("dials %d, closes %d, open %d; want 1, 1, 0", n.dials, n.closes, n.open)
 	}
 }
+
+func TestHealthWatchesUnavailable(t *testing.T) {
+	n := a100Node(2)
+	n.healthErr = &statusError{op: "set health watches", code: stNotSupported, msg: "not supported"}
+	n.incidents = []healthIncident{{entity: gpuEnt(n.gpuOf(0)), failure: true}} // never read
+	b, _, logs := newTestBackend(t, n)
+	errs := errCounts{}
+	for range 3 {
+		s := mustSample(t, b, errs)
+		if !s.GPUs[0].Healthy || !s.GPUs[1].Healthy {
+			t.Errorf("healthy = %v, %v; want true without health watches", s.GPUs[0].Healthy, s.GPUs[1].Healthy)
+		}
+	}
+	if n.healthChecks != 0 || len(errs) != 0 {
+		t.Errorf("%d health checks, errors %v; want none", n.healthChecks, errs)
+	}
+	if got := logs.count("health watches unavailable"); got != 1 {
+		t.Errorf("%d log lines; want 1", got)
+	}
+}
+
+// FuzzClassify: whatever DCGM returns, a value the backend keeps is a finite,
+// non-negative number in the contract's range, never a blank.
+func FuzzClassify(f *testing.F) {
+	f.Add(uint8(0), int64(41), 0.0, 0)
+	f.Add(uint8(8), int64(int64Blank), 0.0, 0)
+	f.Add(uint8(7), int64(0), fp64Blank+2, 0)
+	f.Add(uint8(15), int64(4294967295), 0.0, 0)
+	f.Add(uint8(17), int64(0), 1.0000001, 0)
+	f.Add(uint8(2), int64(int32Blank+2), 0.0, -6)
+	f.Fuzz(func(t *testing.T, field uint8, i int64, d float64, status int) {
+		s := specs[int(field)%len(specs)]
+		for _, v := range []fieldValue{
+			{field: s.id, typ: typeInt64, i64: i, status: status},
+			{field: s.id, typ: typeDouble, f64: d, status: status},
+		} {
+			x, verd := classify(s, v)
+			if verd != valid {
+				continue
+			}
+			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+				t.Fatalf("%s: %+v kept as %v", s.dcgm, v, x)
+			}
+			if s.max != 0 && x > s.max*s.scale {
+				t.Fatalf("%s: %+v kept as %v above %v", s.dcgm, v, x, s.max)
+			}
+			if v.typ == typeDouble && v.f64 >= fp64Blank || v.typ == typeInt64 && v.i64 >= int64Blank {
+				t.Fatalf("%s: blank %+v kept as %v", s.dcgm, v, x)
+			}
+		}
+	})
+}

@@ -17,15 +17,17 @@ type client interface {
 	// MIGHierarchy returns the GPU instances and compute instances of all GPUs.
 	MIGHierarchy() ([]migEntity, error)
 	// Watch creates the backend's entity group and field groups: fields are
-	// sampled every interval, xidField's updates are kept for XIDsSince, and
-	// health watches are set on the group. It replaces an earlier Watch.
+	// sampled every interval and xidField's updates are kept for XIDsSince.
+	// It replaces an earlier Watch.
 	Watch(entities []entity, fields []uint16, xidField uint16, interval time.Duration) error
+	// WatchHealth sets DCGM's health watches on the GPUs of the last Watch.
+	WatchHealth() error
 	// LatestValues returns the latest value of every field for every entity.
 	LatestValues(entities []entity, fields []uint16) ([]fieldValue, error)
 	// XIDsSince returns the XID field updates at or after since and the time
 	// to pass as since next.
 	XIDsSince(since time.Time) ([]fieldValue, time.Time, error)
-	// HealthCheck returns the incidents of the health watches set by Watch.
+	// HealthCheck returns the incidents of the health watches set by WatchHealth.
 	HealthCheck() ([]healthIncident, error)
 	// GPULost reports whether DCGM marks the GPU as lost (fell off the bus).
 	GPULost(gpu uint) bool

@@ -74,10 +74,13 @@ func realDialer(hostengine string) dialer {
 // realClient is the client over go-dcgm. go-dcgm keeps one connection per
 // process, so there is at most one realClient at a time.
 type realClient struct {
-	group     godcgm.GroupHandle
-	fields    godcgm.FieldHandle
-	xidFields godcgm.FieldHandle
-	watching  bool
+	group       godcgm.GroupHandle // GPUs and GPU instances
+	healthGroup godcgm.GroupHandle // GPUs only: health watches apply to GPUs
+	gpus        []uint
+	fields      godcgm.FieldHandle
+	xidFields   godcgm.FieldHandle
+	watching    bool
+	health      bool
 }
 
 // wrap keeps DCGM's return code of a go-dcgm error when it has one. go-dcgm
@@ -145,10 +148,13 @@ func (c *realClient) Watch(ents []entity, fields []uint16, xidField uint16, inte
 	if err != nil {
 		return wrap("create group", err)
 	}
-	c.group, c.watching = group, true
+	c.group, c.watching, c.gpus = group, true, nil
 	for _, e := range ents {
 		if err := godcgm.AddEntityToGroup(group, godcgm.Field_Entity_Group(e.group), e.id); err != nil {
 			return wrap("add "+e.String()+" to group", err)
+		}
+		if e.group == groupGPU {
+			c.gpus = append(c.gpus, e.id)
 		}
 	}
 	all := append(shorts(fields), shorts(gpuIdentityFields)...)
@@ -166,10 +172,21 @@ func (c *realClient) Watch(ents []entity, fields []uint16, xidField uint16, inte
 	if err := godcgm.WatchFieldsWithGroupEx(c.xidFields, group, usec, xidKeepAge.Seconds(), 0); err != nil {
 		return wrap("watch XID field", err)
 	}
-	if err := godcgm.HealthSet(group, godcgm.DCGM_HEALTH_WATCH_ALL); err != nil {
-		return wrap("set health watches", err)
-	}
 	return nil
+}
+
+func (c *realClient) WatchHealth() error {
+	group, err := godcgm.CreateGroup(fmt.Sprintf("gpuledger-health-%d", time.Now().UnixNano()))
+	if err != nil {
+		return wrap("create health group", err)
+	}
+	c.healthGroup, c.health = group, true
+	for _, id := range c.gpus {
+		if err := godcgm.AddToGroup(group, id); err != nil {
+			return wrap("add GPU to health group", err)
+		}
+	}
+	return wrap("set health watches", godcgm.HealthSet(group, godcgm.DCGM_HEALTH_WATCH_ALL))
 }
 
 // unwatch destroys the groups of an earlier Watch; their errors change nothing.
@@ -180,7 +197,10 @@ func (c *realClient) unwatch() {
 	_ = godcgm.FieldGroupDestroy(c.fields)
 	_ = godcgm.FieldGroupDestroy(c.xidFields)
 	_ = godcgm.DestroyGroup(c.group)
-	c.watching = false
+	if c.health {
+		_ = godcgm.DestroyGroup(c.healthGroup)
+	}
+	c.watching, c.health = false, false
 }
 
 func shorts(ids []uint16) []godcgm.Short {
@@ -235,7 +255,7 @@ func convertValues(vals []godcgm.FieldValue_v2) []fieldValue {
 }
 
 func (c *realClient) HealthCheck() ([]healthIncident, error) {
-	resp, err := godcgm.HealthCheck(c.group)
+	resp, err := godcgm.HealthCheck(c.healthGroup)
 	if err != nil {
 		return nil, wrap("check health", err)
 	}

@@ -3,11 +3,16 @@
 package dcgm
 
 import (
+	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	godcgm "github.com/NVIDIA/go-dcgm/pkg/dcgm"
+
+	"github.com/gpuledger/gpuledger/collector"
 )
 
 // TestFieldIDsMatchGoDCGM keeps the package's DCGM ids and blanks equal to go-dcgm's.
@@ -80,4 +85,52 @@ func TestBadHostengineAddress(t *testing.T) {
 	if _, err := New(Options{Hostengine: "no-port"}); err == nil || !strings.Contains(err.Error(), "HOST:PORT") {
 		t.Errorf("New: %v; want an error asking for HOST:PORT", err)
 	}
+}
+
+// TestRealDCGM runs the backend against a real DCGM when asked to:
+// GPULEDGER_TEST_DCGM=embedded, or GPULEDGER_TEST_DCGM=HOST:PORT of an nv-hostengine.
+func TestRealDCGM(t *testing.T) {
+	target := os.Getenv("GPULEDGER_TEST_DCGM")
+	if target == "" {
+		t.Skip("set GPULEDGER_TEST_DCGM=embedded or HOST:PORT to test against a real DCGM")
+	}
+	opts := Options{Hostengine: target}
+	if target == "embedded" {
+		opts.Hostengine = ""
+	}
+	b, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	inv, err := b.Inventory(context.Background())
+	if err != nil || len(inv.GPUs) == 0 {
+		t.Fatalf("Inventory: %d GPUs, %v", len(inv.GPUs), err)
+	}
+	for _, g := range inv.GPUs {
+		t.Logf("GPU %d %s %s %s %d MiB MIG=%v", g.Index, g.UUID, g.PCIBusID, g.Model, g.MemoryTotalMiB, g.MIGEnabled)
+		if !strings.HasPrefix(g.UUID, "GPU-") || g.Model == "" {
+			t.Errorf("GPU %d: UUID %q, model %q", g.Index, g.UUID, g.Model)
+		}
+		for _, m := range g.Instances {
+			t.Logf("  GI %d %s %s", m.GPUInstanceID, m.Profile, m.UUID)
+		}
+	}
+	s := collector.Sample{GPUs: make([]collector.GPUReading, len(inv.GPUs))}
+	for i, g := range inv.GPUs {
+		s.GPUs[i].Instances = make([]collector.Values, len(g.Instances))
+	}
+	errs := errCounts{}
+	if err := b.Sample(context.Background(), time.Now(), &s, errs); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range s.GPUs {
+		temp, ok := r.Values.Get(collector.GPUTemp)
+		power, _ := r.Values.Get(collector.PowerUsage)
+		t.Logf("GPU %d: temp %v (%v) power %v W healthy %v lost %v", i, temp, ok, power, r.Healthy, r.Lost)
+		if !ok && !r.Lost {
+			t.Errorf("GPU %d: no temperature", i)
+		}
+	}
+	t.Logf("errors: %v", errs)
 }

@@ -26,6 +26,9 @@ type fakeNode struct {
 	down       bool // the hostengine is unreachable: dial and every call fail
 	// watchErr, when set, is Watch's error for a field list.
 	watchErr func(fields []uint16) error
+	// healthErr, when set, is WatchHealth's error.
+	healthErr    error
+	healthChecks int
 
 	dials, failedDials, closes int
 	open                       int // connected clients not yet closed
@@ -194,10 +197,18 @@ func (c *fakeClient) XIDsSince(since time.Time) ([]fieldValue, time.Time, error)
 	return out, next, nil
 }
 
+func (c *fakeClient) WatchHealth() error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return c.n.healthErr
+}
+
 func (c *fakeClient) HealthCheck() ([]healthIncident, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	c.n.healthChecks++
 	return slices.Clone(c.n.incidents), nil
 }
 

@@ -235,6 +235,9 @@ func addXID(xs []collector.XIDCount, code uint64) []collector.XIDCount {
 // Warnings (such as power throttling) leave it healthy. When the check fails
 // the previous health stands.
 func (b *Backend) readHealth(errs collector.ErrorCounter) error {
+	if !b.health {
+		return nil
+	}
 	incidents, err := b.cl.HealthCheck()
 	if err != nil {
 		if connectionLost(err) {
