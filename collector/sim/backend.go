@@ -62,13 +62,14 @@ type gpuEvent struct {
 // successive samples integrate only the knots in between. The integrals depend on
 // time only: a sample earlier than the checkpoint starts again from the start.
 type checkpoint struct {
-	valid      bool
-	k          int64   // knot reached
-	at         int64   // Unix ns reached: the start or knot k
-	power      float64 // W at `at`
-	energyJ    float64
-	powerViol  float64 // µs
-	thermalVol float64 // µs
+	valid       bool
+	k           int64   // knot reached
+	at          int64   // Unix ns reached: the start or knot k
+	power       float64 // W at `at`
+	knotPower   float64 // W at knot k
+	energyJ     float64
+	powerViol   float64 // µs
+	thermalViol float64 // µs
 }
 
 type simGPU struct {
@@ -84,9 +85,17 @@ type simGPU struct {
 	replayPhase, sbePhase     float64
 	replayBase, sbeBase       float64
 
-	events []gpuEvent // sorted by time
-	lostAt int64      // ns after the start; -1: never
-	cp     checkpoint
+	events     []gpuEvent // sorted by time
+	lostAt     int64      // ns after the start; -1: never
+	cp         checkpoint
+	powerCache [2]knotCache // by knot parity
+}
+
+// knotCache remembers the power at one knot.
+type knotCache struct {
+	valid bool
+	k     int64
+	p     float64
 }
 
 // New builds the simulated node of a scenario. It validates sc again, so a

@@ -61,7 +61,7 @@ func activity(p Pattern, key uint64, k int64) float64 {
 	case Training:
 		return 0.85 + 0.12*smooth(key, t, 120)
 	case Inference:
-		day := math.Mod(t, 86400)
+		day := float64(((k*(knotNanos/1e9))%86400 + 86400) % 86400) // seconds since 00:00 UTC
 		diurnal := 0.5 - 0.5*math.Cos(2*math.Pi*(day-3*3600)/86400) // 0 at 03:00, 1 at 15:00 UTC
 		return clamp01(0.06 + 0.6*diurnal + 0.16*(smooth(key, t, 300)-0.5) + 0.04*(unit(key, k)-0.5))
 	case BurstyDev:

@@ -151,7 +151,7 @@ func (g *simGPU) read(r *collector.GPUReading, start, t, k int64, frac float64) 
 	}
 	v.Set(collector.MemClock, g.spec.memMHz)
 
-	energyJ, powerViol, thermalViol := g.integrate(start, max(t, start), power)
+	energyJ, powerViol, thermalViol := g.integrate(start, max(t, start))
 	v.Set(collector.TotalEnergy, math.Floor((g.priorEnergyJ+energyJ)*1000))
 	v.Set(collector.PowerViolation, math.Floor(powerViol))
 	v.Set(collector.ThermalViolation, math.Floor(thermalViol))
@@ -209,11 +209,18 @@ func (g *simGPU) knotActivity(k int64) float64 {
 	return math.Min(1, a)
 }
 
-// knotPower is the GPU's power draw at knot k, W.
+// knotPower is the GPU's power draw at knot k, W. It remembers the last knots it
+// computed: successive samples ask for the same ones.
 func (g *simGPU) knotPower(k int64) float64 {
+	c := &g.powerCache[k&1]
+	if c.valid && c.k == k {
+		return c.p
+	}
 	idle, tdp := g.spec.idleW, g.spec.tdpW
 	jitter := (unit(g.key^0x706f776572, k) - 0.5) * 0.02 * tdp
-	return math.Min(tdp, math.Max(0.9*idle, idle+(tdp-idle)*g.knotActivity(k)+jitter))
+	p := math.Min(tdp, math.Max(0.9*idle, idle+(tdp-idle)*g.knotActivity(k)+jitter))
+	*c = knotCache{valid: true, k: k, p: p}
+	return p
 }
 
 // temperature is the GPU's temperature at a power draw, °C.
@@ -232,37 +239,41 @@ func (g *simGPU) thermalPressure(powerW float64) float64 {
 }
 
 // integrate returns the energy (J) and the power and thermal violation time (µs)
-// from start to t (Unix ns, t ≥ start), where the GPU draws powerT watts at t.
-// Power is linear between knots, so the trapezoids are exact. The result depends
-// on start and t only, not on which times were sampled before.
-func (g *simGPU) integrate(start, t int64, powerT float64) (energyJ, powerViol, thermalViol float64) {
+// from start to t (Unix ns, t ≥ start). Power is linear between knots, so the
+// energy trapezoids are exact; throttling is constant over a knot interval, so the
+// violation counters grow monotonically. The result depends on start and t only,
+// not on which times were sampled before.
+func (g *simGPU) integrate(start, t int64) (energyJ, powerViol, thermalViol float64) {
 	if !g.cp.valid || t < g.cp.at {
 		k := floorDiv(start, knotNanos)
 		pk, pk1 := g.knotPower(k), g.knotPower(k+1)
-		g.cp = checkpoint{valid: true, k: k, at: start,
+		g.cp = checkpoint{valid: true, k: k, at: start, knotPower: pk,
 			power: pk + (pk1-pk)*float64(start-k*knotNanos)/float64(knotNanos)}
 	}
 	cp := &g.cp
 	for next := (cp.k + 1) * knotNanos; next <= t; next = (cp.k + 1) * knotNanos {
 		p := g.knotPower(cp.k + 1)
-		g.addSegment(&cp.energyJ, &cp.powerViol, &cp.thermalVol, cp.power, p, next-cp.at)
+		g.addSegment(&cp.energyJ, &cp.powerViol, &cp.thermalViol, cp.power, p, (cp.knotPower+p)/2, next-cp.at)
 		cp.k++
 		cp.at = next
 		cp.power = p
+		cp.knotPower = p
 	}
-	energyJ, powerViol, thermalViol = cp.energyJ, cp.powerViol, cp.thermalVol
-	g.addSegment(&energyJ, &powerViol, &thermalViol, cp.power, powerT, t-cp.at)
+	pNext := g.knotPower(cp.k + 1)
+	powerT := cp.knotPower + (pNext-cp.knotPower)*float64(t-cp.k*knotNanos)/float64(knotNanos)
+	energyJ, powerViol, thermalViol = cp.energyJ, cp.powerViol, cp.thermalViol
+	g.addSegment(&energyJ, &powerViol, &thermalViol, cp.power, powerT, (cp.knotPower+pNext)/2, t-cp.at)
 	return energyJ, powerViol, thermalViol
 }
 
-// addSegment adds dt ns of power going linearly from p0 to p1 watts.
-func (g *simGPU) addSegment(energyJ, powerViol, thermalViol *float64, p0, p1 float64, dt int64) {
+// addSegment adds dt ns of power going linearly from p0 to p1 watts, inside a knot
+// interval whose mean power is interval watts.
+func (g *simGPU) addSegment(energyJ, powerViol, thermalViol *float64, p0, p1, interval float64, dt int64) {
 	if dt <= 0 {
 		return
 	}
 	sec := float64(dt) / 1e9
-	mean := (p0 + p1) / 2
-	*energyJ += sec * mean
-	*powerViol += sec * 1e6 * g.powerPressure(mean)
-	*thermalViol += sec * 1e6 * g.thermalPressure(mean)
+	*energyJ += sec * (p0 + p1) / 2
+	*powerViol += sec * 1e6 * g.powerPressure(interval)
+	*thermalViol += sec * 1e6 * g.thermalPressure(interval)
 }
