@@ -15,8 +15,9 @@ type CgroupRef struct {
 // kubelet's cgroupfs ("/kubepods/burstable/pod<uid>/<id>") and systemd
 // ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice/
 // cri-containerd-<id>.scope") layouts, with containerd, CRI-O and docker naming,
-// also nested under another prefix (kind, a kubelet slice). ok is false when the
-// path is not a pod's.
+// also nested under another prefix (kind, a kubelet slice) or relative to a
+// private cgroup namespace ("/../../burstable/pod<uid>/<id>"). ok is false when
+// the path is not a pod's.
 func ParseCgroupLine(line string) (ref CgroupRef, ok bool) {
 	_, rest, found := strings.Cut(line, ":")
 	if !found {
@@ -29,7 +30,10 @@ func ParseCgroupLine(line string) (ref CgroupRef, ok bool) {
 	segs := strings.Split(path, "/")
 	kubepods := false
 	for i, seg := range segs {
-		if strings.Contains(seg, "kubepods") {
+		// Inside a private cgroup namespace, other pods' paths are relative to the
+		// exporter's own cgroup ("/../../burstable/pod<uid>/<id>"): ".." stands
+		// for the kubepods root it climbs to.
+		if seg == ".." || strings.Contains(seg, "kubepods") {
 			kubepods = true
 		}
 		if !kubepods {

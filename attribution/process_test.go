@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +55,13 @@ func TestParseCgroupLine(t *testing.T) {
 		{"nested under a docker container",
 			"0::/docker/" + cid + "/kubepods/burstable/pod" + uidTrain + "/" + cid,
 			CgroupRef{uidTrain, cid}, true},
+		{"private cgroup namespace, cgroupfs",
+			"0::/../../../burstable/pod" + uidTrain + "/" + cid,
+			CgroupRef{uidTrain, cid}, true},
+		{"private cgroup namespace, systemd",
+			"0::/../../kubepods-besteffort-pod8d2f6a4e_3b1c_4d5e_9f0a_1b2c3d4e5f60.slice/cri-containerd-" + cid + ".scope",
+			CgroupRef{uidTrain, cid}, true},
+		{"private cgroup namespace, host init", "0::/../../../../init.scope", CgroupRef{}, false},
 		{"static pod hash UID",
 			"0::/kubepods/burstable/pod0123456789abcdef0123456789abcdef/" + cid,
 			CgroupRef{"0123456789abcdef0123456789abcdef", cid}, true},
@@ -87,7 +95,7 @@ func FuzzParseCgroupLine(f *testing.F) {
 		"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod8d2f6a4e_3b1c_4d5e_9f0a_1b2c3d4e5f60.slice/cri-containerd-" + cid + ".scope",
 		"4:cpu,cpuacct:/kubepods/burstable/pod" + uidTrain + "/" + cid,
 		"1:name=systemd:/kubepods/besteffort/pod" + uidTrain + "/crio-" + cid,
-		"0::/init.scope", "::", "0::/kubepods/pod", "0::/kubepods-pod.slice",
+		"0::/init.scope", "::", "0::/kubepods/pod", "0::/../../burstable/pod" + uidTrain + "/" + cid, "0::/kubepods-pod.slice",
 	} {
 		f.Add(s)
 	}
@@ -105,7 +113,9 @@ func FuzzParseCgroupLine(f *testing.F) {
 		if ref.ContainerID != "" && (!isHex(ref.ContainerID) || !strings.Contains(line, ref.ContainerID)) {
 			t.Fatalf("ParseCgroupLine(%q): bad container ID %q", line, ref.ContainerID)
 		}
-		if !strings.Contains(line, "kubepods") {
+		_, rest, _ := strings.Cut(line, ":")
+		_, path, _ := strings.Cut(rest, ":")
+		if !strings.Contains(path, "kubepods") && !slices.Contains(strings.Split(path, "/"), "..") {
 			t.Fatalf("ParseCgroupLine(%q) found a pod outside kubepods", line)
 		}
 	})
