@@ -79,30 +79,30 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 	return a.ledger.AppendTotals(nil), a.ledger.AppendRates(nil)
 }
 
-// holdersOf fills dst with the ledger holders of device uuid. On a time-sliced
+// holdersOf fills dst with the ledger holders of device uuid. On a shared
 // device whose holders' own activity is known from process accounting, the
-// shares follow that activity; otherwise they are the kubelet's replica shares.
+// shares follow that activity (cost.ActivityShares); otherwise they are the
+// kubelet's replica shares.
 func holdersOf(dst []cost.Holder, attr *attribution.Snapshot, uuid string, usage []DeviceUsage) []cost.Holder {
 	dst = dst[:0]
 	if attr == nil {
 		return dst
 	}
-	hs := attr.Holders[uuid]
 	u := usageOf(usage, uuid)
-	for _, h := range hs {
+	for _, h := range attr.Holders[uuid] {
 		key := cost.HolderKey{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container}
 		dst = append(dst, cost.Holder{Key: key, Share: h.Share, Activity: u.activity(key)})
 	}
-	if len(dst) > 1 && u != nil {
-		var activity [16]float64
-		acts := activity[:0]
-		for _, h := range dst {
-			acts = append(acts, h.Activity)
-		}
-		var shares [16]float64
-		for k, sh := range cost.TimeSlicedShares(shares[:0], acts) {
-			dst[k].Share = sh
-		}
+	if len(dst) < 2 || u == nil {
+		return dst
+	}
+	var actBuf, replicaBuf, shareBuf [16]float64
+	acts, replicas := actBuf[:0], replicaBuf[:0]
+	for _, h := range dst {
+		acts, replicas = append(acts, h.Activity), append(replicas, h.Share)
+	}
+	for k, share := range cost.ActivityShares(shareBuf[:0], acts, replicas) {
+		dst[k].Share = share
 	}
 	return dst
 }

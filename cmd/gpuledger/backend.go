@@ -11,7 +11,6 @@ import (
 
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/dcgm"
-	"github.com/gpuledger/gpuledger/collector/nvml"
 	"github.com/gpuledger/gpuledger/collector/sim"
 )
 
@@ -81,22 +80,21 @@ func (f *backendFlags) openAuto(interval time.Duration, logger *slog.Logger) (co
 		logger.Info("backend auto: using DCGM", "reason", "libdcgm.so.4 loaded")
 		return b, nil
 	}
-	n, nvmlErr := nvml.Open(logger)
+	n, nvmlErr := nvmlBackend(logger)
 	if nvmlErr == nil {
 		logger.Info("backend auto: using NVML", "reason", "DCGM unavailable", "dcgm_err", dcgmErr)
 		return n, nil
 	}
 	err := fmt.Errorf("--backend=auto found no GPU library: DCGM: %v; NVML: %w; run with --backend=sim for a simulated node", dcgmErr, nvmlErr)
-	if errors.Is(dcgmErr, dcgm.ErrLibraryNotFound) && errors.Is(nvmlErr, nvml.ErrLibraryNotFound) {
-		return nil, badInput(err)
-	}
-	return nil, err
+	return nil, badInput(err)
 }
 
 func openNVML(logger *slog.Logger) (collector.Backend, error) {
-	b, err := nvml.Open(logger)
-	if errors.Is(err, nvml.ErrLibraryNotFound) {
+	b, err := nvmlBackend(logger)
+	if err != nil {
+		// Any NVML start failure (no library, no driver, no device access) is a
+		// setup problem of the node, not a fault while running.
 		return nil, badInput(fmt.Errorf("--backend=nvml: %w", err))
 	}
-	return b, err
+	return b, nil
 }

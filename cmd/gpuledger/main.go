@@ -37,11 +37,15 @@ type command interface {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-// run parses args, runs the chosen subcommand and returns the exit code.
-func run(args []string, stdout, stderr io.Writer) int {
+// run parses args, runs the chosen subcommand until it ends or ctx is done, and
+// returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := kingpin.New("gpuledger", "GPU metrics exporter and cost ledger for Kubernetes.")
 	app.UsageWriter(stdout)
 	app.ErrorWriter(stderr)
@@ -63,8 +67,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	logConfig.Writer = stderr
 	logger := promslog.New(logConfig)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if err := commands[chosen].run(ctx, logger); err != nil {
 		fmt.Fprintf(stderr, "gpuledger %s: %v\n", chosen, err)
 		if errors.As(err, new(usageError)) {
