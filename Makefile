@@ -29,7 +29,7 @@ lint: ## gofmt, go vet, staticcheck, and that go.mod is tidy
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) mod tidy -diff
 	@# Everything but the NVML backend builds without cgo (DESIGN.md).
-	CGO_ENABLED=0 $(GO) build $$($(GO) list ./... | grep -v '/collector/nvml$$')
+	CGO_ENABLED=0 $(GO) vet $$($(GO) list ./... | grep -v '/collector/nvml$$')
 
 e2e: ## end-to-end tests against a real Prometheus and headless Chromium
 	$(GO) test -count=1 -tags e2e ./test/e2e/...
