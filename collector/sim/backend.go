@@ -241,11 +241,11 @@ func pciBusID(idx int) string {
 	return fmt.Sprintf("%08X:%02X:00.0", idx/8, buses[idx%8])
 }
 
-// uuidOf formats a UUID derived from the seed and names.
+// uuidOf formats a random-looking (version 4) UUID derived from the seed and names.
 func uuidOf(seed uint64, parts ...string) string {
 	k := keyOf(seed, parts...)
 	a, c := mix(k), mix(k^0xa5a5a5a5a5a5a5a5)
-	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xffff, c>>48, c&0xffffffffffff)
+	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xfff, 0x8000|(c>>48)&0x3fff, c&0xffffffffffff)
 }
 
 func (b *Backend) addPods(seed uint64, sc *Scenario) {

@@ -107,6 +107,8 @@ func TestParseErrors(t *testing.T) {
 		{"negative count", "    count: 2", "    count: -2", 4, "gpus[0].count", "at least 1"},
 		{"zero count", "    count: 2", "    count: 0", 4, "gpus[0].count", "at least 1"},
 		{"too many GPUs", "    count: 2", "    count: 100", 4, "gpus[0].count", "more than 64"},
+		{"count overflow", "    count: 2", "    count: 9223372036854775807", 4, "gpus[0].count", "more than 64"},
+		{"integer overflow", "    count: 2", "    count: 99999999999999999999", 4, "gpus[0].count", "expected an integer"},
 		{"missing model", "  - model: NVIDIA H100 80GB HBM3\n    count: 2", "  - count: 2", 3, "gpus[0].model", "required"},
 		{"unknown model", "  - model: NVIDIA H100 80GB HBM3\n    count: 2", "  - model: Acme 9000\n    count: 2", 3, "gpus[0].model", "memory_mib and tdp_watts"},
 		{"negative memory", "    count: 2", "    count: 2\n    memory_mib: -1", 5, "gpus[0].memory_mib", "between"},

@@ -114,7 +114,7 @@ func (sc *Scenario) validateGPUs() ([]gpuFacts, error) {
 		case count == 0:
 			count = 1
 		}
-		if len(gpus)+count > maxGPUs {
+		if count > maxGPUs-len(gpus) {
 			return nil, sc.errAt(p+".count", "more than %d GPUs on one node", maxGPUs)
 		}
 		if g.MemoryMiB < 0 || g.MemoryMiB > maxMemoryMiB {
