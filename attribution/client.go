@@ -174,13 +174,18 @@ func (c *Client) Run(ctx context.Context) {
 
 // Refresh asks the kubelet once, within Timeout, and publishes the result. On
 // failure it publishes the last good holders with Up false, or none once they are
-// older than StaleAfter, and returns the error.
+// older than StaleAfter, and returns the error. A refresh cut short by ctx
+// publishes nothing.
 func (c *Client) Refresh(ctx context.Context) error {
 	c.refreshMu.Lock()
 	defer c.refreshMu.Unlock()
 
 	t, err := c.fetch(ctx)
 	now := c.clock.Now()
+	if err != nil && ctx.Err() != nil {
+		// Cancelled by the caller (shutdown): the kubelet is not to blame.
+		return fmt.Errorf("kubelet pod-resources refresh: %w", err)
+	}
 	if err != nil {
 		c.publishFailure(now, err)
 		return err
@@ -192,7 +197,7 @@ func (c *Client) Refresh(ctx context.Context) error {
 			c.log.Warn("kubelet reported a device ID that names no device of this node; not attributed", "id", raw)
 		}
 	}
-	if c.failing || c.socketMissing {
+	if c.failing {
 		c.log.Info("kubelet pod-resources refresh recovered", "held_devices", len(t.holders))
 	}
 	c.failing, c.socketMissing, c.staleDropped = false, false, false

@@ -586,3 +586,31 @@ func BenchmarkRefresh500Pods(b *testing.B) {
 		}
 	}
 }
+
+func TestCancelledRefreshPublishesNothing(t *testing.T) {
+	h := newHarness(t, nil)
+	h.sim.SetPods([]kubeletsim.Pod{pod("a", "p", ctr("c", "nvidia.com/gpu", gpu0))})
+	before := h.refresh(t)
+	asked := make(chan struct{}, 1)
+	h.sim.SetOnRequest(func(string) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+	})
+	h.sim.SetDelay(time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- h.client.Refresh(ctx) }()
+	<-asked
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) && !strings.Contains(fmt.Sprint(err), "canceled") {
+		t.Errorf("Refresh after cancel = %v, want cancelled", err)
+	}
+	if s := h.client.Current(); s != before {
+		t.Errorf("a cancelled refresh published %+v", s)
+	}
+	if strings.Contains(h.log.String(), "refresh failed") {
+		t.Errorf("a cancelled refresh logged a failure:\n%s", h.log)
+	}
+}
