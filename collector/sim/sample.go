@@ -48,7 +48,7 @@ func floorDiv(a, b int64) int64 {
 func (g *simGPU) read(r *collector.GPUReading, start, t, k int64, frac float64) {
 	since := t - start
 	r.XIDs = r.XIDs[:0]
-	r.Processes = r.Processes[:0]
+	r.Processes, r.ProcessesKnown = r.Processes[:0], true
 	r.Values.Reset()
 	if cap(r.Instances) < len(g.instances) {
 		r.Instances = make([]collector.Values, len(g.instances))
