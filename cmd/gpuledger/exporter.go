@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
+	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/sim"
 	"github.com/gpuledger/gpuledger/cost"
@@ -101,6 +102,11 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 		defer client.Close()
 		opts.Holders = client
 		go client.Run(ctx)
+		if c.attribution.processAccounting {
+			opts.Processes = collector.NewPodProcesses(attribution.NewProcessResolver(attribution.ProcessConfig{
+				ProcRoot: c.attribution.procfs, PodLogsDir: c.attribution.podLogsDir, Logger: logger,
+			}))
+		}
 	}
 	logger.Info("starting gpuledger exporter", "version", version.Info(), "backend", backend.Name(),
 		"gpus", len(inv.GPUs), "interval", c.interval, "attribution", client != nil)

@@ -101,6 +101,13 @@ func (b *Backend) allocatable(sc *Scenario) []Allocatable {
 //
 // and the kubelet's log directory <podLogsDir>/<namespace>_<pod>_<uid>/<container>/.
 func (b *Backend) WriteProcFS(procDir, podLogsDir string) error {
+	// PID 1 is the host's init, in no pod: procfs shows the host PID namespace.
+	if err := os.MkdirAll(filepath.Join(procDir, "1"), 0o755); err != nil {
+		return fmt.Errorf("write sim procfs: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(procDir, "1", "cgroup"), []byte("0::/init.scope\n"), 0o644); err != nil {
+		return fmt.Errorf("write sim procfs: %w", err)
+	}
 	for _, e := range b.entries {
 		uid := strings.ReplaceAll(e.uid, "-", "_")
 		line := fmt.Sprintf("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/cri-containerd-%s.scope\n",
