@@ -20,8 +20,8 @@ type deviceTable interface {
 	SetDevices([]attribution.Device)
 }
 
-// attributionDevices lists the devices of inv for resolving kubelet device IDs.
-func attributionDevices(inv Inventory) []attribution.Device {
+// AttributionDevices lists the devices of inv, for resolving kubelet device IDs.
+func AttributionDevices(inv Inventory) []attribution.Device {
 	var devs []attribution.Device
 	for _, g := range inv.GPUs {
 		devs = append(devs, attribution.Device{UUID: g.UUID, Minor: g.Minor, GPUInstanceID: -1, ComputeInstanceID: -1})

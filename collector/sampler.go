@@ -125,7 +125,7 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) (Sample, error) {
 			}
 			s.inv, s.index = &inv, newDeviceIndex(inv)
 			if t, ok := s.opts.Holders.(deviceTable); ok {
-				t.SetDevices(attributionDevices(inv))
+				t.SetDevices(AttributionDevices(inv))
 			}
 		}
 		sample := newSample(*s.inv, now)

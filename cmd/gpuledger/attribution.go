@@ -4,14 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
-	"github.com/gpuledger/gpuledger/collector/sim"
 )
 
 // attributionFlags configure the kubelet pod-resources client.
@@ -65,75 +62,4 @@ func (f *attributionFlags) newClient(logger *slog.Logger) (*attribution.Client, 
 		Socket: f.socket, Interval: f.interval, Timeout: f.timeout, StaleAfter: f.staleAfter,
 		ExtraResources: f.extraResources, MPSResources: f.mpsResources, Logger: logger,
 	})
-}
-
-// simulatedKubelet serves the pods of a simulated node on a pod-resources socket,
-// with a fake procfs and pod log directory for process accounting, and points f
-// at them, so the simulated node runs through the real client path.
-type simulatedKubelet struct {
-	server *kubeletsim.Server
-	dir    string
-}
-
-func startSimulatedKubelet(b *sim.Backend, f *attributionFlags) (*simulatedKubelet, error) {
-	dir, err := os.MkdirTemp("", "gl")
-	if err != nil {
-		return nil, fmt.Errorf("simulated kubelet: %w", err)
-	}
-	k := &simulatedKubelet{dir: dir}
-	k.server, err = kubeletsim.Start(filepath.Join(dir, "kubelet.sock"))
-	if err != nil {
-		k.stop()
-		return nil, fmt.Errorf("simulated kubelet: %w", err)
-	}
-	allocs, allocatable := b.Pods()
-	k.server.SetPods(kubeletPods(allocs))
-	var devs []kubeletsim.Devices
-	for _, a := range allocatable {
-		devs = append(devs, kubeletsim.Devices{Resource: a.Resource, IDs: a.DeviceIDs})
-	}
-	k.server.SetAllocatable(devs)
-	procfs, logs := filepath.Join(dir, "proc"), filepath.Join(dir, "pods")
-	if err := b.WriteProcFS(procfs, logs); err != nil {
-		k.stop()
-		return nil, fmt.Errorf("simulated kubelet: %w", err)
-	}
-	f.enabled, f.processAccounting = true, true
-	f.socket, f.procfs, f.podLogsDir = k.server.Path(), procfs, logs
-	return k, nil
-}
-
-func (k *simulatedKubelet) stop() {
-	if k.server != nil {
-		k.server.Stop()
-	}
-	os.RemoveAll(k.dir)
-}
-
-// kubeletPods groups the simulated allocations by pod and container.
-func kubeletPods(allocs []sim.Allocation) []kubeletsim.Pod {
-	var pods []kubeletsim.Pod
-	podIndex := map[[2]string]int{}
-	for _, a := range allocs {
-		pk := [2]string{a.Namespace, a.Pod}
-		i, ok := podIndex[pk]
-		if !ok {
-			i = len(pods)
-			podIndex[pk] = i
-			pods = append(pods, kubeletsim.Pod{Namespace: a.Namespace, Name: a.Pod})
-		}
-		p := &pods[i]
-		c := -1
-		for j := range p.Containers {
-			if p.Containers[j].Name == a.Container {
-				c = j
-			}
-		}
-		if c < 0 {
-			c = len(p.Containers)
-			p.Containers = append(p.Containers, kubeletsim.Container{Name: a.Container})
-		}
-		p.Containers[c].Devices = append(p.Containers[c].Devices, kubeletsim.Devices{Resource: a.Resource, IDs: a.DeviceIDs})
-	}
-	return pods
 }

@@ -81,11 +81,14 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 			c.hostname = simulated.Hostname()
 		}
 		if c.attribution.enabled {
-			kubelet, err := startSimulatedKubelet(simulated, &c.attribution)
+			// The simulated node's pods go through the real client path.
+			kubelet, err := sim.StartKubelet(simulated)
 			if err != nil {
 				return err
 			}
-			defer kubelet.stop()
+			defer kubelet.Stop()
+			c.attribution.processAccounting = true
+			c.attribution.socket, c.attribution.procfs, c.attribution.podLogsDir = kubelet.Socket, kubelet.ProcRoot, kubelet.PodLogsDir
 		}
 	}
 	if c.hostname == "" {
@@ -101,10 +104,12 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if client != nil {
 		defer client.Close()
 		opts.Holders = client
+		client.SetDevices(collector.AttributionDevices(inv))
 		go client.Run(ctx)
 		if c.attribution.processAccounting {
 			opts.Processes = collector.NewPodProcesses(attribution.NewProcessResolver(attribution.ProcessConfig{
-				ProcRoot: c.attribution.procfs, PodLogsDir: c.attribution.podLogsDir, Logger: logger,
+				ProcRoot: c.attribution.procfs, PodLogsDir: c.attribution.podLogsDir,
+				RescanInterval: c.attribution.interval, Logger: logger,
 			}))
 		}
 	}
