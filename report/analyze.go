@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
+
+	"github.com/prometheus/common/model"
 )
 
 // hoursPerMonth scales a range to a month: 30 days.
@@ -149,7 +152,14 @@ func percentile(v []float32, q float64) float64 {
 	}
 	slices.Sort(v)
 	i := int(math.Ceil(q*float64(len(v)))) - 1
-	return float64(v[max(0, min(i, len(v)-1))])
+	return exact(v[max(0, min(i, len(v)-1))])
+}
+
+// exact widens a float32 to the float64 with the same shortest decimal form
+// (0.95, not 0.949999988).
+func exact(v float32) float64 {
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(v), 'g', -1, 32), 64)
+	return f
 }
 
 func usageOf(act, fb []float32) Usage {
@@ -161,7 +171,7 @@ func usageOf(act, fb []float32) Usage {
 	if len(fb) > 0 {
 		u.HasFB = true
 		u.P99FBMiB = percentile(fb, 0.99)
-		u.PeakFBMiB = float64(fb[len(fb)-1])
+		u.PeakFBMiB = exact(fb[len(fb)-1])
 	}
 	return u
 }
@@ -230,7 +240,7 @@ const errNoDataFmt = "no GPU data: no gpuledger_gpu_seconds_total samples betwee
 // build turns the dataset into a report. It fails when there is no data, and
 // when buckets are missing unless partial reports are allowed.
 func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
-	r := &Report{Start: d.start.UTC(), End: d.end.UTC(), Step: d.step.String()}
+	r := &Report{Start: d.start.UTC(), End: d.end.UTC(), Step: model.Duration(d.step).String()}
 	if len(d.ledger) == 0 {
 		return nil, fmt.Errorf(errNoDataFmt, r.Start.Format(time.RFC3339), r.End.Format(time.RFC3339))
 	}
@@ -263,14 +273,15 @@ func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
 
 	fleet, teams, namespaces, models, nodes := groupSet{}, groupSet{}, groupSet{}, groupSet{}, groupSet{}
 	gpus := map[string]bool{}
-	for k, e := range d.ledger {
+	for _, k := range sortedKeys(d.ledger) {
+		e := d.ledger[k]
 		gpus[k.dev.UUID] = true
 		act, fb := d.activity[k], d.fbMiB[k]
 		for _, g := range []*groupAcc{fleet.get(""), models.get(e.model), nodes.get(e.host)} {
 			g.totals.add(e)
 		}
 		if k.holder != (holderKey{}) {
-			for _, g := range []*groupAcc{fleet.get(""), models.get(e.model), teams.get(a.team(d, k.holder)), namespaces.get(k.holder.Namespace)} {
+			for _, g := range []*groupAcc{fleet.get(""), models.get(e.model), nodes.get(e.host), teams.get(a.team(d, k.holder)), namespaces.get(k.holder.Namespace)} {
 				g.act = append(g.act, act...)
 				g.fb = append(g.fb, fb...)
 			}
@@ -278,7 +289,8 @@ func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
 			namespaces.get(k.holder.Namespace).totals.add(e)
 		}
 	}
-	for k, e := range d.previous {
+	for _, k := range sortedKeys(d.previous) {
+		e := d.previous[k]
 		for _, g := range []*groupAcc{fleet.get(""), models.get(e.model), nodes.get(e.host)} {
 			g.prev.add(e)
 		}
@@ -300,9 +312,24 @@ func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
 	return r, nil
 }
 
+// sortedKeys returns the keys of m in a fixed order, so that sums come out
+// the same in every run.
+func sortedKeys(m map[holdingKey]*ledgerEntry) []holdingKey {
+	keys := make([]holdingKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b holdingKey) int {
+		return cmp.Or(cmp.Compare(a.dev.UUID, b.dev.UUID), cmp.Compare(a.dev.GI, b.dev.GI), cmp.Compare(a.holder.Namespace, b.holder.Namespace),
+			cmp.Compare(a.holder.Pod, b.holder.Pod), cmp.Compare(a.holder.Container, b.holder.Container))
+	})
+	return keys
+}
+
 func (a *analysis) holdings(d *dataset) []Holding {
 	var out []Holding
-	for k, e := range d.ledger {
+	for _, k := range sortedKeys(d.ledger) {
+		e := d.ledger[k]
 		if k.holder == (holderKey{}) {
 			continue
 		}

@@ -53,7 +53,7 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 {{if .R.Recommendations}}<table id="recommendations"><tr><th>#</th><th class="l">change</th><th class="l">target</th><th>EUR/month</th><th class="l">evidence</th></tr>
 {{range $i, $r := .R.Recommendations}}<tr><td>{{inc $i}}</td><td class="l">{{rectitle $r}}</td><td class="l">{{$r.Target}}</td><td>{{eur $r.SavingsEURPerMonth}}</td><td class="l">{{$r.Evidence}}</td></tr>
 {{end}}</table>{{else}}<p>None: every GPU held was busy enough and no smaller MIG profile fits.</p>{{end}}
-{{range .R.Packing}}<p>MIG packing on {{.Model}}: {{.Workloads}} workloads on {{.Workloads}} whole GPUs today fit on {{.GPUsAfter}} GPU(s): {{layouts .Layouts}}.</p>{{end}}
+{{range .R.Packing}}<p>MIG packing on {{.Model}}: {{.Workloads}} workload(s) on {{.Workloads}} whole GPU(s) today fit on {{.GPUsAfter}} GPU(s): {{layouts .Layouts}}.</p>{{end}}
 
 <h2>Idle EUR by namespace</h2>
 {{.IdleChart}}

@@ -102,7 +102,7 @@ func (r *rangeRunner) run(ctx context.Context, name, query string, start, end ti
 		each(m)
 		r.done++
 		if r.progress != nil {
-			fmt.Fprintf(r.progress, "\rreport: %d/%d queries (%s)\x1b[K", r.done, r.total, name)
+			fmt.Fprintf(r.progress, "\r%-72s", fmt.Sprintf("report: %d/%d queries (%s)", r.done, r.total, name))
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpuledger/gpuledger/mig"
@@ -430,7 +431,7 @@ func kueueYAML(qs []quota, step time.Duration) string {
 			g.Flavors[0].Resources = append(g.Flavors[0].Resources, res{Name: qs[j].resource, NominalQuota: qs[j].devices})
 		}
 		q.Spec.ResourceGroups = []group{g}
-		docs = append(docs, fmt.Sprintf("# team %s: the most devices it kept busy at once (in one %s bucket)\n", qs[i].team, step)+mustYAML(q))
+		docs = append(docs, fmt.Sprintf("# team %s: the most devices it kept busy at once (in one %s bucket)\n", qs[i].team, model.Duration(step))+mustYAML(q))
 		i = j
 	}
 	return strings.Join(docs, "---\n")

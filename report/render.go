@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -94,7 +95,7 @@ func renderMarkdown(w io.Writer, r *Report) error {
 		b.WriteString("\n")
 	}
 	for _, p := range r.Packing {
-		fmt.Fprintf(&b, "MIG packing on %s: %d workloads on %d whole GPUs today fit on %d GPU(s): %s.\n\n",
+		fmt.Fprintf(&b, "MIG packing on %s: %d workload(s) on %d whole GPU(s) today fit on %d GPU(s): %s.\n\n",
 			p.Model, p.Workloads, p.Workloads, p.GPUsAfter, layoutsText(p.Layouts))
 	}
 	mdGroups(&b, "Teams", r.Teams, r.Fleet.Previous != nil, false)
@@ -178,7 +179,8 @@ var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hou
 	"busy_share", "cost_eur", "idle_eur", "unallocated_eur", "p95_activity", "peak_fb_mib", "p99_fb_mib",
 	"kind", "savings_eur_per_month", "evidence"}
 
-func f64(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+// f64 formats x rounded to 6 decimals.
+func f64(x float64) string { return strconv.FormatFloat(math.Round(x*1e6)/1e6, 'f', -1, 64) }
 
 func usageCells(u Usage) []string {
 	c := []string{"", "", ""}

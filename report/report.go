@@ -157,7 +157,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 // RunDemo is Run over OpenMetrics history (as `gpuledger simulate history`
 // writes it) evaluated by the embedded PromQL engine instead of a Prometheus.
 // When cfg.End is zero the period ends at the last sample; when the data spans
-// less than cfg.Range the range shrinks to the whole steps it spans.
+// less than cfg.Range the range shrinks to the steps it spans, rounded.
 func RunDemo(ctx context.Context, cfg Config, history io.Reader, logger *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -173,7 +173,9 @@ func RunDemo(ctx context.Context, cfg Config, history io.Reader, logger *slog.Lo
 	if cfg.End.IsZero() {
 		cfg.End = last
 	}
-	if span := cfg.End.Sub(first).Truncate(cfg.Step); span < cfg.Range {
+	// The first sample already counts one scrape interval: a span a little
+	// short of whole steps covers them.
+	if span := cfg.End.Sub(first).Round(cfg.Step); span < cfg.Range {
 		if span <= 0 {
 			return fmt.Errorf("no GPU data: the simulated history spans %s, less than one step of %s", last.Sub(first), cfg.Step)
 		}

@@ -1,0 +1,150 @@
+package report
+
+import (
+	"context"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// fakeSeries is one series a fake Prometheus answers with: at gives its value
+// at each evaluation time (NaN: no point), already aggregated as the report's
+// query asks.
+type fakeSeries struct {
+	metric string
+	labels map[string]string
+	at     func(t time.Time) float64
+}
+
+// fakeQuerier answers a range query with the series whose metric the query
+// selects. It records the queries.
+type fakeQuerier struct {
+	series  []fakeSeries
+	err     error
+	queries []string
+}
+
+func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Time, step time.Duration) (model.Matrix, []string, error) {
+	f.queries = append(f.queries, q)
+	if f.err != nil {
+		return nil, nil, f.err
+	}
+	var m model.Matrix
+	for _, s := range f.series {
+		if !strings.Contains(q, s.metric+"[") && !strings.Contains(q, s.metric+"{") {
+			continue
+		}
+		ss := &model.SampleStream{Metric: model.Metric{}}
+		for k, v := range s.labels {
+			ss.Metric[model.LabelName(k)] = model.LabelValue(v)
+		}
+		for t := start; !t.After(end); t = t.Add(step) {
+			if v := s.at(t); !math.IsNaN(v) {
+				ss.Values = append(ss.Values, model.SamplePair{Timestamp: model.TimeFromUnixNano(t.UnixNano()), Value: model.SampleValue(v)})
+			}
+		}
+		if len(ss.Values) > 0 {
+			m = append(m, ss)
+		}
+	}
+	return m, nil, nil
+}
+
+// fakeGPU is one GPU of the test fleet, held by at most one container.
+type fakeGPU struct {
+	uuid, model, host  string
+	ns, pod, container string  // empty: unallocated
+	rateEURPerHour     float64 // the GPU's cost rate
+	busyShare          float64 // share of each hour the holder is busy
+	activity, fbMiB    float64 // constant per resolution step
+	hasActivity, hasFB bool
+	resource, sharing  string
+	from               time.Time // zero: from the start
+}
+
+func identity(g fakeGPU) map[string]string {
+	return map[string]string{"gpu": "0", "UUID": g.uuid, "pci_bus_id": "00000000:07:00.0", "device": "nvidia0", "modelName": g.model, "Hostname": g.host}
+}
+
+func with(m map[string]string, kv ...string) map[string]string {
+	out := make(map[string]string, len(m)+len(kv)/2)
+	for k, v := range m {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// fakeSeriesFor returns what Prometheus would answer for g: per step the
+// increase of the ledger counters; per resolution step activity and framebuffer.
+func fakeSeriesFor(g fakeGPU, step time.Duration) []fakeSeries {
+	id := identity(g)
+	live := func(f func(t time.Time) float64) func(t time.Time) float64 {
+		return func(t time.Time) float64 {
+			if !g.from.IsZero() && t.Before(g.from) {
+				return math.NaN()
+			}
+			return f(t)
+		}
+	}
+	holder := []string{"namespace", g.ns, "pod", g.pod, "container", g.container}
+	secs := step.Seconds()
+	var out []fakeSeries
+	states := map[string]float64{"busy": g.busyShare, "idle": 1 - g.busyShare, "unallocated": 0}
+	if g.pod == "" {
+		states = map[string]float64{"unallocated": 1}
+	}
+	for st, share := range states {
+		h := holder
+		if st == "unallocated" {
+			h = []string{"namespace", "", "pod", "", "container", ""}
+		}
+		l := with(id, append(h, "state", st)...)
+		out = append(out,
+			fakeSeries{"gpuledger_gpu_seconds_total", l, live(func(time.Time) float64 { return share * secs })},
+			fakeSeries{"gpuledger_cost_eur_total", l, live(func(time.Time) float64 { return share * secs * g.rateEURPerHour / 3600 })},
+		)
+	}
+	if g.pod == "" {
+		return out
+	}
+	pl := with(id, holder...)
+	out = append(out, fakeSeries{"gpuledger_gpu_allocation", with(pl, "resource", g.resource, "sharing", g.sharing), live(func(time.Time) float64 { return 1 })})
+	if g.hasActivity {
+		out = append(out, fakeSeries{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", pl, live(func(time.Time) float64 { return g.activity })})
+	}
+	if g.hasFB {
+		out = append(out, fakeSeries{"DCGM_FI_DEV_FB_USED", pl, live(func(time.Time) float64 { return g.fbMiB })})
+	}
+	return out
+}
+
+// testFleet is the fleet the hand-computed tests use (see TestRecommendationsHandComputed).
+func testFleet() []fakeGPU {
+	const h100, a100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB"
+	busy := func(uuid, ns, pod string, share, act, fb float64) fakeGPU {
+		return fakeGPU{uuid: uuid, model: h100, host: "node-a", ns: ns, pod: pod, container: "main", rateEURPerHour: 1.5,
+			busyShare: share, activity: act, fbMiB: fb, hasActivity: true, hasFB: true, resource: "nvidia.com/gpu", sharing: "exclusive"}
+	}
+	return []fakeGPU{
+		busy("GPU-0", "inference", "web-0", 1, 0.1, 6144),
+		busy("GPU-1", "dev", "dev-a", 0.1, 0.09, 2000),
+		busy("GPU-2", "dev", "dev-b", 0.1, 0.09, 2000),
+		busy("GPU-3", "dev", "dev-c", 0.1, 0.09, 2000),
+		busy("GPU-4", "research", "forgotten", 0, 0, 500),
+		busy("GPU-5", "training", "trainer", 1, 0.95, 70000),
+		{uuid: "GPU-6", model: a100, host: "node-spare", rateEURPerHour: 2.5},
+	}
+}
+
+func fleetQuerier(gpus []fakeGPU, step time.Duration) *fakeQuerier {
+	f := &fakeQuerier{}
+	for _, g := range gpus {
+		f.series = append(f.series, fakeSeriesFor(g, step)...)
+	}
+	return f
+}

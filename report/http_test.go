@@ -1,0 +1,205 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakePrometheus serves /api/v1/query_range from q, as Prometheus' HTTP API does.
+func fakePrometheus(t *testing.T, q Querier) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/query_range" {
+			http.NotFound(w, r)
+			return
+		}
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		sec := func(name string) time.Time {
+			f, _ := strconv.ParseFloat(r.Form.Get(name), 64)
+			return time.Unix(0, int64(math.Round(f*1e9))).UTC()
+		}
+		step, _ := strconv.ParseFloat(r.Form.Get("step"), 64)
+		m, _, err := q.QueryRange(r.Context(), r.Form.Get("query"), sec("start"), sec("end"), time.Duration(step*float64(time.Second)))
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			json.NewEncoder(w).Encode(map[string]string{"status": "error", "errorType": "execution", "error": err.Error()})
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "matrix", "result": m}})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func httpConfig(t *testing.T, url, format string) Config {
+	cfg := testConfig()
+	cfg.PrometheusURL = url
+	cfg.Format = format
+	cfg.Out = filepath.Join(t.TempDir(), "report."+format)
+	cfg.Timeout = 5 * time.Second
+	return cfg
+}
+
+func TestRunOverHTTP(t *testing.T) {
+	srv := fakePrometheus(t, fleetQuerier(testFleet(), time.Hour))
+	cfg := httpConfig(t, srv.URL, FormatJSON)
+	if err := Run(context.Background(), cfg, discard()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(cfg.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	want := (2.0/3*756 + 420 + 252 + 252*6.0/7) * 30 / 7
+	if !near(r.SavingsPerMonth, want) || len(r.Recommendations) != 4 {
+		t.Errorf("over HTTP: %d recommendations saving %.4f EUR/month, want 4 saving %.4f", len(r.Recommendations), r.SavingsPerMonth, want)
+	}
+}
+
+func TestRunErrorsOverHTTP(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	badData := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"status":"error","errorType":"bad_data","error":"1:10: parse error: unexpected character"}`)
+	}))
+	defer badData.Close()
+	unavailable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "upstream down", http.StatusServiceUnavailable)
+	}))
+	defer unavailable.Close()
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	empty := fakePrometheus(t, &fakeQuerier{})
+
+	for _, tc := range []struct {
+		name, url, want string
+		timeout         time.Duration
+	}{
+		{"unreachable", closed.URL, "connection refused", 0},
+		{"query error", badData.URL, "bad_data: 1:10: parse error", 0},
+		{"server error", unavailable.URL, "503", 0},
+		{"timeout", slow.URL, "did not answer within 200ms", 200 * time.Millisecond},
+		{"no data", empty.URL, "no GPU data", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := httpConfig(t, tc.url, FormatHTML)
+			if tc.timeout > 0 {
+				cfg.Timeout = tc.timeout
+			}
+			err := Run(context.Background(), cfg, discard())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			t.Logf("error: %v", err)
+			if _, statErr := os.Stat(cfg.Out); !os.IsNotExist(statErr) {
+				t.Errorf("a failed run left %s behind (stat: %v)", cfg.Out, statErr)
+			}
+		})
+	}
+}
+
+func TestRunWithoutURL(t *testing.T) {
+	cfg := testConfig()
+	if err := Run(context.Background(), cfg, discard()); err == nil || !strings.Contains(err.Error(), "--prometheus.url") {
+		t.Errorf("error %v, want one naming --prometheus.url", err)
+	}
+}
+
+func TestWebhook(t *testing.T) {
+	prom := fakePrometheus(t, fleetQuerier(testFleet(), time.Hour))
+	type got struct {
+		contentType string
+		body        []byte
+	}
+	for _, tc := range []struct {
+		name    string
+		status  int
+		wantErr string
+	}{
+		{"accepted", http.StatusOK, ""},
+		{"server error", http.StatusInternalServerError, "webhook answered 500 Internal Server Error: no channel"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			posts := make(chan got, 1)
+			hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				posts <- got{r.Header.Get("Content-Type"), b}
+				if tc.status != http.StatusOK {
+					http.Error(w, "no channel", tc.status)
+				}
+			}))
+			defer hook.Close()
+			cfg := httpConfig(t, prom.URL, FormatHTML)
+			cfg.WebhookURLFile = filepath.Join(t.TempDir(), "url")
+			if err := os.WriteFile(cfg.WebhookURLFile, []byte(hook.URL+"/hooks/secret-token\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := Run(context.Background(), cfg, discard())
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			case err != nil && strings.Contains(err.Error(), "secret-token"):
+				t.Errorf("error %q reveals the webhook URL", err)
+			}
+			if _, err := os.Stat(cfg.Out); err != nil {
+				t.Errorf("report file not written: %v", err)
+			}
+			p := <-posts
+			var payload map[string]any
+			if err := json.Unmarshal(p.body, &payload); err != nil {
+				t.Fatalf("payload %q is not JSON: %v", p.body, err)
+			}
+			text, ok := payload["text"].(string)
+			if p.contentType != "application/json" || len(payload) != 1 || !ok ||
+				!strings.HasPrefix(text, "# GPU utilization and cost report") || !strings.Contains(text, "| MIG 1g.10gb |") {
+				t.Errorf("payload %s (content type %q), want {\"text\": <the Markdown report>}", p.body, p.contentType)
+			}
+		})
+	}
+}
+
+func TestWebhookURLFile(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &Report{}
+	for _, tc := range []struct{ file, want string }{
+		{empty, "is empty"},
+		{filepath.Join(dir, "missing"), "read url file"},
+	} {
+		if err := postWebhook(context.Background(), tc.file, r, time.Second); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.file, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,292 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+var testEnd = time.Date(2026, 1, 12, 0, 0, 0, 0, time.UTC)
+
+func testConfig() Config {
+	c := DefaultConfig()
+	c.End = testEnd
+	c.Out = "-"
+	c.Now = func() time.Time { return testEnd }
+	return c
+}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+
+// TestRecommendationsHandComputed checks the recommendation math on the test
+// fleet (fake_test.go), every H100 at 1.50 EUR/h and the A100 at 2.50 EUR/h over
+// 168 hours, so each H100 costs 252 EUR and the A100 420 EUR; a month is 30/7 weeks.
+func TestRecommendationsHandComputed(t *testing.T) {
+	r, err := Generate(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const month = 30.0 / 7
+	want := []struct {
+		kind, target, profile string
+		replicas              int
+		eur                   float64
+	}{
+		// dev-a/b/c: 3 × 252 EUR on 3 GPUs → 1 GPU with 3 replicas: 2/3 of 756 EUR.
+		{"time-slicing", "dev", "", 3, 2.0 / 3 * 756 * month},
+		// node-spare: its A100 unallocated all week, 420 EUR.
+		{"drain", "node-spare", "", 0, 420 * month},
+		// forgotten: 252 EUR all idle.
+		{"release", "research/forgotten/main", "", 0, 252 * month},
+		// web-0: 6144 MiB × 1.2 = 7373 MiB ≤ 9984 MiB, 10 % ≤ 1/7: 1g.10gb costs 1/7 of 252 EUR.
+		{"mig", "inference/web-0/main", "1g.10gb", 0, 252 * 6.0 / 7 * month},
+	}
+	if len(r.Recommendations) != len(want) {
+		t.Fatalf("got %d recommendations, want %d: %+v", len(r.Recommendations), len(want), r.Recommendations)
+	}
+	total := 0.0
+	for i, w := range want {
+		g := r.Recommendations[i]
+		if g.Kind != w.kind || g.Target != w.target || g.Profile != w.profile || g.Replicas != w.replicas || !near(g.SavingsEURPerMonth, w.eur) {
+			t.Errorf("recommendation %d = %s %s %s ×%d %.4f EUR, want %s %s %s ×%d %.4f EUR",
+				i, g.Kind, g.Target, g.Profile, g.Replicas, g.SavingsEURPerMonth, w.kind, w.target, w.profile, w.replicas, w.eur)
+		}
+		total += w.eur
+	}
+	if !near(r.SavingsPerMonth, total) {
+		t.Errorf("savings %.4f, want %.4f", r.SavingsPerMonth, total)
+	}
+	f := r.Fleet.Totals
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"gpu hours", f.GPUHours, 7 * 168},
+		{"cost", f.CostEUR, 6*252 + 420},
+		{"idle EUR", f.IdleEUR, 3*0.9*252 + 252},
+		{"unallocated EUR", f.UnallocatedEUR, 420},
+		{"busy share", f.BusyShare, (168 + 3*16.8 + 168) / (6 * 168)},
+	} {
+		if !near(c.got, c.want) {
+			t.Errorf("fleet %s = %.4f, want %.4f", c.name, c.got, c.want)
+		}
+	}
+	if r.GPUs != 7 || r.Partial {
+		t.Errorf("GPUs %d partial %v, want 7 and false", r.GPUs, r.Partial)
+	}
+	if len(r.Packing) != 1 || r.Packing[0].GPUsAfter != 1 || r.Packing[0].Layouts[0][0] != "1g.10gb" {
+		t.Errorf("packing %+v, want one H100 with 1g.10gb", r.Packing)
+	}
+	for _, s := range []string{"mig-devices:\n        1g.10gb: 1", "replicas: 3", "name: dev\n", "nominalQuota: 3"} {
+		if !strings.Contains(r.Apply.MIGParted+r.Apply.TimeSlicing+r.Apply.Kueue, s) {
+			t.Errorf("configuration to apply lacks %q:\n%s\n%s\n%s", s, r.Apply.MIGParted, r.Apply.TimeSlicing, r.Apply.Kueue)
+		}
+	}
+	if r.Fleet.Previous == nil || !near(r.Fleet.Previous.CostEUR, f.CostEUR) {
+		t.Errorf("previous period %+v, want the same totals as this one", r.Fleet.Previous)
+	}
+}
+
+func TestGroupsAndTeams(t *testing.T) {
+	dir := t.TempDir()
+	teams := filepath.Join(dir, "teams.yaml")
+	if err := os.WriteFile(teams, []byte("teams:\n  ml: [inference, training]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.TeamMapFile = teams
+	cfg.TeamLabel = "team"
+	fleet := fleetQuerier(testFleet(), time.Hour)
+	// kube-state-metrics puts dev-a in team "explorers"; the label wins over the map.
+	fleet.series = append(fleet.series, fakeSeries{"kube_pod_labels", map[string]string{"namespace": "dev", "pod": "dev-a", "label_team": "explorers"},
+		func(time.Time) float64 { return 1 }})
+	r, err := Generate(context.Background(), cfg, fleet, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, g := range r.Teams {
+		got[g.Name] = g.Totals.HeldHours
+	}
+	want := map[string]float64{"ml": 336, "dev": 336, "explorers": 168, "research": 168}
+	if len(got) != len(want) {
+		t.Errorf("teams %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if !near(got[k], v) {
+			t.Errorf("team %s held %.2f h, want %.2f", k, got[k], v)
+		}
+	}
+	for _, g := range r.Models {
+		if strings.Contains(g.Name, "H100") && (!near(g.Usage.PeakFBMiB, 70000) || !near(g.Usage.P95Activity, 0.95)) {
+			t.Errorf("H100 usage %+v, want peak 70000 MiB, p95 95 %%", g.Usage)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	start := testEnd.Add(-7 * 24 * time.Hour)
+	gappy := testFleet()
+	for i := range gappy {
+		gappy[i].from = start.Add(48 * time.Hour)
+	}
+	for _, tc := range []struct {
+		name    string
+		q       *fakeQuerier
+		partial bool
+		wantErr string
+	}{
+		{"no data", &fakeQuerier{}, false, "no GPU data"},
+		{"query error", &fakeQuerier{err: errors.New("bad_data: parse error")}, false, "gpuledger_gpu_seconds_total: bad_data: parse error"},
+		{"gaps", fleetQuerier(gappy, time.Hour), false, "gaps without GPU data: 2026-01-05T00:00:00Z – 2026-01-06T23:00:00Z"},
+		{"gaps allowed", fleetQuerier(gappy, time.Hour), true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.AllowPartial = tc.partial
+			r, err := Generate(context.Background(), cfg, tc.q, discard())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Partial || len(r.Warnings) == 0 {
+				t.Errorf("partial %v warnings %v, want a report marked partial", r.Partial, r.Warnings)
+			}
+			if r.Fleet.Previous != nil {
+				t.Errorf("previous period %+v, want none (no data before the range)", r.Fleet.Previous)
+			}
+			var md bytes.Buffer
+			if err := Render(&md, r, FormatMarkdown); err != nil || !strings.Contains(md.String(), "PARTIAL REPORT") {
+				t.Errorf("markdown of a partial report does not say so (err %v)", err)
+			}
+		})
+	}
+}
+
+// TestBoundedRequests checks that no request asks for more than
+// MaxPointsPerQuery steps and that the split covers the range exactly once.
+func TestBoundedRequests(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxPointsPerQuery = 50
+	rec := &rangeRecorder{Querier: fleetQuerier(testFleet(), time.Hour)}
+	var progress bytes.Buffer
+	cfg.Progress = &progress
+	if _, err := Generate(context.Background(), cfg, rec, discard()); err != nil {
+		t.Fatal(err)
+	}
+	points := map[string]int{}
+	for _, c := range rec.calls {
+		n := int(c.end.Sub(c.start)/c.step) + 1
+		if n > 50 {
+			t.Errorf("request %s from %s to %s asks for %d points", c.query, c.start, c.end, n)
+		}
+		points[c.query] += n
+	}
+	for q, n := range points {
+		want := 168
+		if strings.Contains(q, "[5m]") {
+			want = 7 * 24 * 12
+		}
+		if strings.Contains(q, "gpuledger_gpu_seconds_total") || strings.Contains(q, "gpuledger_cost_eur_total") {
+			want *= 2 // this period and the previous one
+		}
+		if n != want {
+			t.Errorf("%s: %d points in all, want %d", q, n, want)
+		}
+	}
+	last := progress.String()[strings.LastIndex(progress.String(), "\r")+1:]
+	if !strings.HasPrefix(last, fmt.Sprintf("report: %d/%d queries", len(rec.calls), len(rec.calls))) {
+		t.Errorf("last progress line %q, want %d/%d queries", last, len(rec.calls), len(rec.calls))
+	}
+}
+
+type rangeCall struct {
+	query      string
+	start, end time.Time
+	step       time.Duration
+}
+
+type rangeRecorder struct {
+	Querier
+	calls []rangeCall
+}
+
+func (r *rangeRecorder) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) (model.Matrix, []string, error) {
+	r.calls = append(r.calls, rangeCall{q, start, end, step})
+	return r.Querier.QueryRange(ctx, q, start, end, step)
+}
+
+func TestGoldenRenderers(t *testing.T) {
+	r, err := Generate(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Source = "test"
+	for _, format := range []string{FormatMarkdown, FormatCSV, FormatJSON, FormatHTML} {
+		t.Run(format, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := Render(&b, r, format); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", "report.golden."+format)
+			if *update {
+				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(b.Bytes(), want) {
+				t.Errorf("%s output differs from %s (run go test -update after checking the change)", format, golden)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"range not multiple of step", func(c *Config) { c.Range = 90 * time.Minute }, "multiple of the step"},
+		{"bad format", func(c *Config) { c.Format = "pdf" }, `format "pdf"`},
+		{"no out", func(c *Config) { c.Out = "" }, "no output file"},
+		{"headroom", func(c *Config) { c.Headroom = 0.5 }, "headroom"},
+		{"resolution", func(c *Config) { c.Resolution = 2 * time.Hour }, "resolution"},
+		{"threshold", func(c *Config) { c.LowDutyBelow = 2 }, "thresholds"},
+	} {
+		c := testConfig()
+		tc.mod(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+	c := testConfig()
+	if err := c.Validate(); err != nil {
+		t.Errorf("default config: %v", err)
+	}
+}
