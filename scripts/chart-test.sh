@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# chart-test.sh tests the Helm chart end to end (`make chart-test`):
+#
+#   1. helm (tools/ module) lint --strict and template, default and all-features values;
+#   2. the Go tests of deploy/helm (strict decoding, security context, generated files,
+#      flags the binary accepts);
+#   3. a real kube-apiserver (built from k8s.io/kubernetes, cached by version) on etcd, both
+#      on 127.0.0.1 random ports, with the Prometheus Operator CRDs installed, and every
+#      values set applied with `kubectl apply --dry-run=server --validate=strict`;
+#   4. deliberately broken values, which the API server must reject.
+#
+# Needs: Go, etcd (Debian: apt-get install -y etcd-server), openssl. The first run builds
+# helm, kube-apiserver and kubectl (long on 2 cores); later runs start in seconds.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+chart=deploy/helm/gpuledger
+kube_version=v1.37.2
+prometheus_operator=github.com/prometheus-operator/prometheus-operator@v0.85.0
+namespace=gpu-monitoring
+release=gpuledger
+api_versions=(--api-versions monitoring.coreos.com/v1/ServiceMonitor --api-versions monitoring.coreos.com/v1/PrometheusRule)
+
+# Values sets that must be accepted: name → values file ("" = chart defaults).
+declare -A value_sets=([default]="" [all-features]="$chart/ci/all-features-values.yaml")
+# Values that the API server must reject, and the text its error must contain.
+broken_values=deploy/test/broken-interval-values.yaml
+broken_error='spec.endpoints[0].interval'
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "--- PASS: $*"; }
+fail() { failed=$((failed + 1)); echo "--- FAIL: $*"; }
+step() { echo "=== $*"; }
+
+for tool in go etcd openssl; do
+	if ! command -v "$tool" >/dev/null; then
+		echo "chart-test: $tool not found (etcd: apt-get install -y etcd-server)" >&2
+		exit 1
+	fi
+done
+
+step "build helm and kube-apiserver/kubectl $kube_version"
+helm="$(tools/build-helm.sh)"
+k8s_bin="$(tools/build-k8s.sh "$kube_version")"
+kubectl="$k8s_bin/kubectl"
+helm_kube_version="${kube_version#v}"
+
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+values_args() {
+	if [[ -n "$1" ]]; then
+		printf '%s\n' -f "$1"
+	fi
+}
+
+step "helm lint --strict"
+for name in "${!value_sets[@]}"; do
+	mapfile -t extra < <(values_args "${value_sets[$name]}")
+	if "$helm" lint --strict --kube-version "$helm_kube_version" "$chart" "${extra[@]}" >"$work/lint-$name.log" 2>&1; then
+		pass "helm lint $name"
+	else
+		cat "$work/lint-$name.log"
+		fail "helm lint $name"
+	fi
+done
+
+step "helm template"
+for name in "${!value_sets[@]}" broken; do
+	file="${value_sets[$name]:-}"
+	[[ "$name" == broken ]] && file="$broken_values"
+	mapfile -t extra < <(values_args "$file")
+	if "$helm" template "$release" "$chart" --namespace "$namespace" --kube-version "$helm_kube_version" \
+		"${api_versions[@]}" "${extra[@]}" >"$work/$name.yaml" 2>"$work/template-$name.log"; then
+		pass "helm template $name ($(grep -c '^kind:' "$work/$name.yaml") objects)"
+	else
+		cat "$work/template-$name.log"
+		fail "helm template $name"
+	fi
+done
+
+step "go test ./deploy/helm"
+if go test -count=1 ./deploy/helm/...; then
+	pass "go test ./deploy/helm"
+else
+	fail "go test ./deploy/helm"
+fi
+
+# free_port prints a TCP port on 127.0.0.1 that nothing listens on.
+free_port() {
+	local port
+	for _ in $(seq 100); do
+		port=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "$port"
+			return 0
+		fi
+	done
+	echo "chart-test: no free port found" >&2
+	return 1
+}
+
+# wait_for runs a command until it succeeds, for at most $1 seconds.
+wait_for() {
+	local seconds="$1"
+	shift
+	for _ in $(seq "$((seconds * 2))"); do
+		if "$@" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.5
+	done
+	return 1
+}
+
+step "start etcd and kube-apiserver $kube_version"
+etcd_client="$(free_port)"
+etcd_peer="$(free_port)"
+etcd --name chart-test --data-dir "$work/etcd" \
+	--listen-client-urls "http://127.0.0.1:$etcd_client" --advertise-client-urls "http://127.0.0.1:$etcd_client" \
+	--listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
+	--initial-cluster "chart-test=http://127.0.0.1:$etcd_peer" >"$work/etcd.log" 2>&1 &
+pids+=("$!")
+
+mkdir -p "$work/pki"
+openssl genrsa -out "$work/pki/sa.key" 2048 2>/dev/null
+token="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+echo "$token,chart-test,chart-test,system:masters" >"$work/pki/tokens.csv"
+
+api_port="$(free_port)"
+"$k8s_bin/kube-apiserver" \
+	--etcd-servers "http://127.0.0.1:$etcd_client" \
+	--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+	--cert-dir "$work/pki/serving" \
+	--token-auth-file "$work/pki/tokens.csv" \
+	--authorization-mode RBAC \
+	--service-account-issuer https://kubernetes.default.svc.cluster.local \
+	--service-account-key-file "$work/pki/sa.key" \
+	--service-account-signing-key-file "$work/pki/sa.key" \
+	--service-cluster-ip-range 10.96.0.0/16 \
+	--endpoint-reconciler-type none \
+	--enable-priority-and-fairness=false \
+	--profiling=false \
+	>"$work/kube-apiserver.log" 2>&1 &
+api_pid="$!"
+pids+=("$api_pid")
+
+cat >"$work/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+  - name: chart-test
+    cluster:
+      server: https://127.0.0.1:$api_port
+      certificate-authority: $work/pki/serving/apiserver.crt
+users:
+  - name: chart-test
+    user:
+      token: $token
+contexts:
+  - name: chart-test
+    context: {cluster: chart-test, user: chart-test}
+current-context: chart-test
+EOF
+export KUBECONFIG="$work/kubeconfig"
+
+if ! wait_for 180 "$kubectl" get --raw /readyz; then
+	echo "chart-test: kube-apiserver did not become ready; its log ends:" >&2
+	tail -n 40 "$work/kube-apiserver.log" >&2
+	echo "etcd log ends:" >&2
+	tail -n 10 "$work/etcd.log" >&2
+	exit 1
+fi
+pass "kube-apiserver $("$kubectl" version -o json | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p' | tail -n1) ready on 127.0.0.1:$api_port"
+
+step "install the Prometheus Operator CRDs"
+crd_dir="$(go mod download -json "$prometheus_operator" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')/example/prometheus-operator-crd"
+for crd in servicemonitors prometheusrules; do
+	"$kubectl" apply --server-side -f "$crd_dir/monitoring.coreos.com_$crd.yaml" >/dev/null
+done
+if "$kubectl" wait --for condition=Established --timeout=60s \
+	crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com >/dev/null; then
+	pass "CRDs established"
+else
+	fail "CRDs established"
+fi
+"$kubectl" create namespace "$namespace" >/dev/null
+# No controller manager runs: create the namespace's default ServiceAccount by hand.
+"$kubectl" -n "$namespace" create serviceaccount default >/dev/null
+wait_for 30 "$kubectl" -n "$namespace" get serviceaccount default
+
+step "server-side dry-run"
+for name in "${!value_sets[@]}"; do
+	if "$kubectl" apply --dry-run=server --validate=strict -f "$work/$name.yaml" >"$work/apply-$name.log" 2>&1; then
+		pass "API server accepts $name ($(grep -c 'created (server dry run)' "$work/apply-$name.log") objects)"
+	else
+		cat "$work/apply-$name.log"
+		fail "API server accepts $name"
+	fi
+done
+
+if "$kubectl" apply --dry-run=server --validate=strict -f "$work/broken.yaml" >"$work/apply-broken.log" 2>&1; then
+	cat "$work/apply-broken.log"
+	fail "API server rejects $broken_values (it accepted it: the check cannot fail)"
+elif grep -qF "$broken_error" "$work/apply-broken.log"; then
+	pass "API server rejects $broken_values: $(grep -F "$broken_error" "$work/apply-broken.log" | head -n1)"
+else
+	cat "$work/apply-broken.log"
+	fail "API server rejects $broken_values, but not for $broken_error"
+fi
+
+echo "chart-test: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
