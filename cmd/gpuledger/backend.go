@@ -30,23 +30,11 @@ func (f *backendFlags) register(cmd *kingpin.CmdClause) {
 	cmd.Flag("dcgm.hostengine", "HOST:PORT of a running nv-hostengine; empty: DCGM embedded in this process.").StringVar(&f.hostengine)
 }
 
-// loadScenario reads --sim.scenario, or the built-in scenario.
-func (f *backendFlags) loadScenario() (*sim.Scenario, error) {
-	if f.scenario == "" {
-		return sim.Default(), nil
-	}
-	sc, err := sim.Load(f.scenario)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	return sc, nil
-}
-
 // open returns the chosen backend. A missing GPU library is a usageError.
 func (f *backendFlags) open(_ context.Context, interval time.Duration, logger *slog.Logger) (collector.Backend, error) {
 	switch f.kind {
 	case "sim":
-		sc, err := f.loadScenario()
+		sc, err := loadScenario(f.scenario)
 		if err != nil {
 			return nil, err
 		}

@@ -55,9 +55,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	promslogflag.AddFlags(app, logConfig)
 
 	commands := map[string]command{
-		"exporter":     newExporterCommand(app),
-		"version":      newVersionCommand(app, stdout),
-		"check-config": newCheckConfigCommand(app, stdout),
+		"exporter":         newExporterCommand(app),
+		"version":          newVersionCommand(app, stdout),
+		"check-config":     newCheckConfigCommand(app, stdout),
+		"simulate history": newSimulateCommand(app, stdout),
 	}
 	chosen, err := app.Parse(args)
 	if err != nil {

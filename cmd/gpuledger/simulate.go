@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/model"
+
+	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gpuledger/gpuledger/history"
+)
+
+// promDuration is a flag value in Prometheus duration syntax ("7d", "30s", "1h30m").
+type promDuration time.Duration
+
+func (d *promDuration) Set(s string) error {
+	v, err := model.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = promDuration(v)
+	return nil
+}
+
+func (d *promDuration) String() string { return model.Duration(*d).String() }
+
+func durationFlag(f *kingpin.FlagClause, def string) *promDuration {
+	d := new(promDuration)
+	f.Default(def).SetValue(d)
+	return d
+}
+
+// simulateHistoryCommand writes a simulated node's metrics over a period, in
+// virtual time, as OpenMetrics.
+type simulateHistoryCommand struct {
+	scenario string
+	seed     int64
+	start    string
+	duration *promDuration
+	sample   *promDuration
+	scrape   *promDuration
+	book     string
+	out      string
+	summary  string
+	stdout   io.Writer
+}
+
+func newSimulateCommand(app *kingpin.Application, stdout io.Writer) *simulateHistoryCommand {
+	c := &simulateHistoryCommand{stdout: stdout}
+	cmd := app.Command("simulate", "Run the simulated node.").Command("history",
+		"Run the simulated node in virtual time and write its metrics as OpenMetrics with timestamps (for promtool tsdb create-blocks-from openmetrics).")
+	cmd.Flag("scenario", "Scenario YAML; empty: the built-in scenario.").StringVar(&c.scenario)
+	cmd.Flag("seed", "Seed of the simulated workloads; 0: the scenario's.").Int64Var(&c.seed)
+	cmd.Flag("start", "Time of the first sample (RFC 3339); default: --duration before now.").StringVar(&c.start)
+	c.duration = durationFlag(cmd.Flag("duration", "Length of the simulated period."), "7d")
+	c.sample = durationFlag(cmd.Flag("sample-interval", "Sampler tick: the ledger integrates at it."), "10s")
+	c.scrape = durationFlag(cmd.Flag("scrape-interval", "Interval between two written scrapes."), "30s")
+	cmd.Flag("cost.price-book", "Price book YAML; empty: the built-in book.").StringVar(&c.book)
+	cmd.Flag("out", "OpenMetrics file to write; - for standard output.").Default("-").StringVar(&c.out)
+	cmd.Flag("summary", "Also write the ledger's totals at the end as JSON to this file.").StringVar(&c.summary)
+	return c
+}
+
+func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) error {
+	opts := history.Options{
+		Seed: c.seed, Duration: time.Duration(*c.duration),
+		SampleInterval: time.Duration(*c.sample), ScrapeInterval: time.Duration(*c.scrape), Logger: logger,
+	}
+	var err error
+	if opts.Scenario, err = loadScenario(c.scenario); err != nil {
+		return err
+	}
+	if c.start != "" {
+		if opts.Start, err = time.Parse(time.RFC3339, c.start); err != nil {
+			return badInput(fmt.Errorf("--start: %w", err))
+		}
+	}
+	if c.book != "" {
+		if opts.Book, err = cost.Load(c.book); err != nil {
+			return badInput(err)
+		}
+	}
+	if opts.Duration <= 0 || opts.SampleInterval <= 0 || opts.ScrapeInterval < opts.SampleInterval {
+		return badInput(fmt.Errorf("need --duration > 0 and --scrape-interval ≥ --sample-interval > 0"))
+	}
+	w := c.stdout
+	if c.out != "-" {
+		f, err := os.Create(c.out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	began := time.Now()
+	res, err := history.Write(ctx, w, opts)
+	if err != nil {
+		return err
+	}
+	if f, ok := w.(*os.File); ok && f != os.Stdout {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("write %s: %w", c.out, err)
+		}
+	}
+	logger.Info("simulated history written", "out", c.out, "from", res.Start, "to", res.End,
+		"samples", res.Samples, "took", time.Since(began).Round(time.Millisecond))
+	if c.summary != "" {
+		return writeSummary(c.summary, res)
+	}
+	return nil
+}
+
+// loadScenario reads path, or returns the built-in scenario for "".
+func loadScenario(path string) (*sim.Scenario, error) {
+	if path == "" {
+		return sim.Default(), nil
+	}
+	sc, err := sim.Load(path)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return sc, nil
+}
+
+// summary is the JSON form of a run's ledger totals.
+type summary struct {
+	Start  time.Time      `json:"start"`
+	End    time.Time      `json:"end"`
+	Series []summaryTotal `json:"series"`
+}
+
+type summaryTotal struct {
+	GPU       string  `json:"gpu"`
+	Device    string  `json:"device"`
+	Namespace string  `json:"namespace"`
+	Pod       string  `json:"pod"`
+	Container string  `json:"container"`
+	State     string  `json:"state"`
+	Seconds   float64 `json:"seconds"`
+	EUR       float64 `json:"eur"`
+}
+
+func writeSummary(path string, res history.Result) error {
+	s := summary{Start: res.Start, End: res.End}
+	for _, t := range res.Totals {
+		s.Series = append(s.Series, summaryTotal{
+			GPU: t.GPU, Device: t.Device, Namespace: t.Holder.Namespace, Pod: t.Holder.Pod,
+			Container: t.Holder.Container, State: t.State.String(), Seconds: t.Seconds, EUR: t.EUR,
+		})
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
