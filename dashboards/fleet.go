@@ -35,9 +35,11 @@ func fleetOverview() *dashboard.DashboardBuilder {
 			instantQuery(fmt.Sprintf(`sum by (state) (%s{state=~"idle|unallocated", %s})`, alerts.RuleCostEURPerHour, fleet), "{{state}} EUR/h"))).
 		WithPanel(singleStat("Idle cost over the range", "EUR accrued by idle and unallocated GPU time over the dashboard's time range.", unitEUR,
 			instantQuery(fmt.Sprintf(`sum by (state) (increase(gpuledger_cost_eur_total{state=~"idle|unallocated", %s}[$__range]))`, fleet), "{{state}}"))).
+		WithPanel(singleStat("Cost rate in force", "EUR per hour the chosen GPUs cost right now (capital, energy and overhead), by model.", euroPerHour,
+			instantQuery(fmt.Sprintf("sum by (modelName) (%s{%s})", alerts.RuleHourlyCostEUR, fleet), "{{modelName}}"))).
 		WithRow(row("Activity")).
-		WithPanel(heatmapOf("Activity per GPU and MIG instance", "Graphics-engine activity (DCGM_FI_PROF_GR_ENGINE_ACTIVE), falling back to DCGM_FI_DEV_GPU_UTIL where a device lacks it. MIG instances only have the former.", unitRatio,
-			rangeQuery(activity(fleet), deviceLegend))).
+		WithPanel(heatmapOf("Activity per GPU and MIG instance", "Graphics-engine activity (DCGM_FI_PROF_GR_ENGINE_ACTIVE), falling back to DCGM_FI_DEV_GPU_UTIL where a device lacks it (MIG instances only have the former); from the recording rule "+alerts.RuleDeviceActivity+".", unitRatio,
+			rangeQuery(fmt.Sprintf("%s{%s}", alerts.RuleDeviceActivity, fleet), deviceLegend))).
 		WithPanel(stacked(timeSeries("Cost by state", "EUR per hour by ledger state: busy, idle (allocated but below the idle threshold) and unallocated.", euroPerHour,
 			rangeQuery(fmt.Sprintf("sum by (state) (%s{%s})", alerts.RuleCostEURPerHour, fleet), "{{state}}")))).
 		WithPanel(stacked(timeSeries("GPUs by state", "GPU-equivalents busy, idle and unallocated.", unitCount,

@@ -148,3 +148,27 @@ func TestDocumentedMetricsParser(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryRecordingRuleIsUsed holds the rule set to what the dashboards and
+// alerts query: a recording rule nothing reads is dead weight in Prometheus.
+func TestEveryRecordingRuleIsUsed(t *testing.T) {
+	p := parser.NewParser(parser.Options{})
+	used := map[string]bool{}
+	for _, e := range allExpressions(t) {
+		ast, err := p.ParseExpr(e.expr)
+		if err != nil {
+			t.Fatalf("%s: %v", e.name, err)
+		}
+		parser.Inspect(ast, func(n parser.Node, _ []parser.Node) error {
+			if vs, ok := n.(*parser.VectorSelector); ok {
+				used[vs.Name] = true
+			}
+			return nil
+		})
+	}
+	for _, name := range alerts.RecordingRuleNames() {
+		if !used[name] {
+			t.Errorf("recording rule %s is used by no dashboard or alert", name)
+		}
+	}
+}
