@@ -54,11 +54,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logConfig := &promslog.Config{}
 	promslogflag.AddFlags(app, logConfig)
 
+	genDashboards, genRules := newGenerateCommands(app)
 	commands := map[string]command{
-		"exporter":         newExporterCommand(app),
-		"version":          newVersionCommand(app, stdout),
-		"check-config":     newCheckConfigCommand(app, stdout),
-		"simulate history": newSimulateCommand(app, stdout),
+		"generate dashboards": genDashboards,
+		"generate rules":      genRules,
+		"report":              newReportCommand(app),
+		"exporter":            newExporterCommand(app),
+		"version":             newVersionCommand(app, stdout),
+		"check-config":        newCheckConfigCommand(app, stdout),
+		"simulate history":    newSimulateCommand(app, stdout),
 	}
 	chosen, err := app.Parse(args)
 	if err != nil {
