@@ -13,6 +13,8 @@ package alerts
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 )
 
@@ -118,6 +120,10 @@ func (o Options) Validate() error {
 	}
 	if o.ExporterJob == "" {
 		errs = append(errs, errors.New("ExporterJob: empty"))
+	} else if _, err := regexp.Compile("^(?:" + o.ExporterJob + ")$"); err != nil {
+		errs = append(errs, fmt.Errorf("ExporterJob %q: %w", o.ExporterJob, err))
+	} else if strings.ContainsAny(o.ExporterJob, "\"\\") {
+		errs = append(errs, fmt.Errorf("ExporterJob %q: quotes and backslashes are not allowed", o.ExporterJob))
 	}
 	ratio("IdleRatio", o.IdleRatio)
 	ratio("ThrottleRatio", o.ThrottleRatio)

@@ -233,6 +233,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"sub-second window", func(o *Options) { o.IdleWindow = 1500 * time.Millisecond }, "IdleWindow"},
 		{"negative for", func(o *Options) { o.StaleFor = -time.Second }, "StaleFor"},
 		{"empty job", func(o *Options) { o.ExporterJob = "" }, "ExporterJob"},
+		{"job regex", func(o *Options) { o.ExporterJob = "gpuledger|dcgm-.*" }, ""},
+		{"bad job regex", func(o *Options) { o.ExporterJob = "gpu(" }, "ExporterJob"},
+		{"quote in job", func(o *Options) { o.ExporterJob = `a"b` }, "ExporterJob"},
 		{"negative idle cost", func(o *Options) { o.IdleMinEURPerHour = -1 }, "IdleMinEURPerHour"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
