@@ -290,3 +290,38 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("default config: %v", err)
 	}
 }
+
+// TestSharedAndMIGHoldings checks that MIG instances and time-sliced shares are
+// never offered MIG or time-slicing again, but are released when idle, and
+// that quotas name their resources.
+func TestSharedAndMIGHoldings(t *testing.T) {
+	const h100 = "NVIDIA H100 80GB HBM3"
+	mk := func(uuid, gi, pod string, busy float64, resource, sharing string) []fakeSeries {
+		g := fakeGPU{uuid: uuid, model: h100, host: "node-m", ns: "svc", pod: pod, container: "c", rateEURPerHour: 1.4,
+			busyShare: busy, activity: 0.01, fbMiB: 1000, hasActivity: true, hasFB: true, resource: resource, sharing: sharing}
+		ss := fakeSeriesFor(g, time.Hour)
+		for i := range ss {
+			if gi != "" {
+				ss[i].labels = with(ss[i].labels, "GPU_I_ID", gi, "GPU_I_PROFILE", "3g.40gb")
+			}
+		}
+		return ss
+	}
+	q := &fakeQuerier{}
+	q.series = append(q.series, mk("GPU-M", "1", "mig-idle", 0, "nvidia.com/mig-3g.40gb", "mig")...)
+	q.series = append(q.series, mk("GPU-M", "2", "mig-busy", 0.2, "nvidia.com/mig-3g.40gb", "mig")...)
+	q.series = append(q.series, mk("GPU-T", "", "ts-a", 0.1, "nvidia.com/gpu.shared", "time-slicing")...)
+	q.series = append(q.series, mk("GPU-U", "", "ts-b", 0.1, "nvidia.com/gpu.shared", "time-slicing")...)
+	r, err := Generate(context.Background(), testConfig(), q, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Recommendations) != 1 || r.Recommendations[0].Kind != "release" || r.Recommendations[0].Target != "svc/mig-idle/c" {
+		t.Errorf("recommendations %+v, want only the release of svc/mig-idle/c", r.Recommendations)
+	}
+	for _, s := range []string{"- name: nvidia.com/mig-3g.40gb\n", "- name: nvidia.com/gpu.shared\n", "nominalQuota: 2\n"} {
+		if !strings.Contains(r.Apply.Kueue, s) {
+			t.Errorf("Kueue config lacks %q:\n%s", s, r.Apply.Kueue)
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package report
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkReport1000GPUs7Days generates a report over 1,000 GPUs × 7 days of
+// exporter history (synth_test.go, 30 s scrapes unless
+// GPULEDGER_BENCH_SCRAPE_SECONDS says otherwise; GPULEDGER_BENCH_GPUS changes
+// the fleet) through the embedded PromQL engine. It reports the samples stored,
+// the heap the store holds and the process's peak RSS.
+func BenchmarkReport1000GPUs7Days(b *testing.B) {
+	gpus, scrape := 1000, 30*time.Second
+	if v, err := strconv.Atoi(os.Getenv("GPULEDGER_BENCH_GPUS")); err == nil && v > 0 {
+		gpus = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("GPULEDGER_BENCH_SCRAPE_SECONDS")); err == nil && v > 0 {
+		scrape = time.Duration(v) * time.Second
+	}
+	ticks := int(7 * 24 * time.Hour / scrape)
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	fams, _ := synthFleet(gpus, scrape, ticks)
+	sb := NewStoreBuilder()
+	if err := appendFleet(sb, fams, start, scrape, ticks); err != nil {
+		b.Fatal(err)
+	}
+	samples := sb.Samples()
+	st := sb.Store()
+	fams, sb = nil, nil
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	storeHeap := ms.HeapInuse
+
+	cfg := DefaultConfig()
+	cfg.End = start.Add(7 * 24 * time.Hour)
+	q := NewEngineQuerier(st, 10*time.Minute, discard())
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := Generate(context.Background(), cfg, q, discard())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.GPUs != gpus {
+			b.Fatalf("report counts %d GPUs, want %d", r.GPUs, gpus)
+		}
+	}
+	b.StopTimer()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-rss-MiB") // Linux: KiB
+	}
+	b.ReportMetric(float64(samples), "samples")
+	b.ReportMetric(float64(storeHeap)/(1<<20), "store-heap-MiB")
+}
