@@ -28,10 +28,10 @@ type Collector struct {
 	info     descSet
 	healthy  descSet
 	xids     descSet
-	up       *prometheus.Desc
-	age      *prometheus.Desc
-	duration *prometheus.Desc
-	errors   *prometheus.Desc
+	up       *family
+	age      *family
+	duration *family
+	errors   *family
 
 	allocation  descSet
 	podUtil     descSet
@@ -39,10 +39,12 @@ type Collector struct {
 	seconds     descSet
 	eur         descSet
 	hourly      descSet
-	attrUp      *prometheus.Desc
-	attrSuccess *prometheus.Desc
-	attrUnknown *prometheus.Desc
-	procUp      *prometheus.Desc
+	attrUp      *family
+	attrSuccess *family
+	attrUnknown *family
+	procUp      *family
+
+	pairs pairCache // label pairs of all families, shared across scrapes
 }
 
 // NewCollector returns a Collector of src's snapshots for the node hostname
@@ -59,16 +61,12 @@ func NewCollector(src SnapshotSource, hostname string, now func() time.Time) *Co
 		info: newDescSet("gpuledger_gpu_info",
 			"Inventory of GPUs and MIG instances; idle_signal names the activity signal the ledger uses.",
 			"driver_version", "mig_mode", "idle_signal"),
-		healthy: newDescSet("gpuledger_gpu_healthy", "1 when the GPU is on the bus and passes health checks, else 0."),
-		xids:    newDescSet("gpuledger_xid_errors_total", "XID error events per XID code since the exporter started.", "xid"),
-		up: prometheus.NewDesc("gpuledger_up",
-			"1 when the last sample of the backend succeeded, else 0.", []string{"backend"}, nil),
-		age: prometheus.NewDesc("gpuledger_sample_age_seconds",
-			"Seconds since the latest published sample was taken.", nil, nil),
-		duration: prometheus.NewDesc("gpuledger_sample_duration_seconds",
-			"Seconds the latest sample took to read from the backend.", nil, nil),
-		errors: prometheus.NewDesc("gpuledger_sample_errors_total",
-			"Failed device reads per field since the exporter started.", []string{"backend", "field"}, nil),
+		healthy:  newDescSet("gpuledger_gpu_healthy", "1 when the GPU is on the bus and passes health checks, else 0."),
+		xids:     newDescSet("gpuledger_xid_errors_total", "XID error events per XID code since the exporter started.", "xid"),
+		up:       newFamily("gpuledger_up", "1 when the last sample of the backend succeeded, else 0.", []string{"backend"}),
+		age:      newFamily("gpuledger_sample_age_seconds", "Seconds since the latest published sample was taken.", nil),
+		duration: newFamily("gpuledger_sample_duration_seconds", "Seconds the latest sample took to read from the backend.", nil),
+		errors:   newFamily("gpuledger_sample_errors_total", "Failed device reads per field since the exporter started.", []string{"backend", "field"}),
 	}
 	c.allocation = newDescSet("gpuledger_gpu_allocation",
 		"Share of the GPU or MIG instance, 0-1, that a container holds.",
@@ -87,14 +85,10 @@ func NewCollector(src SnapshotSource, hostname string, now func() time.Time) *Co
 		"namespace", "pod", "container", "state")
 	c.hourly = newDescSet("gpuledger_gpu_hourly_cost_eur",
 		"The cost rate in force for the GPU, EUR per hour, by component.", "component")
-	c.attrUp = prometheus.NewDesc("gpuledger_attribution_up",
-		"1 when the last kubelet pod-resources refresh succeeded, else 0.", nil, nil)
-	c.attrSuccess = prometheus.NewDesc("gpuledger_attribution_last_success_timestamp_seconds",
-		"Unix time of the last successful kubelet pod-resources refresh.", nil, nil)
-	c.attrUnknown = prometheus.NewDesc("gpuledger_attribution_unknown_device_ids_total",
-		"Kubelet device IDs that named no device of this node.", nil, nil)
-	c.procUp = prometheus.NewDesc("gpuledger_process_attribution_up",
-		"1 when GPU processes could be mapped to pods, else 0.", nil, nil)
+	c.attrUp = newFamily("gpuledger_attribution_up", "1 when the last kubelet pod-resources refresh succeeded, else 0.", nil)
+	c.attrSuccess = newFamily("gpuledger_attribution_last_success_timestamp_seconds", "Unix time of the last successful kubelet pod-resources refresh.", nil)
+	c.attrUnknown = newFamily("gpuledger_attribution_unknown_device_ids_total", "Kubelet device IDs that named no device of this node.", nil)
+	c.procUp = newFamily("gpuledger_process_attribution_up", "1 when GPU processes could be mapped to pods, else 0.", nil)
 	for _, m := range deviceMetrics {
 		c.device = append(c.device, newDescSet(m.name, m.help))
 	}
@@ -110,15 +104,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if snap == nil {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, boolValue(snap.Up), snap.Backend)
-	ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, c.now().Sub(snap.Time).Seconds())
-	ch <- prometheus.MustNewConstMetric(c.duration, prometheus.GaugeValue, snap.Duration.Seconds())
+	ch <- c.metric(c.up, prometheus.GaugeValue, boolValue(snap.Up), snap.Backend)
+	ch <- c.metric(c.age, prometheus.GaugeValue, c.now().Sub(snap.Time).Seconds())
+	ch <- c.metric(c.duration, prometheus.GaugeValue, snap.Duration.Seconds())
 	for field, n := range snap.Errors {
-		ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(n), snap.Backend, field)
+		ch <- c.metric(c.errors, prometheus.CounterValue, float64(n), snap.Backend, field)
 	}
 	c.collectAttribution(ch, snap)
 	if snap.ProcessAccounting {
-		ch <- prometheus.MustNewConstMetric(c.procUp, prometheus.GaugeValue, boolValue(snap.ProcessAccountingUp))
+		ch <- c.metric(c.procUp, prometheus.GaugeValue, boolValue(snap.ProcessAccountingUp))
 	}
 	c.collectLedger(ch, snap)
 	if !snap.Up {
@@ -160,11 +154,11 @@ func (c *Collector) collectAttribution(ch chan<- prometheus.Metric, snap *Snapsh
 	if attr == nil {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(c.attrUp, prometheus.GaugeValue, boolValue(attr.Up))
+	ch <- c.metric(c.attrUp, prometheus.GaugeValue, boolValue(attr.Up))
 	if !attr.LastSuccess.IsZero() {
-		ch <- prometheus.MustNewConstMetric(c.attrSuccess, prometheus.GaugeValue, float64(attr.LastSuccess.UnixNano())/1e9)
+		ch <- c.metric(c.attrSuccess, prometheus.GaugeValue, float64(attr.LastSuccess.UnixNano())/1e9)
 	}
-	ch <- prometheus.MustNewConstMetric(c.attrUnknown, prometheus.CounterValue, float64(attr.UnknownIDs))
+	ch <- c.metric(c.attrUnknown, prometheus.CounterValue, float64(attr.UnknownIDs))
 	for uuid, holders := range attr.Holders {
 		ref, ok := snap.index.lookup(uuid)
 		if !ok {
@@ -172,7 +166,7 @@ func (c *Collector) collectAttribution(ch chan<- prometheus.Metric, snap *Snapsh
 		}
 		set, labels := c.identity(&snap.Inventory, ref)
 		for _, h := range holders {
-			ch <- prometheus.MustNewConstMetric(c.allocation[set], prometheus.GaugeValue, h.Share,
+			ch <- c.metric(c.allocation[set], prometheus.GaugeValue, h.Share,
 				append(labels[:len(labels):len(labels)], h.Namespace, h.Pod, h.Container, h.Resource, string(h.Sharing))...)
 		}
 	}
@@ -191,9 +185,9 @@ func (c *Collector) collectUsage(ch chan<- prometheus.Metric, snap *Snapshot) {
 		for _, h := range u.Holders {
 			hl := append(labels[:len(labels):len(labels)], h.Namespace, h.Pod, h.Container)
 			if !math.IsNaN(h.Utilization) {
-				ch <- prometheus.MustNewConstMetric(c.podUtil[set], prometheus.GaugeValue, h.Utilization, hl...)
+				ch <- c.metric(c.podUtil[set], prometheus.GaugeValue, h.Utilization, hl...)
 			}
-			ch <- prometheus.MustNewConstMetric(c.podMemory[set], prometheus.GaugeValue, h.MemoryBytes, hl...)
+			ch <- c.metric(c.podMemory[set], prometheus.GaugeValue, h.MemoryBytes, hl...)
 		}
 	}
 }
@@ -206,8 +200,8 @@ func (c *Collector) collectLedger(ch chan<- prometheus.Metric, snap *Snapshot) {
 		}
 		set, labels := c.identity(&snap.Inventory, ref)
 		labels = append(labels, t.Holder.Namespace, t.Holder.Pod, t.Holder.Container, t.State.String())
-		ch <- prometheus.MustNewConstMetric(c.seconds[set], prometheus.CounterValue, t.Seconds, labels...)
-		ch <- prometheus.MustNewConstMetric(c.eur[set], prometheus.CounterValue, t.EUR, labels...)
+		ch <- c.metric(c.seconds[set], prometheus.CounterValue, t.Seconds, labels...)
+		ch <- c.metric(c.eur[set], prometheus.CounterValue, t.EUR, labels...)
 	}
 	for _, r := range snap.Rates {
 		ref, ok := snap.index.lookup(r.UUID)
@@ -219,7 +213,7 @@ func (c *Collector) collectLedger(ch chan<- prometheus.Metric, snap *Snapshot) {
 			name string
 			v    float64
 		}{{"capital", r.Rate.Capital}, {"energy", r.Rate.Energy}, {"overhead", r.Rate.Overhead}} {
-			ch <- prometheus.MustNewConstMetric(c.hourly[set], prometheus.GaugeValue, comp.v,
+			ch <- c.metric(c.hourly[set], prometheus.GaugeValue, comp.v,
 				append(labels[:len(labels):len(labels)], comp.name)...)
 		}
 	}
@@ -234,11 +228,11 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 	if g.MIGEnabled {
 		migMode = "enabled"
 	}
-	ch <- prometheus.MustNewConstMetric(c.info[setGPU], prometheus.GaugeValue, 1,
+	ch <- c.metric(c.info[setGPU], prometheus.GaugeValue, 1,
 		append(labels, snap.Inventory.DriverVersion, migMode, string(act.Signal))...)
-	ch <- prometheus.MustNewConstMetric(c.healthy[setGPU], prometheus.GaugeValue, boolValue(r.Healthy && !r.Lost), labels...)
+	ch <- c.metric(c.healthy[setGPU], prometheus.GaugeValue, boolValue(r.Healthy && !r.Lost), labels...)
 	for _, x := range r.XIDs {
-		ch <- prometheus.MustNewConstMetric(c.xids[setGPU], prometheus.CounterValue, float64(x.Count),
+		ch <- c.metric(c.xids[setGPU], prometheus.CounterValue, float64(x.Count),
 			append(labels, strconv.FormatUint(x.XID, 10))...)
 	}
 	if r.Lost {
@@ -252,7 +246,7 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 		if j < len(act.Instances) {
 			signal = act.Instances[j].Signal
 		}
-		ch <- prometheus.MustNewConstMetric(c.info[setMIG], prometheus.GaugeValue, 1,
+		ch <- c.metric(c.info[setMIG], prometheus.GaugeValue, 1,
 			append(mlabels, snap.Inventory.DriverVersion, migMode, string(signal))...)
 		set, plabels := podLabels(snap.Attribution, g.Instances[j].UUID, setMIG, mlabels)
 		c.collectValues(ch, set, &r.Instances[j], true, plabels)
@@ -270,7 +264,7 @@ func (c *Collector) collectValues(ch chan<- prometheus.Metric, set labelSet, v *
 		if !ok {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(c.device[k][set], m.valueType, x, labels...)
+		ch <- c.metric(c.device[k][set], m.valueType, x, labels...)
 	}
 }
 

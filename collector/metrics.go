@@ -69,13 +69,13 @@ func labelNames(set labelSet, extra ...string) []string {
 	return append(names, extra...)
 }
 
-// descSet holds one Desc per label set for one metric name.
-type descSet [numLabelSets]*prometheus.Desc
+// descSet holds one family per label set for one metric name.
+type descSet [numLabelSets]*family
 
 func newDescSet(name, help string, extra ...string) descSet {
 	var d descSet
 	for set := range numLabelSets {
-		d[set] = prometheus.NewDesc(name, help, labelNames(set, extra...), nil)
+		d[set] = newFamily(name, help, labelNames(set, extra...))
 	}
 	return d
 }

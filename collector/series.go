@@ -1,0 +1,96 @@
+package collector
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// family is one metric name with one label set: its Desc and its label names,
+// with the order that sorts them (exposition wants label pairs sorted by name).
+type family struct {
+	desc   *prometheus.Desc
+	names  []string
+	sorted []int // positions in names, in name order
+}
+
+func newFamily(name, help string, labels []string) *family {
+	f := &family{desc: prometheus.NewDesc(name, help, labels, nil), names: labels}
+	f.sorted = make([]int, len(labels))
+	for i := range f.sorted {
+		f.sorted[i] = i
+	}
+	slices.SortFunc(f.sorted, func(a, b int) int {
+		switch {
+		case labels[a] < labels[b]:
+			return -1
+		case labels[a] > labels[b]:
+			return 1
+		}
+		return 0
+	})
+	return f
+}
+
+// series is a const metric whose label pairs come from a pairCache: it costs
+// one slice where prometheus.MustNewConstMetric builds and sorts every pair.
+type series struct {
+	desc   *prometheus.Desc
+	labels []*dto.LabelPair // sorted by name; shared, never modified
+	typ    prometheus.ValueType
+	value  float64
+}
+
+func (s *series) Desc() *prometheus.Desc { return s.desc }
+
+func (s *series) Write(out *dto.Metric) error {
+	out.Label = s.labels
+	if s.typ == prometheus.CounterValue {
+		out.Counter = &dto.Counter{Value: &s.value}
+	} else {
+		out.Gauge = &dto.Gauge{Value: &s.value}
+	}
+	return nil
+}
+
+// pairCache interns label pairs across scrapes. Pairs not used in two
+// generations are dropped, so ended pods leave no memory behind. Safe for
+// concurrent use.
+type pairCache struct {
+	mu       sync.Mutex
+	cur, old map[[2]string]*dto.LabelPair
+	gets     int
+}
+
+// pairGeneration is how many lookups a generation lasts: a few scrapes of a big node.
+const pairGeneration = 1 << 16
+
+func (c *pairCache) get(name, value string) *dto.LabelPair {
+	key := [2]string{name, value}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gets++; c.gets >= pairGeneration || c.cur == nil {
+		c.old, c.cur, c.gets = c.cur, make(map[[2]string]*dto.LabelPair, len(c.cur)), 0
+	}
+	if p, ok := c.cur[key]; ok {
+		return p
+	}
+	p, ok := c.old[key]
+	if !ok {
+		n, v := name, value
+		p = &dto.LabelPair{Name: &n, Value: &v}
+	}
+	c.cur[key] = p
+	return p
+}
+
+// metric returns a series of f with the label values (in f's label order).
+func (c *Collector) metric(f *family, typ prometheus.ValueType, v float64, values ...string) prometheus.Metric {
+	pairs := make([]*dto.LabelPair, len(f.sorted))
+	for k, i := range f.sorted {
+		pairs[k] = c.pairs.get(f.names[i], values[i])
+	}
+	return &series{desc: f.desc, labels: pairs, typ: typ, value: v}
+}
