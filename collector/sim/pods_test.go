@@ -132,9 +132,13 @@ func TestWriteProcFS(t *testing.T) {
 			t.Errorf("no process of %s (UID %s) in the procfs", pod, uid)
 		}
 	}
+	// One entry per process, and the host's init (PID 1, in no pod).
 	entries, _ := os.ReadDir(proc)
-	if len(entries) != n {
-		t.Errorf("%d procfs entries for %d processes", len(entries), n)
+	if len(entries) != n+1 {
+		t.Errorf("%d procfs entries for %d processes and init", len(entries), n)
+	}
+	if data, err := os.ReadFile(filepath.Join(proc, "1", "cgroup")); err != nil || string(data) != "0::/init.scope\n" {
+		t.Errorf("PID 1 cgroup %q (%v), want the host's init scope", data, err)
 	}
 }
 
