@@ -156,14 +156,24 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 
 // RunDemo is Run over OpenMetrics history (as `gpuledger simulate history`
 // writes it) evaluated by the embedded PromQL engine instead of a Prometheus.
-// When cfg.End is zero the period ends at the last sample; when the data spans
-// less than cfg.Range the range shrinks to the steps it spans, rounded.
+// See RunDemoStore for the range.
 func RunDemo(ctx context.Context, cfg Config, history io.Reader, logger *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	st, err := LoadOpenMetrics(history)
 	if err != nil {
+		return err
+	}
+	return RunDemoStore(ctx, cfg, st, logger)
+}
+
+// RunDemoStore is Run over the samples of st (filled through a StoreBuilder,
+// e.g. straight from a simulation) evaluated by the embedded PromQL engine.
+// When cfg.End is zero the period ends at the last sample; when the data spans
+// less than cfg.Range the range shrinks to the steps it spans, rounded.
+func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logger) error {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	first, last, ok := st.TimeRange()
