@@ -2,10 +2,9 @@ package sim
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
+
+	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
 )
 
 // podEntry is one scenario pod entry: a container holding one device.
@@ -102,27 +101,16 @@ func (b *Backend) allocatable(sc *Scenario) []Allocatable {
 // and the kubelet's log directory <podLogsDir>/<namespace>_<pod>_<uid>/<container>/.
 func (b *Backend) WriteProcFS(procDir, podLogsDir string) error {
 	// PID 1 is the host's init, in no pod: procfs shows the host PID namespace.
-	if err := os.MkdirAll(filepath.Join(procDir, "1"), 0o755); err != nil {
-		return fmt.Errorf("write sim procfs: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(procDir, "1", "cgroup"), []byte("0::/init.scope\n"), 0o644); err != nil {
+	if err := kubeletsim.WriteHostInit(procDir); err != nil {
 		return fmt.Errorf("write sim procfs: %w", err)
 	}
 	for _, e := range b.entries {
-		uid := strings.ReplaceAll(e.uid, "-", "_")
-		line := fmt.Sprintf("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/cri-containerd-%s.scope\n",
-			uid, e.containerID)
 		for _, pid := range e.pids {
-			dir := filepath.Join(procDir, fmt.Sprint(pid))
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("write sim procfs: %w", err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(line), 0o644); err != nil {
+			if err := kubeletsim.WriteProcess(procDir, pid, e.uid, e.containerID); err != nil {
 				return fmt.Errorf("write sim procfs: %w", err)
 			}
 		}
-		logs := filepath.Join(podLogsDir, e.namespace+"_"+e.pod+"_"+e.uid, e.container)
-		if err := os.MkdirAll(logs, 0o755); err != nil {
+		if err := kubeletsim.WritePodLogs(podLogsDir, e.namespace, e.pod, e.uid, e.container); err != nil {
 			return fmt.Errorf("write sim pod logs dir: %w", err)
 		}
 	}
