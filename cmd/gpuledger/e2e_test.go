@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 // freeAddr returns a loopback address with a port no one listens on.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -59,7 +59,7 @@ type exporter struct {
 }
 
 // startExporter starts the binary with args and waits until /-/ready answers 200.
-func startExporter(t *testing.T, args ...string) *exporter {
+func startExporter(t testing.TB, args ...string) *exporter {
 	t.Helper()
 	e := &exporter{addr: freeAddr(t), logs: &bytes.Buffer{}}
 	e.cmd = exec.Command(binary, append([]string{"exporter", "--web.listen-address=" + e.addr}, args...)...)
@@ -103,7 +103,7 @@ func startExporter(t *testing.T, args ...string) *exporter {
 }
 
 // scrape returns the metric families of one /metrics answer.
-func (e *exporter) scrape(t *testing.T) map[string]*model.Sample {
+func (e *exporter) scrape(t testing.TB) map[string]*model.Sample {
 	t.Helper()
 	resp, err := http.Get("http://" + e.addr + "/metrics")
 	if err != nil {
@@ -202,7 +202,7 @@ func TestExporterServesSimulatedNode(t *testing.T) {
 }
 
 // waitFor polls cond until it holds, failing after 20 s.
-func waitFor(t *testing.T, cond func() bool) {
+func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
