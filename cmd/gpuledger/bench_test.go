@@ -13,6 +13,11 @@ import (
 // (budget: ≤ 40 MiB) and the CPU it used.
 func BenchmarkExporterBudgetNode(b *testing.B) {
 	e := startExporter(b, "--backend=sim", "--sim.scenario=../../testdata/scenarios/budget-node.yaml")
+	waitFor(b, func() bool {
+		n, _ := sum(e.scrape(b), "gpuledger_gpu_allocation", model.LabelSet{"sharing": "mig"})
+		return n == 56
+	})
+	b.ResetTimer()
 	for b.Loop() {
 		resp, err := http.Get("http://" + e.addr + "/metrics")
 		if err != nil {
