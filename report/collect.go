@@ -35,8 +35,6 @@ type deviceKey struct{ UUID, GI string }
 // holderKey names a container; the zero value is no one (unallocated).
 type holderKey struct{ Namespace, Pod, Container string }
 
-func (h holderKey) String() string { return h.Namespace + "/" + h.Pod + "/" + h.Container }
-
 // holdingKey is one container on one device.
 type holdingKey struct {
 	dev    deviceKey
@@ -94,12 +92,9 @@ type collector struct {
 	teamLabel string
 }
 
-func (c *collector) plan(d *dataset, withPrevious bool) {
+func (c *collector) plan(d *dataset) {
 	first := d.start.Add(d.step)
-	n := 3 * c.run.requests(first, d.end, d.step)
-	if withPrevious {
-		n += 2 * c.run.requests(first.Add(-d.end.Sub(d.start)), d.start, d.step)
-	}
+	n := 3*c.run.requests(first, d.end, d.step) + 2*c.run.requests(first.Add(-d.end.Sub(d.start)), d.start, d.step)
 	if c.teamLabel != "" {
 		n += c.run.requests(first, d.end, d.step)
 	}
@@ -117,7 +112,7 @@ func (c *collector) collect(ctx context.Context, start, end time.Time, step, res
 		fbMiB:    map[holdingKey][]float32{},
 		podTeams: map[holderKey]string{},
 	}
-	c.plan(d, true)
+	c.plan(d)
 	defer c.run.finish()
 	d.present = make([]bool, d.buckets)
 	d.timeline = make([][numStates]float64, d.buckets)

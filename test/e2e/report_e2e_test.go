@@ -205,7 +205,7 @@ func TestReportAgainstBackfilledPrometheus(t *testing.T) {
 	})
 
 	// The same report as Markdown and HTML, and a range reaching before the
-	// data: a gap, so a non-zero exit that says so, unless --partial.
+	// data: a gap, so a non-zero exit that says so, unless --allow-partial.
 	for _, format := range []string{"md", "html"} {
 		run(gpuledger, "report", "--prometheus.url="+base, "--range=7d", "--end="+sum.End.Format(time.RFC3339),
 			"--format="+format, "--out="+filepath.Join(dir, "report."+format))
@@ -215,9 +215,9 @@ func TestReportAgainstBackfilledPrometheus(t *testing.T) {
 	if msg, err := gap.CombinedOutput(); err == nil || !strings.Contains(string(msg), "gaps without GPU data") {
 		t.Errorf("report over a range with a gap: %v, %s; want a non-zero exit naming the gap", err, msg)
 	}
-	run(gpuledger, "report", "--prometheus.url="+base, "--range=8d", "--end="+sum.End.Format(time.RFC3339), "--partial",
+	run(gpuledger, "report", "--prometheus.url="+base, "--range=8d", "--end="+sum.End.Format(time.RFC3339), "--allow-partial",
 		"--format=json", "--out="+filepath.Join(dir, "partial.json"))
 	if b, err := os.ReadFile(filepath.Join(dir, "partial.json")); err != nil || !strings.Contains(string(b), `"partial": true`) {
-		t.Errorf("--partial report not marked partial (%v)", err)
+		t.Errorf("--allow-partial report not marked partial (%v)", err)
 	}
 }
