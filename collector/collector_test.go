@@ -5,16 +5,14 @@ import (
 	"errors"
 	"flag"
 	"math"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/collector/collectortest"
 	"github.com/gpuledger/gpuledger/cost"
 )
 
@@ -127,43 +125,8 @@ func TestCollectorGolden(t *testing.T) {
 			_ = s.Tick(context.Background(), t0.Add(-time.Hour))
 			_ = s.Tick(context.Background(), t0)
 			c := NewCollector(s, "node-a", fixedClock(t0.Add(1500*time.Millisecond)))
-			compareGolden(t, c, filepath.Join("testdata", tc.name+".golden.prom"))
+			collectortest.CompareGolden(t, c, filepath.Join("testdata", tc.name+".golden.prom"), *update)
 		})
-	}
-}
-
-// compareGolden compares c's exposition with the golden file, rewriting it under -update.
-func compareGolden(t *testing.T, c prometheus.Collector, golden string) {
-	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	if *update {
-		got, err := gatherText(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.Open(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	defer want.Close()
-	if err := testutil.GatherAndCompare(reg, want); err != nil {
-		t.Fatal(err)
-	}
-	problems, err := testutil.CollectAndLint(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		// DCGM names and the DCGM identity labels (UUID, modelName, Hostname, ...)
-		// are kept for compatibility; anything else must lint clean.
-		if strings.HasPrefix(p.Metric, "gpuledger_") && !strings.Contains(p.Text, "snake_case") {
-			t.Errorf("lint %s: %s", p.Metric, p.Text)
-		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package dcgm
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -14,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/collector/collectortest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -112,51 +110,7 @@ func TestGoldenExposition(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := collector.NewCollector(s, "dgx-a100-01", func() time.Time { return t0.Add(500 * time.Millisecond) })
-	compareGolden(t, c, filepath.Join("testdata", "dgxa100.golden.prom"))
-}
-
-// compareGolden compares c's exposition with the golden file, rewriting it
-// under -update, and lints gpuledger's own metrics.
-func compareGolden(t *testing.T, c prometheus.Collector, golden string) {
-	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	if *update {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
-		for _, mf := range mfs {
-			if err := enc.Encode(mf); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.Open(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	defer want.Close()
-	if err := testutil.GatherAndCompare(reg, want); err != nil {
-		t.Fatal(err)
-	}
-	problems, err := testutil.CollectAndLint(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		if strings.HasPrefix(p.Metric, "gpuledger_") && !strings.Contains(p.Text, "snake_case") {
-			t.Errorf("lint %s: %s", p.Metric, p.Text)
-		}
-	}
+	collectortest.CompareGolden(t, c, filepath.Join("testdata", "dgxa100.golden.prom"), *update)
 }
 
 // TestGoldenMatchesNVML compares the DCGM golden with the NVML backend's golden

@@ -1,23 +1,18 @@
 package nvml
 
 import (
-	"bytes"
 	"context"
 	"flag"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/collector/collectortest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -98,55 +93,9 @@ func TestGoldenExposition(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := collector.NewCollector(s, tc.host, fixedClock(t0.Add(500*time.Millisecond)))
-			compareGolden(t, c, filepath.Join("testdata", tc.name+".golden.prom"))
+			collectortest.CompareGolden(t, c, filepath.Join("testdata", tc.name+".golden.prom"), *update)
 		})
 	}
 }
 
 func fixedClock(t time.Time) func() time.Time { return func() time.Time { return t } }
-
-// compareGolden compares c's exposition with the golden file, rewriting it
-// under -update, and lints it.
-func compareGolden(t *testing.T, c prometheus.Collector, golden string) {
-	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	if *update {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
-		for _, mf := range mfs {
-			if err := enc.Encode(mf); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.Open(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	defer want.Close()
-	if err := testutil.GatherAndCompare(reg, want); err != nil {
-		t.Fatal(err)
-	}
-	problems, err := testutil.CollectAndLint(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		// DCGM names and DCGM identity labels (UUID, modelName, Hostname, ...)
-		// are kept for compatibility; gpuledger's own metrics must lint clean.
-		if strings.HasPrefix(p.Metric, "gpuledger_") && !strings.Contains(p.Text, "snake_case") {
-			t.Errorf("lint %s: %s", p.Metric, p.Text)
-		}
-	}
-}

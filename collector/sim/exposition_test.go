@@ -1,20 +1,14 @@
 package sim
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/prometheus/common/expfmt"
-
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/collector/collectortest"
 	"github.com/gpuledger/gpuledger/cost"
 )
 
@@ -63,44 +57,7 @@ func TestDefaultScenarioExposition(t *testing.T) {
 		}
 	}
 	c := collector.NewCollector(s, b.Hostname(), clock.Now)
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-
-	golden := filepath.Join("testdata", "default.golden.prom")
-	if *update {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
-		for _, mf := range mfs {
-			if err := enc.Encode(mf); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.Open(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	defer want.Close()
-	if err := testutil.GatherAndCompare(reg, want); err != nil {
-		t.Fatal(err)
-	}
-	problems, err := testutil.CollectAndLint(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		// DCGM names and identity labels are kept for compatibility.
-		if strings.HasPrefix(p.Metric, "gpuledger_") && !strings.Contains(p.Text, "snake_case") {
-			t.Errorf("lint %s: %s", p.Metric, p.Text)
-		}
-	}
+	collectortest.CompareGolden(t, c, filepath.Join("testdata", "default.golden.prom"), *update)
 }
 
 // bookOf is a cost.BookSource of one book.

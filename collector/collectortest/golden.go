@@ -1,0 +1,70 @@
+// Package collectortest compares a collector's exposition with a golden file,
+// for the tests of the collector and its backends.
+package collectortest
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+)
+
+// CompareGolden fails t when c's exposition differs from the golden file, which
+// update rewrites first. It also lints gpuledger's own metrics: the DCGM names
+// and DCGM identity labels (UUID, modelName, Hostname, ...) are kept for
+// compatibility and exempt.
+func CompareGolden(t *testing.T, c prometheus.Collector, golden string, update bool) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	if update {
+		text, err := Text(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, text, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.Open(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	defer want.Close()
+	if err := testutil.GatherAndCompare(reg, want); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, "gpuledger_") && !strings.Contains(p.Text, "snake_case") {
+			t.Errorf("lint %s: %s", p.Metric, p.Text)
+		}
+	}
+}
+
+// Text renders g's metrics in the text exposition format.
+func Text(g prometheus.Gatherer) ([]byte, error) {
+	mfs, err := g.Gather()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}
