@@ -33,7 +33,7 @@ passed=0
 failed=0
 pass() { passed=$((passed + 1)); echo "--- PASS: $*"; }
 fail() { failed=$((failed + 1)); echo "--- FAIL: $*"; }
-step() { echo "=== $*"; }
+step() { echo "=== [${SECONDS}s] $*"; }
 
 for tool in go etcd openssl; do
 	if ! command -v "$tool" >/dev/null; then

@@ -130,38 +130,55 @@ func TestManifestFlagsAreAcceptedByTheBinary(t *testing.T) {
 	}
 	for _, vs := range valueSets {
 		t.Run(vs.name, func(t *testing.T) {
-			m := render(t, vs.args...)
-			var containers []corev1.Container
-			for _, o := range m.ofKind("DaemonSet") {
-				var ds appsv1.DaemonSet
-				decodeStrict(t, o, &ds)
-				containers = append(containers, ds.Spec.Template.Spec.Containers...)
-			}
-			for _, o := range m.ofKind("CronJob") {
-				var cj batchv1.CronJob
-				decodeStrict(t, o, &cj)
-				spec := cj.Spec.JobTemplate.Spec.Template.Spec
-				containers = append(containers, spec.InitContainers...)
-				containers = append(containers, spec.Containers...)
-			}
-			if len(containers) == 0 {
-				t.Fatal("no containers rendered")
-			}
-			for _, c := range containers {
-				sub := c.Args[0]
-				flags, ok := accepted[sub]
-				if !ok {
-					t.Errorf("container %s runs subcommand %q", c.Name, sub)
-					continue
-				}
-				for _, f := range argFlags(c.Args[1:]) {
-					if !flags[f] {
-						t.Errorf("container %s passes --%s, which `gpuledger %s` does not accept", c.Name, f, sub)
-					}
-				}
+			for _, bad := range unacceptedFlags(t, render(t, vs.args...), accepted) {
+				t.Error(bad)
 			}
 		})
 	}
+	// The check itself must be able to fail.
+	t.Run("unknown flag is caught", func(t *testing.T) {
+		m := render(t, "--set", "exporter.extraArgs={--no-such.flag=1}")
+		if bad := unacceptedFlags(t, m, accepted); len(bad) != 1 || !strings.Contains(bad[0], "--no-such.flag") {
+			t.Errorf("unacceptedFlags = %q, want the one unknown flag", bad)
+		}
+	})
+}
+
+// unacceptedFlags lists the flags of the rendered DaemonSet and CronJob containers that
+// their gpuledger subcommand does not accept.
+func unacceptedFlags(t *testing.T, m manifests, accepted map[string]map[string]bool) []string {
+	t.Helper()
+	var containers []corev1.Container
+	for _, o := range m.ofKind("DaemonSet") {
+		var ds appsv1.DaemonSet
+		decodeStrict(t, o, &ds)
+		containers = append(containers, ds.Spec.Template.Spec.Containers...)
+	}
+	for _, o := range m.ofKind("CronJob") {
+		var cj batchv1.CronJob
+		decodeStrict(t, o, &cj)
+		spec := cj.Spec.JobTemplate.Spec.Template.Spec
+		containers = append(containers, spec.InitContainers...)
+		containers = append(containers, spec.Containers...)
+	}
+	if len(containers) == 0 {
+		t.Fatal("no containers rendered")
+	}
+	var bad []string
+	for _, c := range containers {
+		sub := c.Args[0]
+		flags, ok := accepted[sub]
+		if !ok {
+			bad = append(bad, fmt.Sprintf("container %s runs subcommand %q", c.Name, sub))
+			continue
+		}
+		for _, f := range argFlags(c.Args[1:]) {
+			if !flags[f] {
+				bad = append(bad, fmt.Sprintf("container %s passes --%s, which `gpuledger %s` does not accept", c.Name, f, sub))
+			}
+		}
+	}
+	return bad
 }
 
 func TestPriceBookPassesCheckConfig(t *testing.T) {
