@@ -23,12 +23,13 @@ ARG REVISION=unknown
 ARG BRANCH=unknown
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=1 GOFLAGS=-buildvcs=false go build -trimpath \
+    CGO_ENABLED=1 CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" GOFLAGS=-buildvcs=false \
+    go build -trimpath \
       -ldflags "-s -w \
         -X github.com/prometheus/common/version.Version=${VERSION} \
         -X github.com/prometheus/common/version.Revision=${REVISION} \
         -X github.com/prometheus/common/version.Branch=${BRANCH} \
-        -X github.com/prometheus/common/version.BuildUser=docker \
+        -X github.com/prometheus/common/version.BuildUser=gpuledger \
         -X github.com/prometheus/common/version.BuildDate=1970-01-01T00:00:00Z" \
       -o /out/gpuledger ./cmd/gpuledger \
  && /out/gpuledger version
