@@ -37,11 +37,20 @@ type Backend struct {
 // load is a pod's workload on a device.
 type load struct {
 	pattern Pattern
+	scale   float64 // the workload's activity_scale
 	prof    profile
 	fbMiB   float64
 	key     uint64 // activity stream
 	fbKey   uint64 // framebuffer stream
 	pids    []uint32
+}
+
+// activity is the load's activity at knot k, 0–1.
+func (l *load) activity(k int64) float64 { return activity(l.pattern, l.key, k) * l.scale }
+
+// activityAt is the load's activity at fraction frac past knot k, 0–1.
+func (l *load) activityAt(k int64, frac float64) float64 {
+	return activityAt(l.pattern, l.key, k, frac) * l.scale
 }
 
 type simInstance struct {
@@ -288,6 +297,7 @@ func (b *Backend) addPods(seed uint64, sc *Scenario) {
 		name := full + "/" + p.Container + "/" + fmt.Sprint(i)
 		l := &load{
 			pattern: w.Pattern,
+			scale:   w.scale(),
 			prof:    profileOf(w.Pattern),
 			fbMiB:   float64(w.FBMiB),
 			key:     keyOf(seed, "activity", name),

@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -333,5 +334,46 @@ func TestEnergyIsIntegralOfPower(t *testing.T) {
 	e1 := get(t, &s.GPUs[0].Values, collector.TotalEnergy)
 	if got := (e1 - e0) / 1000; math.Abs(got-joules)/joules > 1e-5 {
 		t.Errorf("energy grew %v J, power integrates to %v J", got, joules)
+	}
+}
+
+func TestActivityScale(t *testing.T) {
+	const scenario = `seed: 3
+gpus:
+  - model: NVIDIA H100 80GB HBM3
+    count: 2
+workloads:
+  - {name: full, pattern: inference, fb_mib: 6000}
+  - {name: light, pattern: inference, fb_mib: 6000, activity_scale: 0.2}
+pods:
+  - {namespace: a, pod: full-0, container: c, resource: nvidia.com/gpu, device: {gpu: 0}, workload: full}
+  - {namespace: a, pod: light-0, container: c, resource: nvidia.com/gpu, device: {gpu: 1}, workload: light}
+`
+	sc, err := Parse([]byte(scenario), "scale.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	b, err := New(sc, Options{Start: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _ := b.Inventory(context.Background())
+	var peakFull, peakLight float64
+	for now := start; now.Before(start.Add(24 * time.Hour)); now = now.Add(5 * time.Minute) {
+		s := collector.Sample{GPUs: make([]collector.GPUReading, len(inv.GPUs))}
+		if err := b.Sample(context.Background(), now, &s, nil); err != nil {
+			t.Fatal(err)
+		}
+		full, _ := s.GPUs[0].Values.Get(collector.GREngineActive)
+		light, _ := s.GPUs[1].Values.Get(collector.GREngineActive)
+		peakFull, peakLight = max(peakFull, full), max(peakLight, light)
+	}
+	if peakFull < 0.5 || peakLight > 0.2 || peakLight < 0.05 {
+		t.Errorf("peak activity %.3f unscaled, %.3f at scale 0.2", peakFull, peakLight)
+	}
+	if _, err := Parse([]byte(strings.Replace(scenario, "activity_scale: 0.2", "activity_scale: 1.5", 1)), "bad.yaml"); err == nil ||
+		!strings.Contains(err.Error(), "bad.yaml:7: workloads[1].activity_scale") {
+		t.Errorf("activity_scale 1.5: %v, want an error at bad.yaml:7 naming workloads[1].activity_scale", err)
 	}
 }

@@ -90,7 +90,7 @@ func (g *simGPU) read(r *collector.GPUReading, start, t, k int64, frac float64) 
 			var a, used float64
 			var p profile
 			if l := in.load; l != nil {
-				a = activityAt(l.pattern, l.key, k, frac)
+				a = l.activityAt(k, frac)
 				used = fbUsedMiB(l.pattern, l.fbKey, l.fbMiB, ts, a)
 				p = l.prof
 				r.Processes = appendProcesses(r.Processes, l, in.giID, used, a*in.computeShare)
@@ -111,12 +111,12 @@ func (g *simGPU) read(r *collector.GPUReading, start, t, k int64, frac float64) 
 	} else {
 		var sum float64
 		for i := range g.loads {
-			sum += activityAt(g.loads[i].pattern, g.loads[i].key, k, frac)
+			sum += g.loads[i].activityAt(k, frac)
 		}
 		scale := 1 / math.Max(1, sum) // time-sliced pods share one GPU's time
 		for i := range g.loads {
 			l := &g.loads[i]
-			a := activityAt(l.pattern, l.key, k, frac) * scale
+			a := l.activityAt(k, frac) * scale
 			used := fbUsedMiB(l.pattern, l.fbKey, l.fbMiB, ts, a)
 			r.Processes = appendProcesses(r.Processes, l, -1, used, a)
 			gr += a
@@ -198,13 +198,13 @@ func (g *simGPU) knotActivity(k int64) float64 {
 	if g.migMode {
 		for i := range g.instances {
 			if l := g.instances[i].load; l != nil {
-				a += activity(l.pattern, l.key, k) * g.instances[i].computeShare
+				a += l.activity(k) * g.instances[i].computeShare
 			}
 		}
 		return a
 	}
 	for i := range g.loads {
-		a += activity(g.loads[i].pattern, g.loads[i].key, k)
+		a += g.loads[i].activity(k)
 	}
 	return math.Min(1, a)
 }

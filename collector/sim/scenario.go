@@ -31,6 +31,7 @@
 //	  - name: llm-train
 //	    pattern: training             # training | inference | bursty-dev | idle
 //	    fb_mib: 70000                 # peak framebuffer per pod, MiB
+//	    activity_scale: 1             # optional: multiplies the pattern's activity, (0, 1]
 //	pods:
 //	  - namespace: ml
 //	    pod: trainer-0
@@ -116,6 +117,17 @@ type Workload struct {
 	Name    string  `yaml:"name"`
 	Pattern Pattern `yaml:"pattern"`
 	FBMiB   int     `yaml:"fb_mib"` // peak framebuffer of one pod, MiB
+	// ActivityScale multiplies the pattern's activity (0–1]; 0 means 1. A light
+	// inference service is `pattern: inference` with a small scale.
+	ActivityScale float64 `yaml:"activity_scale"`
+}
+
+// scale returns the activity scale in force.
+func (w *Workload) scale() float64 {
+	if w.ActivityScale == 0 {
+		return 1
+	}
+	return w.ActivityScale
 }
 
 // Pod is one container holding one device.

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -187,6 +188,9 @@ func (sc *Scenario) validateWorkloads() (map[string]*Workload, error) {
 		}
 		if w.FBMiB < 0 || w.FBMiB > maxMemoryMiB {
 			return nil, sc.errAt(p+".fb_mib", "must be between 0 and %d MiB, got %d", maxMemoryMiB, w.FBMiB)
+		}
+		if w.ActivityScale < 0 || w.ActivityScale > 1 || math.IsNaN(w.ActivityScale) {
+			return nil, sc.errAt(p+".activity_scale", "must be in (0, 1], got %g", w.ActivityScale)
 		}
 		byName[w.Name] = w
 	}
