@@ -2,7 +2,9 @@ package collector
 
 import (
 	"math"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,7 +46,8 @@ type Collector struct {
 	attrUnknown *family
 	procUp      *family
 
-	pairs pairCache // label pairs of all families, shared across scrapes
+	pairs      pairCache                  // label pairs of all families, shared across scrapes
+	identities atomic.Pointer[identities] // of the latest inventory
 }
 
 // NewCollector returns a Collector of src's snapshots for the node hostname
@@ -124,15 +127,39 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectUsage(ch, snap)
 }
 
-// identity returns the label set and identity label values of a device.
-func (c *Collector) identity(inv *Inventory, ref deviceRef) (labelSet, []string) {
-	g := &inv.GPUs[ref.gpu]
-	labels := []string{strconv.Itoa(g.Index), g.UUID, g.PCIBusID, "nvidia" + strconv.Itoa(g.Minor), g.Model, c.hostname}
-	if ref.instance < 0 {
-		return setGPU, labels
+// identity returns the label set and identity label values of a device. The
+// values are shared: callers append to them (which copies) but never write them.
+func (c *Collector) identity(snap *Snapshot, ref deviceRef) (labelSet, []string) {
+	ids := c.identities.Load()
+	if ids == nil || ids.index != snap.index {
+		ids = newIdentities(snap, c.hostname)
+		c.identities.Store(ids)
 	}
-	in := &g.Instances[ref.instance]
-	return setMIG, append(labels, in.Profile, strconv.Itoa(in.GPUInstanceID))
+	if ref.instance < 0 {
+		return setGPU, ids.gpus[ref.gpu]
+	}
+	return setMIG, ids.instances[ref.gpu][ref.instance]
+}
+
+// identities are the identity label values of the devices of one inventory,
+// built once per inventory rather than per series.
+type identities struct {
+	index     *deviceIndex
+	gpus      [][]string
+	instances [][][]string
+}
+
+func newIdentities(snap *Snapshot, hostname string) *identities {
+	ids := &identities{index: snap.index}
+	for _, g := range snap.Inventory.GPUs {
+		gl := []string{strconv.Itoa(g.Index), g.UUID, g.PCIBusID, "nvidia" + strconv.Itoa(g.Minor), g.Model, hostname}
+		var insts [][]string
+		for _, in := range g.Instances {
+			insts = append(insts, slices.Clip(append(slices.Clone(gl), in.Profile, strconv.Itoa(in.GPUInstanceID))))
+		}
+		ids.gpus, ids.instances = append(ids.gpus, slices.Clip(gl)), append(ids.instances, insts)
+	}
+	return ids
 }
 
 // podLabels returns the label set and values of a device series: with pod
@@ -164,7 +191,7 @@ func (c *Collector) collectAttribution(ch chan<- prometheus.Metric, snap *Snapsh
 		if !ok {
 			continue
 		}
-		set, labels := c.identity(&snap.Inventory, ref)
+		set, labels := c.identity(snap, ref)
 		for _, h := range holders {
 			ch <- c.metric(c.allocation[set], prometheus.GaugeValue, h.Share,
 				append(labels[:len(labels):len(labels)], h.Namespace, h.Pod, h.Container, h.Resource, string(h.Sharing))...)
@@ -181,7 +208,7 @@ func (c *Collector) collectUsage(ch chan<- prometheus.Metric, snap *Snapshot) {
 		if !ok {
 			continue
 		}
-		set, labels := c.identity(&snap.Inventory, ref)
+		set, labels := c.identity(snap, ref)
 		for _, h := range u.Holders {
 			hl := append(labels[:len(labels):len(labels)], h.Namespace, h.Pod, h.Container)
 			if !math.IsNaN(h.Utilization) {
@@ -198,7 +225,7 @@ func (c *Collector) collectLedger(ch chan<- prometheus.Metric, snap *Snapshot) {
 		if !ok {
 			continue
 		}
-		set, labels := c.identity(&snap.Inventory, ref)
+		set, labels := c.identity(snap, ref)
 		labels = append(labels, t.Holder.Namespace, t.Holder.Pod, t.Holder.Container, t.State.String())
 		ch <- c.metric(c.seconds[set], prometheus.CounterValue, t.Seconds, labels...)
 		ch <- c.metric(c.eur[set], prometheus.CounterValue, t.EUR, labels...)
@@ -208,7 +235,7 @@ func (c *Collector) collectLedger(ch chan<- prometheus.Metric, snap *Snapshot) {
 		if !ok {
 			continue
 		}
-		set, labels := c.identity(&snap.Inventory, ref)
+		set, labels := c.identity(snap, ref)
 		for _, comp := range []struct {
 			name string
 			v    float64
@@ -223,7 +250,7 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 	g := &snap.Inventory.GPUs[i]
 	r := &snap.Sample.GPUs[i]
 	act := snap.Activity[i]
-	_, labels := c.identity(&snap.Inventory, deviceRef{i, -1})
+	_, labels := c.identity(snap, deviceRef{i, -1})
 	migMode := "disabled"
 	if g.MIGEnabled {
 		migMode = "enabled"
@@ -241,7 +268,7 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 	set, plabels := podLabels(snap.Attribution, g.UUID, setGPU, labels)
 	c.collectValues(ch, set, &r.Values, false, plabels)
 	for j := range g.Instances {
-		_, mlabels := c.identity(&snap.Inventory, deviceRef{i, j})
+		_, mlabels := c.identity(snap, deviceRef{i, j})
 		var signal Signal = SignalNone
 		if j < len(act.Instances) {
 			signal = act.Instances[j].Signal
