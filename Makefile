@@ -37,6 +37,9 @@ e2e: ## end-to-end tests against a real Prometheus and headless Chromium
 bench: ## benchmarks of the scrape, the sample tick, the ledger and attribution
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+chart-test: ## helm lint and template, strict decoding, and a server-side dry-run against a real kube-apiserver
+	bash scripts/chart-test.sh
+
 generate: ## regenerate dashboards and rules from their Go code
 	$(GO) test ./dashboards ./alerts -run Generated -update
 
