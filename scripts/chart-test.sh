@@ -50,12 +50,21 @@ helm_kube_version="${kube_version#v}"
 
 work="$(mktemp -d)"
 pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null || true
+# stop ends one process: SIGTERM, then SIGKILL when it has not exited within 10 s.
+stop() {
+	local pid="$1"
+	kill "$pid" 2>/dev/null || return 0
+	for _ in $(seq 20); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.5
 	done
-	for pid in "${pids[@]}"; do
-		wait "$pid" 2>/dev/null || true
+	kill -9 "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+	# Last started first: kube-apiserver shuts down gracefully only while etcd is up.
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		stop "${pids[$i]}"
 	done
 	rm -rf "$work"
 }
@@ -209,6 +218,23 @@ for name in "${!value_sets[@]}"; do
 	else
 		cat "$work/apply-$name.log"
 		fail "API server accepts $name"
+	fi
+done
+
+# helm's own install path against the real discovery: the kubeVersion constraint, the
+# Capabilities-gated ServiceMonitor/PrometheusRule (auto), and the NOTES render.
+for name in "${!value_sets[@]}"; do
+	mapfile -t extra < <(values_args "${value_sets[$name]}")
+	if "$helm" install "$release" "$chart" --namespace "$namespace" --dry-run=server "${extra[@]}" >"$work/install-$name.log" 2>&1 &&
+		grep -q '^kind: ServiceMonitor' "$work/install-$name.log" && grep -q '^kind: PrometheusRule' "$work/install-$name.log" &&
+		grep -q '^NOTES:' "$work/install-$name.log"; then
+		pass "helm install --dry-run=server $name renders the monitoring objects and NOTES from the server's APIs"
+	else
+		cat "$work/install-$name.log"
+		fail "helm install --dry-run=server $name"
+	fi
+	if [[ -n "${CHART_TEST_SHOW_NOTES:-}" ]]; then
+		sed -n '/^NOTES:/,$p' "$work/install-$name.log"
 	fi
 done
 
