@@ -40,7 +40,8 @@ bench: ## benchmarks of the scrape, the sample tick, the ledger and attribution
 chart-test: ## helm lint and template, strict decoding, and a server-side dry-run against a real kube-apiserver
 	bash scripts/chart-test.sh
 
-generate: ## regenerate dashboards and rules from their Go code
+generate: ## regenerate dashboards and rules from their Go code, and the chart's copies
 	$(GO) test ./dashboards ./alerts -run Generated -update
+	bash scripts/sync-chart-files.sh
 
 check: lint test e2e ## everything CI runs

@@ -179,7 +179,6 @@ func usageOf(act, fb []float32) Usage {
 // groupAcc accumulates a Group.
 type groupAcc struct {
 	totals, prev Totals
-	hasPrev      bool
 	act, fb      []float32
 }
 

@@ -96,7 +96,7 @@ func (b *StoreBuilder) Store() *Store {
 	for _, chain := range b.series {
 		for _, s := range chain {
 			s.app = nil
-			name := s.lset.Get(labels.MetricName)
+			name := s.lset.Get(model.MetricNameLabel)
 			st.byName[name] = append(st.byName[name], s)
 		}
 	}
@@ -163,7 +163,7 @@ type memQuerier struct {
 
 func (q *memQuerier) candidates(ms []*labels.Matcher) []*memSeries {
 	for _, m := range ms {
-		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+		if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 			return q.st.byName[m.Value]
 		}
 	}

@@ -74,7 +74,6 @@ type Backend struct {
 	logged      map[uint16]bool // fields whose lack of support was logged
 	xids        map[string][]collector.XIDCount
 	xidSince    time.Time
-	values      []fieldValue // scratch
 }
 
 type gpuState struct {

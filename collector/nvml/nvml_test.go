@@ -364,8 +364,8 @@ func TestReadErrorCountedAndRetried(t *testing.T) {
 	n.gpus[1].set(func(h *hw) { h.ret["temperature"] = gonvml.ERROR_UNKNOWN; h.temp = 50 })
 	b, inv := newBackend(t, n)
 	errs := countErrs{}
-	s := sample(t, b, inv, t0, errs)
-	s = sample(t, b, inv, t0.Add(time.Second), errs)
+	sample(t, b, inv, t0, errs)
+	s := sample(t, b, inv, t0.Add(time.Second), errs)
 	if errs["temperature"] != 2 || len(errs) != 1 {
 		t.Errorf("errors %v, want temperature: 2", errs)
 	}
