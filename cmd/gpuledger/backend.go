@@ -52,7 +52,8 @@ func (f *backendFlags) open(_ context.Context, interval time.Duration, logger *s
 		}
 		return b, err
 	default:
-		return f.openAuto(interval, logger)
+		return openAuto(func() (collector.Backend, error) { return f.openDCGM(interval, logger) },
+			func() (collector.Backend, error) { return nvmlBackend(logger) }, logger)
 	}
 }
 
@@ -61,14 +62,14 @@ func (f *backendFlags) openDCGM(interval time.Duration, logger *slog.Logger) (co
 }
 
 // openAuto prefers DCGM (profiling fields, per-MIG activity), then NVML, and
-// says which it chose and why.
-func (f *backendFlags) openAuto(interval time.Duration, logger *slog.Logger) (collector.Backend, error) {
-	b, dcgmErr := f.openDCGM(interval, logger)
+// says which it chose and why. It never opens NVML once DCGM opened.
+func openAuto(openDCGM, openNVML func() (collector.Backend, error), logger *slog.Logger) (collector.Backend, error) {
+	b, dcgmErr := openDCGM()
 	if dcgmErr == nil {
 		logger.Info("backend auto: using DCGM", "reason", "libdcgm.so.4 loaded")
 		return b, nil
 	}
-	n, nvmlErr := nvmlBackend(logger)
+	n, nvmlErr := openNVML()
 	if nvmlErr == nil {
 		logger.Info("backend auto: using NVML", "reason", "DCGM unavailable", "dcgm_err", dcgmErr)
 		return n, nil

@@ -223,6 +223,10 @@ func TestExitCodes(t *testing.T) {
 	if err := os.WriteFile(badBook, []byte("currency: EUR\nmodels:\n  - {match: \"H100\", purchase_eur: -5}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	a100Book := filepath.Join(dir, "a100.yaml")
+	if err := os.WriteFile(a100Book, []byte("currency: EUR\nmodels:\n  - {match: \"A100\", purchase_eur: 15000}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -237,6 +241,7 @@ func TestExitCodes(t *testing.T) {
 		{"auto without libraries", []string{"exporter", "--backend=auto"}, []string{"libdcgm.so.4", "libnvidia-ml.so.1", "--backend=sim"}},
 		{"bad price book", []string{"exporter", "--backend=sim", "--cost.price-book=" + badBook}, []string{badBook + ":3"}},
 		{"check-config bad book", []string{"check-config", badBook}, []string{badBook + ":3", "purchase_eur"}},
+		{"no price for a GPU present", []string{"exporter", "--backend=sim", "--cost.price-book=" + a100Book}, []string{a100Book + ":2: models", `no price for GPU model "NVIDIA H100 80GB HBM3" (GPU-`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
