@@ -2,7 +2,7 @@
 #
 # The one gpuledger image: the node exporter and the weekly report.
 #
-#   docker build --build-arg VERSION=$(git describe --tags) -t ghcr.io/gpuledger/gpuledger:dev .
+#   docker build --build-arg VERSION=$(git describe --tags) -t gpuledger/gpuledger:dev .
 #
 # NVML is loaded at run time (dlopen) from the driver libraries the NVIDIA container
 # toolkit injects into the pod, so the binary is built with cgo against glibc and runs on a
