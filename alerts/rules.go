@@ -206,7 +206,7 @@ func alertingRules(o Options) []Rule {
 			Alert: "GPUFramebufferNearFull",
 			Expr: strings.Join([]string{
 				fmt.Sprintf("%s > %s", RuleFramebufferUsed, num(o.FramebufferRatio)),
-				"and on (UUID)",
+				"and on (UUID, GPU_I_ID)",
 				`gpuledger_gpu_allocation{sharing=~"time-slicing|mps"}`,
 			}, "\n"),
 			For:    dur(o.FramebufferFor),
