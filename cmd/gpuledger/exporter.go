@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -103,9 +104,19 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	}
 	if client != nil {
 		defer client.Close()
+	}
+	// The background loops use the backend and the kubelet connection: stop them
+	// and wait for them before the deferred Closes above release those.
+	ctx, cancel := context.WithCancel(ctx)
+	var loops sync.WaitGroup
+	defer func() {
+		cancel()
+		loops.Wait()
+	}()
+	if client != nil {
 		opts.Holders = client
 		client.SetDevices(collector.AttributionDevices(inv))
-		go client.Run(ctx)
+		loops.Go(func() { client.Run(ctx) })
 		if c.attribution.processAccounting {
 			opts.Processes = collector.NewPodProcesses(attribution.NewProcessResolver(attribution.ProcessConfig{
 				ProcRoot: c.attribution.procfs, PodLogsDir: c.attribution.podLogsDir,
@@ -127,8 +138,8 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	reg.MustRegister(book.collectors()...)
 	mux := c.routes(reg, sampler, book, logger)
 
-	go sampler.Run(ctx)
-	go book.reloadOnSIGHUP(ctx)
+	loops.Go(func() { sampler.Run(ctx) })
+	loops.Go(func() { book.reloadOnSIGHUP(ctx) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- web.ListenAndServe(srv, c.web, logger) }()
