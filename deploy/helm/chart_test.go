@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuledger/gpuledger/alerts"
 )
 
 // valueSets are the values every structural check runs against.
@@ -246,7 +249,12 @@ func TestDaemonSetMountsAndProbes(t *testing.T) {
 }
 
 func TestServiceAndServiceMonitorSelectTheExporter(t *testing.T) {
-	for _, vs := range valueSets {
+	// A release named otherwise still gets the job the generated alerts select.
+	renamed := append([]string{"--set", "fullnameOverride=monitoring-gpu-exporter"}, monitoringAPIs...)
+	for _, vs := range append(slices.Clone(valueSets), struct {
+		name string
+		args []string
+	}{"renamed", renamed}) {
 		t.Run(vs.name, func(t *testing.T) {
 			m := render(t, vs.args...)
 			var ds appsv1.DaemonSet
@@ -269,6 +277,13 @@ func TestServiceAndServiceMonitorSelectTheExporter(t *testing.T) {
 			}
 			if !selectorMatches(sm.Spec.Selector.MatchLabels, svc.Labels) {
 				t.Errorf("ServiceMonitor selector %v does not match Service labels %v", sm.Spec.Selector.MatchLabels, svc.Labels)
+			}
+			job := svc.Labels[sm.Spec.JobLabel]
+			if sm.Spec.JobLabel == "" {
+				job = svc.Name
+			}
+			if want := alerts.DefaultOptions().ExporterJob; !regexp.MustCompile("^(?:" + want + ")$").MatchString(job) {
+				t.Errorf("scrape job %q (jobLabel %q) does not match the rules' ExporterJob %q: GPULedgerExporterDown would never fire", job, sm.Spec.JobLabel, want)
 			}
 			if len(sm.Spec.Endpoints) != 1 {
 				t.Fatalf("want one ServiceMonitor endpoint, got %d", len(sm.Spec.Endpoints))

@@ -199,6 +199,7 @@ type objectMeta struct {
 }
 
 type serviceMonSpec struct {
+	JobLabel string `json:"jobLabel"`
 	Selector struct {
 		MatchLabels map[string]string `json:"matchLabels"`
 	} `json:"selector"`
