@@ -21,7 +21,8 @@ type priceBook struct {
 	store  *cost.Store
 	logger *slog.Logger
 
-	ok, success prometheus.Gauge
+	ok      prometheus.GaugeFunc // reads store, so it always matches the book in force
+	success prometheus.Gauge
 }
 
 // newPriceBook loads path (or the built-in book) and checks it prices every GPU of inv.
@@ -43,16 +44,20 @@ func newPriceBook(path string, inv collector.Inventory, logger *slog.Logger) (*p
 	}
 	p := &priceBook{
 		path: path, store: store, logger: logger,
-		ok: prometheus.NewGauge(prometheus.GaugeOpts{
+		ok: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "gpuledger_config_last_reload_successful",
 			Help: "1 when the last price-book reload succeeded, else 0 (the old book stays in force).",
+		}, func() float64 {
+			if store.LastReloadSuccessful() {
+				return 1
+			}
+			return 0
 		}),
 		success: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpuledger_config_last_reload_success_timestamp_seconds",
 			Help: "Unix time the price book was last loaded.",
 		}),
 	}
-	p.ok.Set(1)
 	p.success.SetToCurrentTime()
 	return p, nil
 }
@@ -64,11 +69,9 @@ func (p *priceBook) reload() error {
 	}
 	err := p.store.Reload(p.path)
 	if err != nil {
-		p.ok.Set(0)
 		p.logger.Error("price book reload failed; keeping the previous book", "err", err)
 		return err
 	}
-	p.ok.Set(1)
 	p.success.SetToCurrentTime()
 	p.logger.Info("price book reloaded", "path", p.path)
 	return nil
