@@ -9,6 +9,6 @@
 // Client.SetDevices.
 //
 // A ProcessResolver maps GPU processes to pods through /proc/<pid>/cgroup and
-// the kubelet's pod log directory, so SplitUsage can divide a shared GPU's
+// the kubelet's pod log directory, so its Split can divide a shared GPU's
 // utilization and memory among its holders.
 package attribution
