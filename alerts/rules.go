@@ -30,8 +30,10 @@ const (
 	// RuleBusyRatio is the busy part, ratio 0–1, of the GPU time held over 1h,
 	// by namespace and modelName (unallocated time does not count).
 	RuleBusyRatio = "namespace_model:gpuledger_busy_ratio:rate1h"
-	// RuleAllocatedGPUs is the number of device-equivalents allocated to pods,
-	// by Hostname, modelName and namespace.
+	// RuleAllocatedGPUs is the number of devices allocated to pods, by
+	// Hostname, modelName and namespace: a whole GPU or a MIG instance counts
+	// 1, a time-sliced or MPS replica its share of the GPU (the values of
+	// gpuledger_gpu_allocation). RuleGPUsByState weighs MIG instances instead.
 	RuleAllocatedGPUs = "node_model_namespace:gpuledger_gpu_allocation:sum"
 	// RuleHourlyCostEUR is the rate in force, EUR per hour summed over the
 	// devices and cost components, by Hostname and modelName.

@@ -14,7 +14,7 @@ func namespacePod() *dashboard.DashboardBuilder {
 		"What each namespace and pod holds, how much of it it uses (also on shared GPUs), and what it costs.",
 		"now-24h", true).
 		WithRow(row("Allocation")).
-		WithPanel(stacked(timeSeries("GPUs allocated by namespace", "GPU-equivalents held (a time-sliced replica or MIG instance counts as its share).", unitCount,
+		WithPanel(stacked(timeSeries("GPUs allocated by namespace", "Devices held: a whole GPU or a MIG instance counts 1, a time-sliced or MPS replica its share of the GPU.", unitCount,
 			rangeQuery(fmt.Sprintf("sum by (namespace) (%s{%s})", alerts.RuleAllocatedGPUs, owned), "{{namespace}}")))).
 		WithPanel(tableOf("Allocations", "Which container holds which device, how, and its share.", unitRatio,
 			instantQuery(fmt.Sprintf("gpuledger_gpu_allocation{%s}", owned), ""))).
