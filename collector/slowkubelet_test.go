@@ -48,7 +48,9 @@ func TestHungKubeletDoesNotBlockScrapes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	entered, release := make(chan struct{}), make(chan struct{})
+	// entered is buffered: the request may reach the kubelet before the test
+	// waits for it, and the signal must not be dropped then.
+	entered, release := make(chan struct{}, 1), make(chan struct{})
 	kubelet.SetOnRequest(func(string) {
 		select {
 		case entered <- struct{}{}:
