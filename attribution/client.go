@@ -280,7 +280,9 @@ func (c *Client) publishFailure(now time.Time, err error) {
 			c.log.Warn("kubelet pod-resources socket " + c.cfg.Socket +
 				" not found; attribution disabled until it appears — outside Kubernetes run with --attribution.enabled=false")
 		}
-	case !c.failing:
+	case !c.failing || c.socketMissing:
+		// A new failure, or the socket appeared but the kubelet does not answer.
+		c.socketMissing = false
 		c.log.Warn("kubelet pod-resources refresh failed; keeping the last good assignments",
 			"err", err, "stale_after", c.cfg.StaleAfter)
 	}
