@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -250,6 +251,7 @@ func (a *analysis) drainNodes(r *Report, f float64) {
 type quota struct {
 	team, resource string
 	devices        int
+	namespaces     []string // of the team, sorted
 }
 
 // quotas returns per team and resource the most devices that were busy in
@@ -257,6 +259,7 @@ type quota struct {
 func (a *analysis) quotas(d *dataset) []quota {
 	type key struct{ team, resource string }
 	peak := map[key][]int{}
+	namespaces := map[string]map[string]bool{} // team → its namespaces
 	for k, e := range d.ledger {
 		if k.holder == (holderKey{}) || e.seconds[stateBusy]+e.seconds[stateIdle] <= 0 {
 			continue
@@ -269,6 +272,10 @@ func (a *analysis) quotas(d *dataset) []quota {
 			}
 		}
 		kk := key{a.team(d, k.holder), res}
+		if namespaces[kk.team] == nil {
+			namespaces[kk.team] = map[string]bool{}
+		}
+		namespaces[kk.team][k.holder.Namespace] = true
 		if peak[kk] == nil {
 			peak[kk] = make([]int, d.buckets)
 		}
@@ -280,7 +287,8 @@ func (a *analysis) quotas(d *dataset) []quota {
 	}
 	var out []quota
 	for k, counts := range peak {
-		out = append(out, quota{team: k.team, resource: k.resource, devices: max(1, slices.Max(append(counts, 0)))})
+		ns := slices.Sorted(maps.Keys(namespaces[k.team]))
+		out = append(out, quota{team: k.team, resource: k.resource, devices: max(1, slices.Max(append(counts, 0))), namespaces: ns})
 	}
 	slices.SortFunc(out, func(x, y quota) int { return cmp.Or(cmp.Compare(x.team, y.team), cmp.Compare(x.resource, y.resource)) })
 	return out
@@ -407,6 +415,14 @@ func kueueYAML(qs []quota, step time.Duration) string {
 		CoveredResources []string `yaml:"coveredResources"`
 		Flavors          []flavor `yaml:"flavors"`
 	}
+	type requirement struct {
+		Key      string   `yaml:"key"`
+		Operator string   `yaml:"operator"`
+		Values   []string `yaml:"values"`
+	}
+	type selector struct {
+		MatchExpressions []requirement `yaml:"matchExpressions"`
+	}
 	type cq struct {
 		APIVersion string `yaml:"apiVersion"`
 		Kind       string `yaml:"kind"`
@@ -414,8 +430,8 @@ func kueueYAML(qs []quota, step time.Duration) string {
 			Name string `yaml:"name"`
 		} `yaml:"metadata"`
 		Spec struct {
-			NamespaceSelector map[string]string `yaml:"namespaceSelector"`
-			ResourceGroups    []group           `yaml:"resourceGroups"`
+			NamespaceSelector selector `yaml:"namespaceSelector"`
+			ResourceGroups    []group  `yaml:"resourceGroups"`
 		} `yaml:"spec"`
 	}
 	var docs []string
@@ -424,7 +440,10 @@ func kueueYAML(qs []quota, step time.Duration) string {
 		var q cq
 		q.APIVersion, q.Kind = "kueue.x-k8s.io/v1beta1", "ClusterQueue"
 		q.Metadata.Name = dnsName(qs[i].team)
-		q.Spec.NamespaceSelector = map[string]string{}
+		// Only the team's own namespaces may use its quota.
+		q.Spec.NamespaceSelector.MatchExpressions = []requirement{
+			{Key: "kubernetes.io/metadata.name", Operator: "In", Values: qs[i].namespaces},
+		}
 		g := group{Flavors: []flavor{{Name: "default-flavor"}}}
 		for ; j < len(qs) && qs[j].team == qs[i].team; j++ {
 			g.CoveredResources = append(g.CoveredResources, qs[j].resource)

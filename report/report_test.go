@@ -138,6 +138,11 @@ func TestGroupsAndTeams(t *testing.T) {
 			t.Errorf("H100 usage %+v, want peak 70000 MiB, p95 95 %%", g.Usage)
 		}
 	}
+	// A team's ClusterQueue admits its own namespaces only.
+	ml := "metadata:\n  name: ml\nspec:\n  namespaceSelector:\n    matchExpressions:\n      - key: kubernetes.io/metadata.name\n        operator: In\n        values:\n          - inference\n          - training\n"
+	if !strings.Contains(r.Apply.Kueue, ml) {
+		t.Errorf("Kueue config lacks the ml queue limited to inference and training:\n%s", r.Apply.Kueue)
+	}
 }
 
 func TestBadInput(t *testing.T) {
