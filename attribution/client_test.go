@@ -296,13 +296,15 @@ func TestExclusive(t *testing.T) {
 		pod("a", "s1", ctr("c", "nvidia.com/gpu.shared", gpu1+"::0")),
 		pod("a", "s2", ctr("c", "nvidia.com/gpu.shared", gpu1+"::1")),
 		pod("a", "alone", ctr("c", "nvidia.com/gpu.shared", gpu2+"::0")),
+		pod("a", "inst", ctr("c", "nvidia.com/mig-1g.10gb", mig0a)),
 	})
 	s := h.refresh(t)
+	// A lone holder of one time-slicing replica holds no whole device.
 	for _, tt := range []struct {
 		uuid string
 		pod  string
 		ok   bool
-	}{{gpu0, "whole", true}, {gpu1, "", false}, {gpu2, "alone", true}, {mig0a, "", false}} {
+	}{{gpu0, "whole", true}, {gpu1, "", false}, {gpu2, "", false}, {mig0a, "inst", true}, {mig0b, "", false}} {
 		got, ok := s.Exclusive(tt.uuid)
 		if ok != tt.ok || got.Pod != tt.pod {
 			t.Errorf("Exclusive(%s) = %q, %v; want %q, %v", tt.uuid, got.Pod, ok, tt.pod, tt.ok)

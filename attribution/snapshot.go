@@ -65,10 +65,13 @@ type Snapshot struct {
 }
 
 // Exclusive returns the only holder of a device when exactly one container holds
-// all of it (Share 1): the case where device series carry pod labels.
+// all of it: the case where device series carry pod labels. A lone holder of
+// time-slicing or MPS replicas does not hold the whole device (the next pod
+// scheduled onto a free replica shares it), so its device series carry no pod
+// labels; labels that come and go with a neighbour would split the series.
 func (s *Snapshot) Exclusive(uuid string) (Holder, bool) {
 	hs := s.Holders[uuid]
-	if len(hs) != 1 || hs[0].Share != 1 {
+	if len(hs) != 1 || hs[0].Share != 1 || (hs[0].Sharing != Exclusive && hs[0].Sharing != MIG) {
 		return Holder{}, false
 	}
 	return hs[0], true
