@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/collector/collectortest"
@@ -236,5 +237,32 @@ func TestActivitySignals(t *testing.T) {
 		if tc.got.Signal != tc.signal || math.Abs(tc.got.Ratio-tc.ratio) > 1e-12 {
 			t.Errorf("%s: got %v %v, want %v %v", tc.name, tc.got.Ratio, tc.got.Signal, tc.ratio, tc.signal)
 		}
+	}
+}
+
+func TestLedgerSeriesOutliveAFailedSample(t *testing.T) {
+	b := &fakeBackend{power: 300}
+	s := NewSampler(b, SamplerOptions{Now: fixedClock(t0), Holders: fakeHolders{podsOnNode}, Ledger: cost.NewLedger(staticBook{cost.Default()})})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(s, "node-a", fixedClock(t0)))
+	count := func() int {
+		n, err := testutil.GatherAndCount(reg, "gpuledger_cost_eur_total", "gpuledger_gpu_hourly_cost_eur")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for k := range 2 {
+		if err := s.Tick(context.Background(), t0.Add(time.Duration(k)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := count()
+	b.failAll = errors.New("driver reset")
+	if err := s.Tick(context.Background(), t0.Add(2*time.Second)); err == nil {
+		t.Fatal("the failing sample did not fail")
+	}
+	if after := count(); before == 0 || after != before {
+		t.Fatalf("%d ledger series while the backend fails, %d before; want them kept", after, before)
 	}
 }

@@ -110,6 +110,10 @@ func (s *Sampler) Tick(ctx context.Context, now time.Time) error {
 		if s.opts.Ledger != nil {
 			snap.Totals, snap.Rates = s.acct.advance(snap.Inventory, sample, snap.Activity, snap.Attribution, snap.Usage)
 		}
+	} else if prev := s.snapshot.Load(); prev != nil {
+		// The ledger's counters stay exported while the backend fails; the
+		// next good sample charges the time in between at its readings.
+		snap.Totals, snap.Rates = prev.Totals, prev.Rates
 	}
 	s.logTransition(err)
 	s.snapshot.Store(snap)
