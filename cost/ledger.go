@@ -411,19 +411,6 @@ func (l *Ledger) AppendRates(dst []GPURate) []GPURate {
 	return dst
 }
 
-// TimeSlicedShares fills dst (resized to len(activity)) with the shares of the
-// holders of one time-sliced GPU that each hold one replica, and returns it:
-// ActivityShares with equal replica shares of 1/n. activity holds each
-// holder's own activity ratio (per-process accounting), NaN where unknown.
-//
-// When every activity is known, each holder pays for what it used plus an
-// equal part of what no one used: share = activity + (1 − Σ activity)/n.
-// When any is unknown, the shares are 1/n. They always sum to 1.
-func TimeSlicedShares(dst, activity []float64) []float64 {
-	n := float64(len(activity))
-	return activityShares(dst, activity, func(int) float64 { return 1 / n })
-}
-
 // ActivityShares fills dst (resized to len(activity)) with the shares of the
 // holders of one time-sliced or MPS device and returns it. activity holds each
 // holder's own activity ratio (per-process accounting), NaN where unknown;

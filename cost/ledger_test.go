@@ -153,7 +153,7 @@ func TestWorkedExampleTimeSliced(t *testing.T) {
 	c := HolderKey{"team-c", "debug", "shell"}
 	activity := []float64{0.70, 0.01, 0.02}
 	// Each pays its own activity plus a third of the unused 0.27: 0.79, 0.10, 0.11.
-	shares := TimeSlicedShares(nil, activity)
+	shares := ActivityShares(nil, activity, equalShares(len(activity)))
 	gpu := []GPUState{{
 		UUID: "GPU-ts", Model: "NVIDIA A100-PCIE-40GB", PowerW: 300, Activity: 0.73,
 		Holders: []Holder{
@@ -193,7 +193,9 @@ func checkRate(t *testing.T, l *Ledger, uuid string, want Rate) {
 	t.Errorf("no rate for %s", uuid)
 }
 
-func TestTimeSlicedShares(t *testing.T) {
+// TestEqualReplicaShares: holders of one replica each of a device that they
+// share among themselves.
+func TestEqualReplicaShares(t *testing.T) {
 	nan := math.NaN()
 	tests := []struct {
 		name     string
@@ -209,13 +211,13 @@ func TestTimeSlicedShares(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := TimeSlicedShares(make([]float64, 1, 8), tt.activity)
+			got := ActivityShares(make([]float64, 1, 8), tt.activity, equalShares(len(tt.activity)))
 			if len(got) != len(tt.want) {
-				t.Fatalf("TimeSlicedShares(%v) = %v, want %v", tt.activity, got, tt.want)
+				t.Fatalf("ActivityShares(%v, equal) = %v, want %v", tt.activity, got, tt.want)
 			}
 			for i := range got {
 				if !approxEqual(got[i], tt.want[i]) {
-					t.Fatalf("TimeSlicedShares(%v) = %v, want %v", tt.activity, got, tt.want)
+					t.Fatalf("ActivityShares(%v, equal) = %v, want %v", tt.activity, got, tt.want)
 				}
 			}
 		})
@@ -533,7 +535,7 @@ func randomHolders(rng *rand.Rand) []Holder {
 	}
 	switch rng.IntN(5) {
 	case 0: // exclusive, or time-sliced by process activity
-		shares := TimeSlicedShares(nil, act)
+		shares := ActivityShares(nil, act, equalShares(len(act)))
 		for i := range hs {
 			hs[i].Share = shares[i]
 		}
@@ -621,4 +623,13 @@ func BenchmarkLedgerAdvance(b *testing.B) {
 		totals = l.AppendTotals(totals[:0])
 	}
 	b.ReportMetric(float64(len(totals)), "series")
+}
+
+// equalShares returns n replica shares of 1/n.
+func equalShares(n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = 1 / float64(n)
+	}
+	return s
 }
