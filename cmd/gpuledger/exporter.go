@@ -30,7 +30,7 @@ type exporterCommand struct {
 	web          *web.FlagConfig
 	metricsPath  string
 	maxRequests  int
-	scrapeTimout time.Duration
+	scrapeTimeout time.Duration
 	hostname     string
 	interval     time.Duration
 	priceBook    string
@@ -44,7 +44,7 @@ func newExporterCommand(app *kingpin.Application) *exporterCommand {
 	c.web = kingpinflag.AddFlags(cmd, ":9400")
 	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&c.metricsPath)
 	cmd.Flag("web.max-requests", "Maximum number of concurrent scrapes; 0 means no limit.").Default("40").IntVar(&c.maxRequests)
-	cmd.Flag("web.scrape-timeout", "Time after which a scrape is answered 503.").Default("10s").DurationVar(&c.scrapeTimout)
+	cmd.Flag("web.scrape-timeout", "Time after which a scrape is answered 503.").Default("10s").DurationVar(&c.scrapeTimeout)
 	cmd.Flag("hostname", "Node name for the Hostname label.").Envar("NODE_NAME").StringVar(&c.hostname)
 	cmd.Flag("collector.interval", "Interval between two samples of the GPUs.").Default("1s").DurationVar(&c.interval)
 	cmd.Flag("cost.price-book", "Price book YAML; empty: the built-in book (docs/cost.md). Reloaded on SIGHUP and POST /-/reload.").StringVar(&c.priceBook)
@@ -164,7 +164,7 @@ func (c *exporterCommand) routes(reg *prometheus.Registry, sampler *collector.Sa
 		ErrorLog:            slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: c.maxRequests,
-		Timeout:             c.scrapeTimout,
+		Timeout:             c.scrapeTimeout,
 		Registry:            reg,
 	}))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
