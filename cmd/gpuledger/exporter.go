@@ -27,15 +27,15 @@ import (
 
 // exporterCommand serves /metrics for the GPUs of this node.
 type exporterCommand struct {
-	web          *web.FlagConfig
-	metricsPath  string
-	maxRequests  int
+	web           *web.FlagConfig
+	metricsPath   string
+	maxRequests   int
 	scrapeTimeout time.Duration
-	hostname     string
-	interval     time.Duration
-	priceBook    string
-	backend      backendFlags
-	attribution  attributionFlags
+	hostname      string
+	interval      time.Duration
+	priceBook     string
+	backend       backendFlags
+	attribution   attributionFlags
 }
 
 func newExporterCommand(app *kingpin.Application) *exporterCommand {
