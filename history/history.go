@@ -93,14 +93,15 @@ func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
 			ProcRoot: kubelet.ProcRoot, PodLogsDir: kubelet.PodLogsDir, Clock: clock, Logger: opts.Logger,
 		})),
 	})
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector.NewCollector(sampler, backend.Hostname(), clock.Now))
-
 	out, err := newFamilyWriter()
 	if err != nil {
 		return Result{}, err
 	}
 	defer out.close()
+	// Scrapes are gathered and written by a second goroutine while the next
+	// samples are taken: each scrape reads the snapshot it was handed.
+	scraper := newScraper(backend.Hostname(), out)
+	defer scraper.stop()
 	end := opts.Start.Add(opts.Duration)
 	var nextRefresh, nextScrape time.Time
 	for t := opts.Start; !t.After(end); t = t.Add(opts.SampleInterval) {
@@ -121,13 +122,10 @@ func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
 			continue
 		}
 		nextScrape = t.Add(opts.ScrapeInterval)
-		mfs, err := reg.Gather()
-		if err != nil {
-			return Result{}, fmt.Errorf("gather at %s: %w", t.Format(time.RFC3339), err)
-		}
-		if err := out.add(mfs, t); err != nil {
-			return Result{}, err
-		}
+		scraper.scrape(sampler.Snapshot())
+	}
+	if err := scraper.stop(); err != nil {
+		return Result{}, err
 	}
 	snap := sampler.Snapshot()
 	res := Result{Start: opts.Start, End: end, Samples: out.samples, Totals: snap.Totals, Rates: snap.Rates}
@@ -166,6 +164,59 @@ func (o *Options) defaults() error {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
+}
+
+// scraper gathers the metrics of handed snapshots, in order, on its own
+// goroutine, and appends them to a familyWriter.
+type scraper struct {
+	snaps chan *collector.Snapshot
+	done  chan error
+	err   error
+	once  bool
+}
+
+// pinned is a SnapshotSource of the snapshot being scraped; only the scraper's
+// goroutine sets it, between gathers.
+type pinned struct{ snap *collector.Snapshot }
+
+func (p *pinned) Snapshot() *collector.Snapshot { return p.snap }
+
+func newScraper(hostname string, out *familyWriter) *scraper {
+	s := &scraper{snaps: make(chan *collector.Snapshot, 8), done: make(chan error, 1)}
+	src := &pinned{}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collector.NewCollector(src, hostname, func() time.Time { return src.snap.Time }))
+	go func() {
+		var err error
+		for snap := range s.snaps {
+			if err != nil {
+				continue // drain after a failure
+			}
+			src.snap = snap
+			var mfs []*dto.MetricFamily
+			if mfs, err = reg.Gather(); err != nil {
+				err = fmt.Errorf("gather at %s: %w", snap.Time.Format(time.RFC3339), err)
+				continue
+			}
+			err = out.add(mfs, snap.Time)
+		}
+		s.done <- err
+	}()
+	return s
+}
+
+// scrape hands snap to the scraper; stop reports what failed.
+func (s *scraper) scrape(snap *collector.Snapshot) { s.snaps <- snap }
+
+// stop waits for the handed snapshots to be written and returns the first
+// error. It may be called more than once.
+func (s *scraper) stop() error {
+	if !s.once {
+		s.once = true
+		close(s.snaps)
+		s.err = <-s.done
+	}
+	return s.err
 }
 
 // virtualClock is the time of the run; only its goroutine reads and sets it.
