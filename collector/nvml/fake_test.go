@@ -398,6 +398,7 @@ type fakeEvents struct {
 	created    int
 	freed      int
 	registered []registration
+	fail       gonvml.Return // when not SUCCESS, Wait returns it
 }
 
 func (e *fakeEvents) set() gonvml.EventSet {
@@ -407,6 +408,9 @@ func (e *fakeEvents) set() gonvml.EventSet {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			e.waits = append(e.waits, timeout)
+			if e.fail != gonvml.SUCCESS {
+				return gonvml.EventData{}, e.fail
+			}
 			if len(e.queue) == 0 {
 				return gonvml.EventData{}, gonvml.ERROR_TIMEOUT
 			}

@@ -48,7 +48,9 @@ type Backend struct {
 	events  gonvml.EventSet // nil when XID events are unavailable
 	gpmReq  gonvml.GpmMetricsGetType
 	noEvent bool // EventSetCreate failed; not retried
-	closed  bool
+	// eventsWaitFailing is true while EventSet.Wait fails (logged once).
+	eventsWaitFailing bool
+	closed            bool
 }
 
 // Open loads the system's libnvidia-ml.so.1 and returns a Backend over it.

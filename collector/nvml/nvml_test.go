@@ -3,6 +3,7 @@ package nvml
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"strings"
 	"testing"
@@ -813,5 +814,43 @@ func TestInventoryLeavesOutUnreadableGPU(t *testing.T) {
 	}
 	if n.gpus[5].count("power") != 0 {
 		t.Error("a GPU lost during the inventory was read")
+	}
+}
+
+// TestXIDEventReadFailureLoggedOnce: a failing event wait is counted every
+// sample but logged once per failure streak.
+func TestXIDEventReadFailureLoggedOnce(t *testing.T) {
+	n := newFakeNode(dgxa100.New(), nil)
+	var logs strings.Builder
+	b, err := New(n.srv, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.srv.ShutdownFunc = func() gonvml.Return { return gonvml.SUCCESS }
+	t.Cleanup(func() { b.Close() })
+	inv, err := b.Inventory(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := countErrs{}
+	n.events.mu.Lock()
+	n.events.fail = gonvml.ERROR_UNKNOWN
+	n.events.mu.Unlock()
+	for k := range 3 {
+		sample(t, b, inv, t0.Add(time.Duration(k)*time.Second), errs)
+	}
+	n.events.mu.Lock()
+	n.events.fail = gonvml.SUCCESS
+	n.events.mu.Unlock()
+	sample(t, b, inv, t0.Add(3*time.Second), errs)
+	n.events.mu.Lock()
+	n.events.fail = gonvml.ERROR_UNKNOWN
+	n.events.mu.Unlock()
+	sample(t, b, inv, t0.Add(4*time.Second), errs)
+	if errs["xid_events"] != 4 {
+		t.Errorf("xid_events errors %d, want 4", errs["xid_events"])
+	}
+	if got := strings.Count(logs.String(), "reading XID events failed"); got != 2 {
+		t.Errorf("%d warnings for two failure streaks, want 2:\n%s", got, logs.String())
 	}
 }

@@ -153,6 +153,7 @@ func (b *Backend) pollEvents(errs collector.ErrorCounter) (migChanged bool) {
 		switch ret {
 		case gonvml.SUCCESS:
 		case gonvml.ERROR_TIMEOUT:
+			b.eventsWaitFailing = false
 			return migChanged
 		case gonvml.ERROR_GPU_IS_LOST:
 			if d := b.deviceOf(e.Device); d != nil {
@@ -161,6 +162,10 @@ func (b *Backend) pollEvents(errs collector.ErrorCounter) (migChanged bool) {
 			continue
 		default:
 			errs.Inc("xid_events")
+			if !b.eventsWaitFailing {
+				b.eventsWaitFailing = true
+				b.log.Warn("reading XID events failed; counted in gpuledger_sample_errors_total{field=\"xid_events\"} until it recovers", "err", ret)
+			}
 			return migChanged
 		}
 		if e.EventType&gonvml.EventMigConfigChange != 0 {
