@@ -12,7 +12,6 @@ import (
 
 	"github.com/gpuledger/gpuledger/collector"
 	"github.com/gpuledger/gpuledger/collector/dcgm"
-	"github.com/gpuledger/gpuledger/collector/nvml"
 )
 
 // namedBackend is a Backend that only has a name.
@@ -29,7 +28,7 @@ func (namedBackend) Sample(context.Context, time.Time, *collector.Sample, collec
 
 func TestOpenAuto(t *testing.T) {
 	noDCGM := func() (collector.Backend, error) { return nil, fmt.Errorf("connect: %w", dcgm.ErrLibraryNotFound) }
-	noNVML := func() (collector.Backend, error) { return nil, fmt.Errorf("init: %w", nvml.ErrLibraryNotFound) }
+	noNVML := func() (collector.Backend, error) { return nil, errors.New("init: libnvidia-ml.so.1 not found") }
 	withDCGM := func() (collector.Backend, error) { return namedBackend("dcgm"), nil }
 	withNVML := func() (collector.Backend, error) { return namedBackend("nvml"), nil }
 	mustNotOpen := func() (collector.Backend, error) { return nil, errors.New("opened NVML although DCGM was chosen") }
