@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -74,9 +75,21 @@ type rangeRunner struct {
 	q         Querier
 	maxPoints int
 	progress  io.Writer // nil: no progress line
+	redraw    bool      // progress is a terminal: one line redrawn, not a line per request
 	total     int       // requests planned
 	done      int
 	warnings  []string
+}
+
+// isTerminal reports whether w is a character device (a terminal), where a
+// progress line can be redrawn; in a log file or a pod's log it cannot.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // requests returns how many requests a query over (start, end] at step needs.
@@ -101,8 +114,12 @@ func (r *rangeRunner) run(ctx context.Context, name, query string, start, end ti
 		r.warnings = append(r.warnings, warnings...)
 		each(m)
 		r.done++
-		if r.progress != nil {
-			fmt.Fprintf(r.progress, "\r%-72s", fmt.Sprintf("report: %d/%d queries (%s)", r.done, r.total, name))
+		switch line := fmt.Sprintf("report: %d/%d queries (%s)", r.done, r.total, name); {
+		case r.progress == nil:
+		case r.redraw:
+			fmt.Fprintf(r.progress, "\r%-72s", line)
+		default:
+			fmt.Fprintln(r.progress, line)
 		}
 	}
 	return nil
@@ -110,7 +127,7 @@ func (r *rangeRunner) run(ctx context.Context, name, query string, start, end ti
 
 // finish ends the progress line.
 func (r *rangeRunner) finish() {
-	if r.progress != nil && r.done > 0 {
+	if r.progress != nil && r.redraw && r.done > 0 {
 		fmt.Fprintln(r.progress)
 	}
 }

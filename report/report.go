@@ -204,7 +204,7 @@ func Generate(ctx context.Context, cfg Config, q Querier, logger *slog.Logger) (
 			return nil, err
 		}
 	}
-	run := &rangeRunner{q: q, maxPoints: cfg.MaxPointsPerQuery, progress: cfg.Progress}
+	run := &rangeRunner{q: q, maxPoints: cfg.MaxPointsPerQuery, progress: cfg.Progress, redraw: isTerminal(cfg.Progress)}
 	c := &collector{run: run, teamLabel: cfg.TeamLabel}
 	start := cfg.End.Add(-cfg.Range)
 	began := cfg.now()

@@ -220,8 +220,12 @@ func TestBoundedRequests(t *testing.T) {
 			t.Errorf("%s: %d points in all, want %d", q, n, want)
 		}
 	}
-	last := progress.String()[strings.LastIndex(progress.String(), "\r")+1:]
-	if !strings.HasPrefix(last, fmt.Sprintf("report: %d/%d queries", len(rec.calls), len(rec.calls))) {
+	// Not a terminal: one progress line per request, no carriage returns.
+	lines := strings.Split(strings.TrimSuffix(progress.String(), "\n"), "\n")
+	if strings.Contains(progress.String(), "\r") || len(lines) != len(rec.calls) {
+		t.Errorf("progress %q: want %d lines without carriage returns", progress.String(), len(rec.calls))
+	}
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, fmt.Sprintf("report: %d/%d queries", len(rec.calls), len(rec.calls))) {
 		t.Errorf("last progress line %q, want %d/%d queries", last, len(rec.calls), len(rec.calls))
 	}
 }
