@@ -57,9 +57,11 @@ type ProcessResolver struct {
 	scannedAt time.Time         // zero before the first scan
 	probedAt  time.Time
 	probeErr  error // why procfs cannot resolve PIDs; nil when it can
-	pidsSeen  bool  // the last non-empty process list had a PID present in procfs
-	up        bool
-	logged    bool // the current up/down state was logged
+	// lastPresent and lastMissing are when a non-empty process list last had a
+	// PID present in procfs, and last had none; zero before the first.
+	lastPresent, lastMissing time.Time
+	up                       bool
+	logged                   bool // the current up/down state was logged
 }
 
 // podDir is one pod's entry in the pod log directory.
@@ -86,10 +88,9 @@ func NewProcessResolver(cfg ProcessConfig) *ProcessResolver {
 		cfg.Clock = SystemClock{}
 	}
 	return &ProcessResolver{
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "process-attribution", "procfs", cfg.ProcRoot),
-		pidsSeen: true,
-		up:       true,
+		cfg: cfg,
+		log: cfg.Logger.With("component", "process-attribution", "procfs", cfg.ProcRoot),
+		up:  true,
 	}
 }
 
@@ -188,8 +189,22 @@ func (r *ProcessResolver) Up() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.probe()
-	r.setUp(r.probeErr == nil && r.pidsSeen, r.probeErr)
+	r.setUp(r.probeErr == nil && r.pidsResolve(), r.probeErr)
 	return r.up
+}
+
+// pidsResolve reports whether the PIDs NVML reports can be found in procfs: no
+// process list lacked them, or one had them more recently, or within the last
+// RescanInterval — so a process that exits between NVML's read and ours, on one
+// device of many, does not take attribution down. r.mu is held.
+func (r *ProcessResolver) pidsResolve() bool {
+	switch {
+	case r.lastMissing.IsZero() || !r.lastMissing.After(r.lastPresent):
+		return true
+	case r.lastPresent.IsZero():
+		return false
+	}
+	return r.cfg.Clock.Now().Sub(r.lastPresent) < r.cfg.RescanInterval
 }
 
 // setUp records the state and logs a change once. r.mu is held.
@@ -256,8 +271,12 @@ func (r *ProcessResolver) Split(procs []ProcessSample, holders []Holder) Usage {
 		add(&u.Holders[i], p)
 	}
 	r.mu.Lock()
-	if len(procs) > 0 {
-		r.pidsSeen = present
+	switch {
+	case len(procs) == 0:
+	case present:
+		r.lastPresent = r.cfg.Clock.Now()
+	default:
+		r.lastMissing = r.cfg.Clock.Now()
 	}
 	r.mu.Unlock()
 	u.Up = r.Up()

@@ -312,6 +312,25 @@ func TestProcessAttributionUp(t *testing.T) {
 	})
 }
 
+// TestProcessExitOnOneDevice: a PID that vanished on one device while another
+// device's PIDs resolve does not take attribution down; PIDs missing for longer
+// than the rescan interval do.
+func TestProcessExitOnOneDevice(t *testing.T) {
+	holders := []Holder{{Namespace: "ml", Pod: "train", Container: "trainer", Replicas: 1, Share: 1}}
+	clock := &stepClock{now: time.Unix(1e9, 0)}
+	r := NewProcessResolver(ProcessConfig{ProcRoot: "testdata/proc", PodLogsDir: "testdata/pods", Clock: clock})
+	if u := r.Split([]ProcessSample{{PID: 101, Utilization: 0.5}}, holders); !u.Up {
+		t.Fatal("Up = false with a resolvable PID")
+	}
+	if u := r.Split([]ProcessSample{{PID: 4001, Utilization: 0.5}}, holders); !u.Up {
+		t.Error("a process that exited on a second device took attribution down")
+	}
+	clock.Advance(DefaultInterval)
+	if u := r.Split([]ProcessSample{{PID: 4001, Utilization: 0.5}}, holders); u.Up {
+		t.Error("Up = true although no PID resolved for a whole rescan interval")
+	}
+}
+
 func TestPodLogsRescannedAtMostEveryInterval(t *testing.T) {
 	dir := t.TempDir()
 	proc, pods := filepath.Join(dir, "proc"), filepath.Join(dir, "pods")
