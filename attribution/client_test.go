@@ -135,6 +135,20 @@ func newHarness(t testing.TB, mod func(*attribution.Config)) *harness {
 	return h
 }
 
+// hangKubelet makes the kubelet hold every answer for an hour; the returned
+// channel receives once a request has arrived.
+func (h *harness) hangKubelet() <-chan struct{} {
+	asked := make(chan struct{}, 1)
+	h.sim.SetOnRequest(func(string) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+	})
+	h.sim.SetDelay(time.Hour)
+	return asked
+}
+
 func (h *harness) refresh(t testing.TB) *attribution.Snapshot {
 	t.Helper()
 	if err := h.client.Refresh(context.Background()); err != nil {
@@ -393,14 +407,7 @@ func TestKubeletNeverAnswers(t *testing.T) {
 	h.sim.SetPods([]kubeletsim.Pod{pod("a", "p", ctr("c", "nvidia.com/gpu", gpu0))})
 	before := h.refresh(t)
 
-	asked := make(chan struct{}, 1)
-	h.sim.SetOnRequest(func(string) {
-		select {
-		case asked <- struct{}{}:
-		default:
-		}
-	})
-	h.sim.SetDelay(time.Hour)
+	asked := h.hangKubelet()
 	done := make(chan error)
 	go func() { done <- h.client.Refresh(context.Background()) }()
 	<-asked
@@ -593,14 +600,7 @@ func TestCancelledRefreshPublishesNothing(t *testing.T) {
 	h := newHarness(t, nil)
 	h.sim.SetPods([]kubeletsim.Pod{pod("a", "p", ctr("c", "nvidia.com/gpu", gpu0))})
 	before := h.refresh(t)
-	asked := make(chan struct{}, 1)
-	h.sim.SetOnRequest(func(string) {
-		select {
-		case asked <- struct{}{}:
-		default:
-		}
-	})
-	h.sim.SetDelay(time.Hour)
+	asked := h.hangKubelet()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- h.client.Refresh(ctx) }()
