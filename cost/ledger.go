@@ -11,31 +11,44 @@ type State uint8
 
 // The states of the ledger.
 const (
-	// Busy: allocated, with activity at or above the idle threshold, or with
-	// no activity signal at all (a part is idle only when measured idle).
+	// Busy: held by a known container, with its activity measured at or
+	// above the idle threshold.
 	Busy State = iota
-	// Idle: allocated, with activity below the idle threshold.
+	// Idle: held by a known container, with its activity measured below the
+	// idle threshold.
 	Idle
-	// Unallocated: held by no one (a GPU no pod holds, MIG slices in no
-	// instance, an instance no pod holds, the share a time-sliced GPU's
-	// holders leave over).
+	// Unallocated: attribution said no one holds it (a GPU no pod holds, an
+	// instance no pod holds, the replicas of a time-sliced GPU no pod holds),
+	// or MIG slices in no instance that could still host one.
 	Unallocated
+	// Lost: the GPU fell off the bus; its capital (and overhead) keeps
+	// accruing, energy 0. Only on the GPU's own series, with no holder.
+	Lost
+	// Unknown: who held the part, or how active it was, was not measured:
+	// attribution off or stale, a holder without an activity signal, a
+	// backend outage beyond the charged interval. With the holder's key when
+	// the holder is known but its activity is not; with no holder otherwise.
+	Unknown
 )
 
-// String returns the label value: "busy", "idle" or "unallocated".
+// String returns the label value: "busy", "idle", "unallocated", "lost" or "unknown".
 func (s State) String() string {
 	switch s {
 	case Busy:
 		return "busy"
 	case Idle:
 		return "idle"
-	default:
+	case Unallocated:
 		return "unallocated"
+	case Lost:
+		return "lost"
+	default:
+		return "unknown"
 	}
 }
 
 // HolderKey names the container that holds (part of) a device. The zero
-// HolderKey is no one: the key of unallocated series.
+// HolderKey is no one: the key of unallocated, lost and unattributed unknown series.
 type HolderKey struct {
 	Namespace, Pod, Container string
 }
@@ -46,7 +59,8 @@ type Holder struct {
 	// Share is the part of the device the holder pays for, 0–1: 1 for an
 	// exclusive device, an ActivityShares result for a time-sliced one. The
 	// shares of one device should sum to at most 1; the remainder is
-	// unallocated. A sum above 1 is scaled down to 1; NaN or negative counts as 0.
+	// unallocated (or unknown when the device's holders are not known). A sum
+	// above 1 is scaled down to 1; NaN or negative counts as 0.
 	Share float64
 	// Activity is the holder's own activity ratio, 0–1 (per-process accounting on
 	// a shared GPU); NaN uses the device's activity.
@@ -59,9 +73,25 @@ type Instance struct {
 	ComputeSlices int    // of 7
 	MemorySlices  int    // of 8
 	// Activity is the instance's activity ratio, 0–1; NaN when there is no
-	// signal (its holders then count as busy unless they carry their own).
+	// signal (its holders' time is then unknown unless they carry their own).
 	Activity float64
-	Holders  []Holder
+	// HoldersKnown is true when attribution said who holds the instance:
+	// Holders is then complete (empty: no one) and the part no holder holds is
+	// unallocated. When false, that part is unknown.
+	HoldersKnown bool
+	Holders      []Holder
+}
+
+// HostableSlices says how much of a MIG GPU's capacity outside its instances
+// could still host an instance (mig.Model.Hostable).
+type HostableSlices struct {
+	// Known is false when the GPU's profile table is not known: every slice in
+	// no instance then counts as hostable.
+	Known bool
+	// Compute and Memory are the compute slices (of 7) and memory slices (of
+	// 8) in no instance that further instances could still use. The other free
+	// slices are stranded and charged to the instances by weight.
+	Compute, Memory int
 }
 
 // GPUState is what the ledger needs to know about one GPU for one tick. UUIDs
@@ -75,18 +105,31 @@ type GPUState struct {
 	// Activity is the whole GPU's activity ratio, 0–1; NaN when there is no
 	// signal. The caller chooses the signal (DESIGN.md, "Cost model").
 	Activity float64
+	// Lost is true once the GPU fell off the bus: the whole tick is charged as
+	// Lost on the GPU's own series at its capital and overhead (a flat rate
+	// whole), energy 0, and the last power seen is forgotten. Holders and
+	// Instances are then ignored: their series freeze and leave after the
+	// retention window.
+	Lost bool
 	// MIG is true when the GPU is in MIG mode: its cost splits over Instances
 	// and Holders is ignored. A MIG GPU without instances is wholly unallocated.
-	MIG       bool
-	Holders   []Holder   // holders of the whole GPU, when !MIG
-	Instances []Instance // when MIG
+	MIG bool
+	// HoldersKnown is true when attribution said who holds the GPU (when
+	// !MIG): Holders is then complete (empty: no one) and the part no holder
+	// holds is unallocated. When false, that part is unknown.
+	HoldersKnown bool
+	Holders      []Holder   // holders of the whole GPU, when !MIG
+	Instances    []Instance // when MIG
+	// Hostable describes the slices in no instance, when MIG. It depends only
+	// on the MIG layout: the caller computes it once per inventory.
+	Hostable HostableSlices
 }
 
 // Total is the cumulative value of one ledger series since the process started.
 type Total struct {
 	GPU     string    // UUID of the physical GPU
 	Device  string    // UUID of the device the series is about: the GPU or one of its MIG instances
-	Holder  HolderKey // zero for Unallocated
+	Holder  HolderKey // zero for Unallocated, Lost and unattributed Unknown
 	State   State
 	Seconds float64 // device-seconds: wall seconds × the part of the GPU
 	EUR     float64
@@ -114,20 +157,29 @@ type BookSource interface {
 // totals with AppendTotals and AppendRates, and publishes copies.
 //
 // Series follow the input: when a holder, MIG instance or GPU is no longer in
-// the GPUState passed to Advance, its series are dropped (DESIGN.md: the series
-// of a pod that ended disappear at the next attribution refresh). A holder that
-// comes back starts again at zero, which PromQL's increase() reads as a new
-// series or a counter reset. Every GPU and MIG instance present always has an
-// unallocated series, and every holder a busy and an idle series, even at zero.
+// the GPUState passed to Advance, its series stay, frozen at their final
+// values, for the retention window (WithRetention), so scrapes read their
+// last increment; then they are dropped. One that comes back within the window
+// continues its counters; one that comes back later starts again at zero,
+// which PromQL's increase() reads as a new series or a counter reset. Every
+// GPU and MIG instance always has an unallocated series, and every holder a
+// busy and an idle series, even at zero; lost and unknown series appear the
+// first tick their state applies (at zero when that tick has no length).
 type Ledger struct {
-	books BookSource
-	gpus  []gpuAcc
+	books     BookSource
+	retention float64 // s
+	now       float64 // ledger time: the sum of the tick lengths so far, s
+	gpus      table[string, gpuAcc]
 }
 
 // NewLedger returns an empty ledger that prices GPUs with the book books gives
 // at each Advance.
-func NewLedger(books BookSource) *Ledger {
-	return &Ledger{books: books}
+func NewLedger(books BookSource, opts ...Option) *Ledger {
+	l := &Ledger{books: books, retention: DefaultRetention.Seconds()}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
 }
 
 type counter struct{ seconds, eur float64 }
@@ -137,79 +189,149 @@ func (c *counter) add(seconds, eur float64) {
 	c.eur += eur
 }
 
+// lazyCounter is a counter exported only once its state first applied.
+type lazyCounter struct {
+	counter
+	used bool
+}
+
+func (c *lazyCounter) add(seconds, eur float64) {
+	c.counter.add(seconds, eur)
+	c.used = true
+}
+
 type holderAcc struct {
-	key        HolderKey
 	busy, idle counter
+	unknown    lazyCounter
 }
 
 // deviceAcc holds the series of one GPU or MIG instance.
 type deviceAcc struct {
-	uuid    string
 	unalloc counter
-	holders []holderAcc // distinct keys, in order of first appearance
-	index   []int       // input holder position → holders index
+	unknown lazyCounter // no holder
+	lost    lazyCounter // the GPU's own series only
+	holders table[HolderKey, holderAcc]
 }
 
 type gpuAcc struct {
-	uuid      string
 	model     string
 	book      *Book
 	price     *ModelPrice // book.Price(model), cached per book and model
-	powerW    float64     // last known power, NaN until one is seen
+	powerW    float64     // last known power, W; NaN after a loss, 0 (no energy) until one is seen
 	rate      Rate
-	whole     deviceAcc // the GPU: its holders, or its free MIG slices
-	instances []deviceAcc
+	whole     deviceAcc // the GPU: its holders, its free MIG slices, its lost time
+	instances table[string, deviceAcc]
 }
 
-// Advance adds one tick of length dt: for every GPU, rate × dt/3600 EUR and dt
-// of device-seconds, split over its parts. A dt of zero or less adds nothing but
-// still follows the holders and devices in gpus. In steady state (the same
-// GPUs, instances and holders as the last call) Advance does not allocate.
+// tick is what one call adds to the ledger.
+type tick struct {
+	sec       float64 // device-seconds of a whole GPU
+	measured  bool    // false: a gap in which the devices were not read
+	threshold float64 // idle threshold of the book
+}
+
+// Advance adds one tick of length dt, charged at the readings in gpus: for
+// every GPU, rate × dt/3600 EUR and dt of device-seconds, split over its parts.
+// A dt of zero or less adds nothing but still follows the holders and devices
+// in gpus. In steady state (the same GPUs, instances and holders as the last
+// call) Advance does not allocate.
 func (l *Ledger) Advance(dt time.Duration, gpus []GPUState) {
+	l.advance(dt, gpus, true)
+}
+
+// AdvanceUnmeasured adds a stretch of length dt in which the devices were not
+// read (a backend outage beyond the interval one sample may cover), priced at
+// the rates the readings in gpus give: each GPU's rate × dt/3600 EUR and dt
+// device-seconds go to Unknown — on each known holder's series by its share,
+// and with no holder for the rest (unheld parts, free MIG slices, a lost GPU).
+// It follows holders and devices and allocates like Advance.
+func (l *Ledger) AdvanceUnmeasured(dt time.Duration, gpus []GPUState) {
+	l.advance(dt, gpus, false)
+}
+
+func (l *Ledger) advance(dt time.Duration, gpus []GPUState, measured bool) {
 	book := l.books.Book()
-	if !l.sameGPUs(gpus) {
-		l.rebuildGPUs(gpus)
-	}
-	sec := max(dt.Seconds(), 0)
+	t := tick{sec: max(dt.Seconds(), 0), measured: measured, threshold: book.IdleThreshold}
+	l.now += t.sec
+	l.gpus.sync(len(gpus), func(i int) string { return gpus[i].UUID }, l.now)
 	for i := range gpus {
-		in, acc := &gpus[i], &l.gpus[i]
+		in, acc := &gpus[i], l.gpus.at(i)
 		acc.updateRate(book, in)
-		eur := acc.rate.Total() * sec / 3600
-		if !in.MIG {
-			acc.whole.sync(in.Holders)
-			acc.syncInstances(nil)
-			acc.whole.split(in.Holders, in.Activity, book.IdleThreshold, sec, eur)
-			continue
+		eur := acc.rate.Total() * t.sec / 3600
+		switch {
+		case in.Lost:
+			acc.whole.holders.sync(0, nil, l.now)
+			acc.instances.sync(0, nil, l.now)
+			if t.measured {
+				acc.whole.lost.add(t.sec, eur)
+			} else {
+				acc.whole.unknown.add(t.sec, eur)
+			}
+		case !in.MIG:
+			acc.whole.holders.sync(len(in.Holders), func(j int) HolderKey { return in.Holders[j].Key }, l.now)
+			acc.instances.sync(0, nil, l.now)
+			acc.whole.split(in.Holders, in.HoldersKnown, in.Activity, t, 1, eur)
+		default:
+			acc.whole.holders.sync(0, nil, l.now)
+			acc.instances.sync(len(in.Instances), func(j int) string { return in.Instances[j].UUID }, l.now)
+			acc.splitMIG(in, book.MIGWeight, t, eur, l.now)
 		}
-		acc.whole.sync(nil)
-		acc.syncInstances(in.Instances)
-		weights := 0.0
-		for _, inst := range in.Instances {
-			weights += book.MIGWeight.Weight(inst.ComputeSlices, inst.MemorySlices)
+		acc.whole.holders.prune(l.now, l.retention)
+		acc.instances.prune(l.now, l.retention)
+		for k := range acc.instances.rows {
+			acc.instances.rows[k].val.holders.prune(l.now, l.retention)
 		}
-		scale := 1.0
-		if weights > 1 {
-			scale = 1 / weights
-		}
-		allocated := 0.0
-		for j := range in.Instances {
-			inst := &in.Instances[j]
-			w := book.MIGWeight.Weight(inst.ComputeSlices, inst.MemorySlices) * scale
-			allocated += w
-			acc.instances[j].split(inst.Holders, inst.Activity, book.IdleThreshold, sec*w, eur*w)
-		}
-		free := remainder(allocated)
-		acc.whole.unalloc.add(sec*free, eur*free)
+	}
+	l.gpus.prune(l.now, l.retention)
+}
+
+// splitMIG splits a tick of a MIG GPU over its instances by weight. Free
+// slices that could host an instance are the GPU's unallocated part; stranded
+// ones (no instance of the model could use them) are charged to the instances
+// in proportion to their weights.
+func (acc *gpuAcc) splitMIG(in *GPUState, weight MIGWeight, t tick, eur, now float64) {
+	weights := 0.0
+	for _, inst := range in.Instances {
+		weights += weight.Weight(inst.ComputeSlices, inst.MemorySlices)
+	}
+	scale := 1.0
+	if weights > 1 {
+		scale = 1 / weights
+	}
+	allocated := weights * scale
+	free := remainder(allocated)
+	hostable := free
+	if in.Hostable.Known && allocated > 0 {
+		hostable = min(weight.Weight(in.Hostable.Compute, in.Hostable.Memory), free)
+		scale *= (allocated + free - hostable) / allocated
+	}
+	for j := range in.Instances {
+		inst := &in.Instances[j]
+		d := acc.instances.at(j)
+		d.holders.sync(len(inst.Holders), func(k int) HolderKey { return inst.Holders[k].Key }, now)
+		w := weight.Weight(inst.ComputeSlices, inst.MemorySlices) * scale
+		d.split(inst.Holders, inst.HoldersKnown, inst.Activity, t, w, eur*w)
+	}
+	// Slices in no instance: the inventory, not the kubelet, says no pod can
+	// hold them, so they are unallocated whatever attribution knows.
+	if t.measured {
+		acc.whole.unalloc.add(t.sec*hostable, eur*hostable)
+	} else if hostable > 0 {
+		acc.whole.unknown.add(t.sec*hostable, eur*hostable)
 	}
 }
 
-// updateRate sets acc.rate from the book and the GPU's power.
+// updateRate sets acc.rate from the book and the GPU's power. A lost GPU draws
+// no power: its rate is capital and overhead, and its last power is forgotten.
 func (acc *gpuAcc) updateRate(book *Book, in *GPUState) {
 	if acc.book != book || acc.model != in.Model {
 		acc.book, acc.model = book, in.Model
 		acc.price = book.Price(in.Model)
 	}
-	if p := in.PowerW; p >= 0 && !math.IsInf(p, 1) {
+	switch p := in.PowerW; {
+	case in.Lost:
+		acc.powerW = math.NaN()
+	case p >= 0 && !math.IsInf(p, 1):
 		acc.powerW = p
 	}
 	if acc.price == nil {
@@ -219,9 +341,13 @@ func (acc *gpuAcc) updateRate(book *Book, in *GPUState) {
 	acc.rate = acc.price.Rate(acc.powerW)
 }
 
-// split adds sec device-seconds and eur EUR to d's series: to each holder its
-// share, busy or idle by its activity, and the rest to unallocated.
-func (d *deviceAcc) split(holders []Holder, activity, threshold, sec, eur float64) {
+// split adds the part w of a tick (w × t.sec device-seconds, eur EUR) to d's
+// series: to each holder its share — busy or idle by its activity when the
+// tick was measured and the activity is known, else unknown — and the rest to
+// unallocated when the holders are known and the tick measured, else unknown.
+// d.holders must be synced to holders.
+func (d *deviceAcc) split(holders []Holder, known bool, activity float64, t tick, w, eur float64) {
+	sec := t.sec * w
 	sum := 0.0
 	for _, h := range holders {
 		sum += clampShare(h.Share)
@@ -238,15 +364,22 @@ func (d *deviceAcc) split(holders []Holder, activity, threshold, sec, eur float6
 		if math.IsNaN(a) {
 			a = activity
 		}
-		acc := &d.holders[d.index[j]]
-		c := &acc.busy
-		if a < threshold { // NaN (no signal) is not idle
-			c = &acc.idle
+		acc := d.holders.at(j)
+		switch {
+		case !t.measured || math.IsNaN(a):
+			acc.unknown.add(sec*s, eur*s)
+		case a < t.threshold:
+			acc.idle.add(sec*s, eur*s)
+		default:
+			acc.busy.add(sec*s, eur*s)
 		}
-		c.add(sec*s, eur*s)
 	}
 	free := remainder(held)
-	d.unalloc.add(sec*free, eur*free)
+	if known && t.measured {
+		d.unalloc.add(sec*free, eur*free)
+	} else if free > 0 {
+		d.unknown.add(sec*free, eur*free)
+	}
 }
 
 // remainder returns the part of a device, 0–1, that parts summing to held
@@ -272,141 +405,52 @@ func clampShare(s float64) float64 {
 	}
 }
 
-// sameGPUs reports whether gpus lists the GPUs of the last call, in order.
-func (l *Ledger) sameGPUs(gpus []GPUState) bool {
-	if len(gpus) != len(l.gpus) {
-		return false
-	}
-	for i := range gpus {
-		if gpus[i].UUID != l.gpus[i].uuid {
-			return false
-		}
-	}
-	return true
-}
-
-// rebuildGPUs lays l.gpus out like gpus, keeping the series of GPUs seen before.
-func (l *Ledger) rebuildGPUs(gpus []GPUState) {
-	old := l.gpus
-	l.gpus = make([]gpuAcc, len(gpus))
-	for i, in := range gpus {
-		acc := gpuAcc{uuid: in.UUID, powerW: math.NaN(), whole: deviceAcc{uuid: in.UUID}}
-		for _, o := range old {
-			if o.uuid == in.UUID {
-				acc = o
-				break
-			}
-		}
-		l.gpus[i] = acc
-	}
-}
-
-// syncInstances lays acc.instances out like insts, keeping the series of
-// instances seen before.
-func (acc *gpuAcc) syncInstances(insts []Instance) {
-	if len(insts) == len(acc.instances) {
-		same := true
-		for j := range insts {
-			if insts[j].UUID != acc.instances[j].uuid {
-				same = false
-				break
-			}
-		}
-		if same {
-			for j := range insts {
-				acc.instances[j].sync(insts[j].Holders)
-			}
-			return
-		}
-	}
-	old := acc.instances
-	acc.instances = make([]deviceAcc, len(insts))
-	for j, in := range insts {
-		d := deviceAcc{uuid: in.UUID}
-		for _, o := range old {
-			if o.uuid == in.UUID {
-				d = o
-				break
-			}
-		}
-		d.sync(in.Holders)
-		acc.instances[j] = d
-	}
-}
-
-// sync lays d.holders out for holders, keeping the counters of holders seen
-// before and merging repeated keys into one series.
-func (d *deviceAcc) sync(holders []Holder) {
-	if len(holders) == len(d.index) {
-		same := true
-		for j := range holders {
-			if holders[j].Key != d.holders[d.index[j]].key {
-				same = false
-				break
-			}
-		}
-		if same {
-			return
-		}
-	}
-	old := d.holders
-	d.holders = make([]holderAcc, 0, len(holders))
-	d.index = make([]int, len(holders))
-	for j, h := range holders {
-		k := -1
-		for i := range d.holders {
-			if d.holders[i].key == h.Key {
-				k = i
-				break
-			}
-		}
-		if k < 0 {
-			k = len(d.holders)
-			acc := holderAcc{key: h.Key}
-			for _, o := range old {
-				if o.key == h.Key {
-					acc = o
-					break
-				}
-			}
-			d.holders = append(d.holders, acc)
-		}
-		d.index[j] = k
-	}
-}
-
 // AppendTotals appends the cumulative value of every series to dst and returns
-// the extended slice: per GPU, in the order of the last Advance, the GPU's
-// unallocated series, its holders' busy and idle series, then per MIG instance
-// the same. Appending to a slice with room left does not allocate.
+// the extended slice: per GPU (those of the last Advance in its order, then
+// those retained), the GPU's series — unallocated, lost and unknown once used,
+// its holders' busy, idle and (once used) unknown — then per MIG instance the
+// same. Appending to a slice with room left does not allocate.
 func (l *Ledger) AppendTotals(dst []Total) []Total {
-	for i := range l.gpus {
-		g := &l.gpus[i]
-		dst = g.whole.appendTotals(dst, g.uuid)
-		for j := range g.instances {
-			dst = g.instances[j].appendTotals(dst, g.uuid)
+	for i := range l.gpus.rows {
+		r := &l.gpus.rows[i]
+		dst = r.val.whole.appendTotals(dst, r.key, r.key)
+		for j := range r.val.instances.rows {
+			ir := &r.val.instances.rows[j]
+			dst = ir.val.appendTotals(dst, r.key, ir.key)
 		}
 	}
 	return dst
 }
 
-func (d *deviceAcc) appendTotals(dst []Total, gpu string) []Total {
-	dst = append(dst, Total{GPU: gpu, Device: d.uuid, State: Unallocated,
+func (d *deviceAcc) appendTotals(dst []Total, gpu, device string) []Total {
+	dst = append(dst, Total{GPU: gpu, Device: device, State: Unallocated,
 		Seconds: d.unalloc.seconds, EUR: d.unalloc.eur})
-	for _, h := range d.holders {
+	if d.lost.used {
+		dst = append(dst, Total{GPU: gpu, Device: device, State: Lost, Seconds: d.lost.seconds, EUR: d.lost.eur})
+	}
+	if d.unknown.used {
+		dst = append(dst, Total{GPU: gpu, Device: device, State: Unknown, Seconds: d.unknown.seconds, EUR: d.unknown.eur})
+	}
+	for i := range d.holders.rows {
+		h := &d.holders.rows[i]
 		dst = append(dst,
-			Total{GPU: gpu, Device: d.uuid, Holder: h.key, State: Busy, Seconds: h.busy.seconds, EUR: h.busy.eur},
-			Total{GPU: gpu, Device: d.uuid, Holder: h.key, State: Idle, Seconds: h.idle.seconds, EUR: h.idle.eur})
+			Total{GPU: gpu, Device: device, Holder: h.key, State: Busy, Seconds: h.val.busy.seconds, EUR: h.val.busy.eur},
+			Total{GPU: gpu, Device: device, Holder: h.key, State: Idle, Seconds: h.val.idle.seconds, EUR: h.val.idle.eur})
+		if h.val.unknown.used {
+			dst = append(dst, Total{GPU: gpu, Device: device, Holder: h.key, State: Unknown,
+				Seconds: h.val.unknown.seconds, EUR: h.val.unknown.eur})
+		}
 	}
 	return dst
 }
 
 // AppendRates appends the rate in force at the last Advance for every GPU, in
-// the order of that call, to dst and returns the extended slice.
+// the order of that call, to dst and returns the extended slice. GPUs retained
+// after leaving the input have no rate.
 func (l *Ledger) AppendRates(dst []GPURate) []GPURate {
-	for i := range l.gpus {
-		g := &l.gpus[i]
-		dst = append(dst, GPURate{UUID: g.uuid, Model: g.model, Rate: g.rate, Priced: g.price != nil})
+	for j := range l.gpus.index {
+		r := &l.gpus.rows[l.gpus.index[j]]
+		dst = append(dst, GPURate{UUID: r.key, Model: r.val.model, Rate: r.val.rate, Priced: r.val.price != nil})
 	}
 	return dst
 }

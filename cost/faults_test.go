@@ -1,0 +1,212 @@
+package cost
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// The worked examples of docs/cost.md, "What is charged when things fail",
+// with the built-in book. Expected numbers are computed by hand in the doc.
+
+const h100 = "NVIDIA H100 80GB HBM3"
+
+// TestFaultLostGPU: an H100 at 400 W held by a busy pod falls off the bus.
+// From the tick that sees it lost, its capital accrues as lost with no holder,
+// energy 0; the pod's series freeze and leave after the retention window.
+func TestFaultLostGPU(t *testing.T) {
+	pod := HolderKey{"ml", "train-0", "trainer"}
+	gpu := []GPUState{{UUID: "GPU-h100", Model: h100, PowerW: 400, Activity: 0.9, HoldersKnown: true,
+		Holders: []Holder{{Key: pod, Share: 1, Activity: math.NaN()}}}}
+	l := NewLedger(&bookSource{Default()})
+	l.Advance(0, gpu)
+	l.Advance(time.Hour, gpu) // busy at 1.309553 EUR/h
+	gpu[0].Lost, gpu[0].PowerW, gpu[0].Activity = true, math.NaN(), math.NaN()
+	l.Advance(time.Minute, gpu) // lost: capital 1.141553 EUR/h only
+	checkRate(t, l, "GPU-h100", Rate{Capital: 1.141552511415525})
+	checkSeries(t, l, []wantSeries{
+		{"GPU-h100", pod, Busy, 3600, 1.309552511415525},
+		{"GPU-h100", pod, Idle, 0, 0},
+		{"GPU-h100", HolderKey{}, Unallocated, 0, 0},
+		{"GPU-h100", HolderKey{}, Lost, 60, 1.141552511415525 / 60},
+	})
+	// The holder's series stay frozen within the window, then go.
+	l.Advance(3*time.Minute, gpu)
+	if _, ok := totalsByKey(t, l)[seriesKey{"GPU-h100", pod, Busy}]; !ok {
+		t.Error("the holder's series left before the retention window ended")
+	}
+	l.Advance(time.Minute, gpu)
+	checkSeries(t, l, []wantSeries{
+		{"GPU-h100", HolderKey{}, Unallocated, 0, 0},
+		{"GPU-h100", HolderKey{}, Lost, 300, 1.141552511415525 / 12},
+	})
+	// A flat-priced GPU accrues its whole flat rate as lost.
+	flat := NewLedger(&bookSource{mustParse(t, "models: [{match: .*, hourly_eur: 2.5}]\n")})
+	flat.Advance(time.Hour, []GPUState{{UUID: "G", Model: "Tesla T4", PowerW: math.NaN(), Lost: true, HoldersKnown: true}})
+	checkSeries(t, flat, []wantSeries{{"G", HolderKey{}, Unallocated, 0, 0}, {"G", HolderKey{}, Lost, 3600, 2.5}})
+}
+
+// TestFaultHoldersUnknown: attribution off or stale past stale-after (no
+// holders known) — an A100 at 250 W is wholly unknown, never unallocated. A
+// GPU the kubelet positively reports unheld stays unallocated, and a device
+// with one known holder and an unmappable claim charges the rest as unknown.
+func TestFaultHoldersUnknown(t *testing.T) {
+	pod := HolderKey{"ml", "train-0", "main"}
+	l := NewLedger(&bookSource{Default()})
+	l.Advance(time.Hour, []GPUState{
+		{UUID: "GPU-off", Model: "NVIDIA A100-SXM4-80GB", PowerW: 250, Activity: 0.02},
+		{UUID: "GPU-free", Model: "NVIDIA A100-SXM4-80GB", PowerW: 250, Activity: 0.02, HoldersKnown: true},
+		{UUID: "GPU-dra", Model: "NVIDIA A100-SXM4-80GB", PowerW: 250, Activity: 0.02,
+			Holders: []Holder{{Key: pod, Share: 0.5, Activity: math.NaN()}}},
+	})
+	checkSeries(t, l, []wantSeries{
+		{"GPU-off", HolderKey{}, Unallocated, 0, 0},
+		{"GPU-off", HolderKey{}, Unknown, 3600, 0.6757762557077626},
+		{"GPU-free", HolderKey{}, Unallocated, 3600, 0.6757762557077626},
+		{"GPU-dra", pod, Idle, 1800, 0.6757762557077626 / 2},
+		{"GPU-dra", pod, Busy, 0, 0},
+		{"GPU-dra", HolderKey{}, Unallocated, 0, 0},
+		{"GPU-dra", HolderKey{}, Unknown, 1800, 0.6757762557077626 / 2},
+	})
+}
+
+// TestFaultBackendGap: an exclusive H100 at 400 W; the backend fails for ten
+// minutes at a 1 s interval. The recovery sample covers at most 2 s; the other
+// 598 s are unknown on the holder's series (the holder is known, its activity
+// is not) and on the unheld rest with no holder.
+func TestFaultBackendGap(t *testing.T) {
+	pod := HolderKey{"serving", "llm-0", "server"}
+	other := HolderKey{"dev", "nb", "jupyter"}
+	gpus := []GPUState{
+		{UUID: "GPU-a", Model: h100, PowerW: 400, Activity: 0.8, HoldersKnown: true,
+			Holders: []Holder{{Key: pod, Share: 1, Activity: math.NaN()}}},
+		{UUID: "GPU-b", Model: h100, PowerW: 400, Activity: 0.8, HoldersKnown: true,
+			Holders: []Holder{{Key: other, Share: 0.25, Activity: math.NaN()}}},
+	}
+	l := NewLedger(&bookSource{Default()})
+	l.Advance(0, gpus)
+	l.AdvanceUnmeasured(598*time.Second, gpus)
+	l.Advance(2*time.Second, gpus)
+	const rate = 1.309552511415525 // EUR/h
+	checkSeries(t, l, []wantSeries{
+		{"GPU-a", pod, Unknown, 598, 0.21753122272957887},
+		{"GPU-a", pod, Busy, 2, 0.0007275291730086251},
+		{"GPU-a", pod, Idle, 0, 0},
+		{"GPU-a", HolderKey{}, Unallocated, 0, 0},
+		{"GPU-b", other, Unknown, 598 * 0.25, rate * 598 / 3600 * 0.25},
+		{"GPU-b", HolderKey{}, Unknown, 598 * 0.75, rate * 598 / 3600 * 0.75},
+		{"GPU-b", other, Busy, 0.5, rate * 2 / 3600 * 0.25},
+		{"GPU-b", other, Idle, 0, 0},
+		{"GPU-b", HolderKey{}, Unallocated, 1.5, rate * 2 / 3600 * 0.75},
+	})
+}
+
+// TestFaultFreeReplicas: one pod holds one of the four time-slicing replicas
+// of an A100 at 300 W and is 30 % active. It pays for its activity plus a
+// quarter of the unused time, 0.30 + 0.70 × 1/4 = 0.475; the rest is unallocated.
+func TestFaultFreeReplicas(t *testing.T) {
+	pod := HolderKey{"dev-alice", "notebook-0", "jupyter"}
+	shares := ActivityShares(nil, []float64{0.30}, []float64{0.25})
+	if !within(shares[0], 0.475) {
+		t.Fatalf("lone holder's share = %v, want 0.475", shares[0])
+	}
+	l := NewLedger(&bookSource{Default()})
+	l.Advance(time.Hour, []GPUState{{UUID: "GPU-ts", Model: "NVIDIA A100-PCIE-40GB", PowerW: 300, Activity: 0.30,
+		HoldersKnown: true, Holders: []Holder{{Key: pod, Share: shares[0], Activity: 0.30}}}})
+	checkSeries(t, l, []wantSeries{
+		{"GPU-ts", pod, Busy, 1710, 0.3309687214611872},
+		{"GPU-ts", pod, Idle, 0, 0},
+		{"GPU-ts", HolderKey{}, Unallocated, 1890, 0.36580753424657536},
+	})
+}
+
+// TestFaultStrandedMIG: an H100 at 400 W split into two 3g.40gb, both held
+// and busy. The free compute slice has no memory slice left: no instance can
+// use it, so with mig_weight compute each instance pays 3/7 + 1/7 × 3/6 = 1/2.
+// With hostable slices (the default scenario's GPU 6: 3g.40gb + 2× 1g.10gb,
+// 2 compute slices free that a 2g.20gb could use) the free slices stay unallocated.
+func TestFaultStrandedMIG(t *testing.T) {
+	a, b := HolderKey{"serving", "embed-0", "server"}, HolderKey{"serving", "embed-1", "server"}
+	const rate = 1.309552511415525
+	inst := func(uuid string, c, m int, h HolderKey) Instance {
+		return Instance{UUID: uuid, ComputeSlices: c, MemorySlices: m, Activity: 0.5, HoldersKnown: true,
+			Holders: []Holder{{Key: h, Share: 1, Activity: math.NaN()}}}
+	}
+	l := NewLedger(&bookSource{Default()})
+	l.Advance(time.Hour, []GPUState{
+		{UUID: "GPU-2x3g", Model: h100, PowerW: 400, MIG: true, HoldersKnown: true, Hostable: HostableSlices{Known: true},
+			Instances: []Instance{inst("MIG-a", 3, 4, a), inst("MIG-b", 3, 4, b)}},
+		{UUID: "GPU-6", Model: h100, PowerW: 400, MIG: true, HoldersKnown: true, Hostable: HostableSlices{Known: true, Compute: 2, Memory: 2},
+			Instances: []Instance{inst("MIG-3g", 3, 4, a), inst("MIG-1g", 1, 1, b), {UUID: "MIG-1g-free", ComputeSlices: 1, MemorySlices: 1, Activity: 0, HoldersKnown: true}}},
+	})
+	checkSeries(t, l, []wantSeries{
+		{"GPU-2x3g", HolderKey{}, Unallocated, 0, 0},
+		{"MIG-a", a, Busy, 1800, 0.6547762557077625},
+		{"MIG-b", b, Busy, 1800, 0.6547762557077625},
+		{"MIG-a", a, Idle, 0, 0}, {"MIG-b", b, Idle, 0, 0},
+		{"MIG-a", HolderKey{}, Unallocated, 0, 0}, {"MIG-b", HolderKey{}, Unallocated, 0, 0},
+
+		{"GPU-6", HolderKey{}, Unallocated, 3600 * 2 / 7.0, rate * 2 / 7},
+		{"MIG-3g", a, Busy, 3600 * 3 / 7.0, rate * 3 / 7},
+		{"MIG-1g", b, Busy, 3600 / 7.0, rate / 7},
+		{"MIG-1g-free", HolderKey{}, Unallocated, 3600 / 7.0, rate / 7},
+		{"MIG-3g", a, Idle, 0, 0}, {"MIG-1g", b, Idle, 0, 0},
+		{"MIG-3g", HolderKey{}, Unallocated, 0, 0}, {"MIG-1g", HolderKey{}, Unallocated, 0, 0},
+	})
+}
+
+// TestFaultShortJobRetention: a job holds an H100 at 400 W for 2 minutes at
+// a 1 s interval, then ends. Its series keep their final values (120 s busy,
+// 0.043652 EUR) for the 5-minute retention window and then go; a pod of the
+// same name that comes back within the window continues its counters, one
+// that comes back later starts from 0.
+func TestFaultShortJobRetention(t *testing.T) {
+	job := HolderKey{"ci", "build-0", "main"}
+	held := []GPUState{{UUID: "GPU-ci", Model: h100, PowerW: 400, Activity: 0.9, HoldersKnown: true,
+		Holders: []Holder{{Key: job, Share: 1, Activity: math.NaN()}}}}
+	free := []GPUState{{UUID: "GPU-ci", Model: h100, PowerW: 400, Activity: 0, HoldersKnown: true}}
+	const rate = 1.309552511415525
+	l := NewLedger(&bookSource{Default()})
+	l.Advance(0, held)
+	for range 120 {
+		l.Advance(time.Second, held)
+	}
+	for range 299 {
+		l.Advance(time.Second, free)
+	}
+	checkSeries(t, l, []wantSeries{
+		{"GPU-ci", job, Busy, 120, 0.0436517503805175},
+		{"GPU-ci", job, Idle, 0, 0},
+		{"GPU-ci", HolderKey{}, Unallocated, 299, rate * 299 / 3600},
+	})
+	l.Advance(time.Second, free) // 5 minutes since the job was last held
+	checkSeries(t, l, []wantSeries{{"GPU-ci", HolderKey{}, Unallocated, 300, rate * 300 / 3600}})
+	l.Advance(time.Second, held) // a new build-0: from 0
+	checkSeries(t, l, []wantSeries{
+		{"GPU-ci", job, Busy, 1, rate / 3600},
+		{"GPU-ci", job, Idle, 0, 0},
+		{"GPU-ci", HolderKey{}, Unallocated, 300, rate * 300 / 3600},
+	})
+	l.Advance(time.Minute, free)
+	l.Advance(time.Second, held) // back within the window: continues
+	checkSeries(t, l, []wantSeries{
+		{"GPU-ci", job, Busy, 2, 2 * rate / 3600},
+		{"GPU-ci", job, Idle, 0, 0},
+		{"GPU-ci", HolderKey{}, Unallocated, 360, rate * 360 / 3600},
+	})
+
+	// WithRetention sets the window; a MIG instance that leaves is retained too.
+	short := NewLedger(&bookSource{Default()}, WithRetention(10*time.Second))
+	migGPU := func(insts ...Instance) []GPUState {
+		return []GPUState{{UUID: "GPU-m", Model: h100, PowerW: 400, MIG: true, HoldersKnown: true, Instances: insts}}
+	}
+	one := Instance{UUID: "MIG-x", ComputeSlices: 7, MemorySlices: 8, Activity: 0.9, HoldersKnown: true,
+		Holders: []Holder{{Key: job, Share: 1, Activity: math.NaN()}}}
+	short.Advance(time.Second, migGPU(one))
+	short.Advance(9*time.Second, migGPU())
+	if _, ok := totalsByKey(t, short)[seriesKey{"MIG-x", job, Busy}]; !ok {
+		t.Error("a MIG instance's series left before its 10 s window ended")
+	}
+	short.Advance(time.Second, migGPU())
+	checkSeries(t, short, []wantSeries{{"GPU-m", HolderKey{}, Unallocated, 10, rate * 10 / 3600}})
+}
