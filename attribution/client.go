@@ -206,6 +206,7 @@ func (c *Client) Refresh(ctx context.Context) error {
 		LastSuccess: now,
 		Holders:     t.holders,
 		Allocatable: t.allocatable,
+		Replicas:    t.replicas,
 		UnknownIDs:  c.unknown,
 	}
 	c.lastGood = s
@@ -265,7 +266,7 @@ func (c *Client) publishFailure(now time.Time, err error) {
 	if c.lastGood != nil {
 		s.LastSuccess = c.lastGood.LastSuccess
 		if now.Sub(c.lastGood.LastSuccess) < c.cfg.StaleAfter {
-			s.Holders, s.Allocatable = c.lastGood.Holders, c.lastGood.Allocatable
+			s.Holders, s.Allocatable, s.Replicas = c.lastGood.Holders, c.lastGood.Allocatable, c.lastGood.Replicas
 		} else if !c.staleDropped {
 			c.staleDropped = true
 			c.log.Warn("kubelet pod-resources assignments are stale; dropped them",

@@ -174,7 +174,9 @@ func TestClientAssignments(t *testing.T) {
 		allocatable []kubeletsim.Devices
 		want        map[string][]attribution.Holder
 		wantAlloc   map[string][]string
-		wantUnknown uint64
+		// wantReplicas is the replicas offered per device; nil: not checked.
+		wantReplicas map[string]int
+		wantUnknown  uint64
 	}{
 		{
 			name: "exclusive GPUs; a GPU no pod holds is only allocatable",
@@ -190,7 +192,7 @@ func TestClientAssignments(t *testing.T) {
 			wantAlloc: map[string][]string{gpu: {gpu0, gpu1, gpu2}},
 		},
 		{
-			name: "time-sliced replicas: both attributed, shares sum to 1",
+			name: "time-sliced replicas: shares of the replicas offered, two of four free",
 			pods: []kubeletsim.Pod{
 				pod("a", "p1", ctr("c", shared, gpu0+"::0")),
 				pod("b", "p2", ctr("c", shared, gpu0+"::1")),
@@ -198,14 +200,25 @@ func TestClientAssignments(t *testing.T) {
 			allocatable: []kubeletsim.Devices{{Resource: shared, IDs: []string{gpu0 + "::0", gpu0 + "::1", gpu0 + "::2", gpu0 + "::3"}}},
 			want: map[string][]attribution.Holder{
 				gpu0: {
-					{Namespace: "a", Pod: "p1", Container: "c", Resource: shared, Sharing: attribution.TimeSlicing, Replicas: 1, Share: 0.5},
-					{Namespace: "b", Pod: "p2", Container: "c", Resource: shared, Sharing: attribution.TimeSlicing, Replicas: 1, Share: 0.5},
+					{Namespace: "a", Pod: "p1", Container: "c", Resource: shared, Sharing: attribution.TimeSlicing, Replicas: 1, Share: 0.25},
+					{Namespace: "b", Pod: "p2", Container: "c", Resource: shared, Sharing: attribution.TimeSlicing, Replicas: 1, Share: 0.25},
 				},
 			},
-			wantAlloc: map[string][]string{shared: {gpu0}},
+			wantAlloc:    map[string][]string{shared: {gpu0}},
+			wantReplicas: map[string]int{gpu0: 4},
 		},
 		{
-			name: "replicas weigh shares; MPS by resource name",
+			name:        "a lone holder of one of four replicas pays a quarter",
+			pods:        []kubeletsim.Pod{pod("a", "p1", ctr("c", shared, gpu0+"::2"))},
+			allocatable: []kubeletsim.Devices{{Resource: shared, IDs: []string{gpu0 + "::0", gpu0 + "::1", gpu0 + "::2", gpu0 + "::3"}}},
+			want: map[string][]attribution.Holder{
+				gpu0: {{Namespace: "a", Pod: "p1", Container: "c", Resource: shared, Sharing: attribution.TimeSlicing, Replicas: 1, Share: 0.25}},
+			},
+			wantAlloc:    map[string][]string{shared: {gpu0}},
+			wantReplicas: map[string]int{gpu0: 4},
+		},
+		{
+			name: "replicas weigh shares; MPS by resource name; not advertised: replicas held stand in",
 			mps:  []string{"nvidia.com/gpu.mps"},
 			pods: []kubeletsim.Pod{
 				pod("a", "big", ctr("c", "nvidia.com/gpu.mps", gpu0+"::0", gpu0+"::1", gpu0+"::2")),
@@ -256,7 +269,8 @@ func TestClientAssignments(t *testing.T) {
 					{Namespace: "g", Pod: "slice1", Container: "c", Resource: gpu, Sharing: attribution.TimeSlicing, Replicas: 1, Share: 0.5},
 				},
 			},
-			wantAlloc: map[string][]string{gpu: {gpu0, gpu2}},
+			wantAlloc:    map[string][]string{gpu: {gpu0, gpu2}},
+			wantReplicas: map[string]int{gpu0: 1, gpu2: 2},
 		},
 		{
 			name: "unknown IDs are counted, other resources ignored",
@@ -287,6 +301,9 @@ func TestClientAssignments(t *testing.T) {
 			if !reflect.DeepEqual(s.Allocatable, tt.wantAlloc) {
 				t.Errorf("allocatable:\n got %v\nwant %v", s.Allocatable, tt.wantAlloc)
 			}
+			if tt.wantReplicas != nil && !reflect.DeepEqual(s.Replicas, tt.wantReplicas) {
+				t.Errorf("replicas:\n got %v\nwant %v", s.Replicas, tt.wantReplicas)
+			}
 			if s.UnknownIDs != tt.wantUnknown {
 				t.Errorf("UnknownIDs = %d, want %d", s.UnknownIDs, tt.wantUnknown)
 			}
@@ -295,7 +312,7 @@ func TestClientAssignments(t *testing.T) {
 				for _, h := range hs {
 					sum += h.Share
 				}
-				if sum < 0.999999 || sum > 1.000001 {
+				if sum > 1.000001 {
 					t.Errorf("shares of %s sum to %v", uuid, sum)
 				}
 			}
@@ -540,7 +557,7 @@ func TestStaleSnapshotDropped(t *testing.T) {
 		if s.Up || !s.LastSuccess.Equal(good.LastSuccess) {
 			t.Errorf("step %d: Up=%v LastSuccess=%v, want down since %v", i, s.Up, s.LastSuccess, good.LastSuccess)
 		}
-		if got := s.Holders != nil && s.Allocatable != nil; got != tt.wantHolders {
+		if got := s.Holders != nil && s.Allocatable != nil && s.Replicas != nil; got != tt.wantHolders {
 			t.Errorf("step %d (%v after success): holders kept = %v, want %v", i, h.clock.Now().Sub(good.LastSuccess), got, tt.wantHolders)
 		}
 	}

@@ -39,7 +39,10 @@ type Holder struct {
 	// TimeSlicing or MPS).
 	Replicas int
 	// Share is the container's part of the device, 0–1: its replicas over the
-	// replicas held by all holders of the device. The shares of a device sum to 1.
+	// replicas the device offers (Snapshot.Replicas), so replicas no container
+	// holds are left over. When the kubelet does not advertise the device, or
+	// advertises fewer replicas than its holders hold, the replicas held by all
+	// holders stand in for those offered. The shares of a device sum to at most 1.
 	Share float64
 }
 
@@ -59,6 +62,11 @@ type Snapshot struct {
 	// Allocatable maps a resource name to the sorted UUIDs of the devices the kubelet
 	// can allocate for it (replicas collapsed to their device).
 	Allocatable map[string][]string
+	// Replicas maps a device UUID to how many replicas of it the kubelet can
+	// allocate (GetAllocatableResources): the time-slicing or MPS replica
+	// count, 1 for a device offered whole. A device the kubelet does not
+	// advertise is absent. Nil with Holders.
+	Replicas map[string]int
 	// UnknownIDs counts, since the Client started, the device IDs of tracked resources
 	// that did not parse or name no device of this node (one per ID per refresh).
 	UnknownIDs uint64
@@ -130,7 +138,8 @@ type building struct {
 type tables struct {
 	holders     map[string][]Holder
 	allocatable map[string][]string
-	unknown     []string // raw IDs that did not resolve, one per occurrence
+	replicas    map[string]int // device UUID → replicas offered
+	unknown     []string       // raw IDs that did not resolve, one per occurrence
 }
 
 // buildTables turns a List and a GetAllocatableResources answer into holders and
@@ -167,12 +176,15 @@ func buildTables(list *podresourcesv1.ListPodResourcesResponse, alloc *podresour
 			}
 		}
 	}
+	t.allocatable, t.replicas = allocatable(alloc, res, filter, &t.unknown)
 	t.holders = make(map[string][]Holder)
-	total := make(map[string]int)
+	held := make(map[string]int)
 	for k, b := range acc {
-		total[k.device] += len(b.replicas)
+		held[k.device] += len(b.replicas)
 	}
 	for k, b := range acc {
+		// Free replicas stay unpaid: the share is of the replicas offered.
+		offered := max(t.replicas[k.device], held[k.device])
 		t.holders[k.device] = append(t.holders[k.device], Holder{
 			Namespace: k.namespace,
 			Pod:       k.pod,
@@ -180,33 +192,48 @@ func buildTables(list *podresourcesv1.ListPodResourcesResponse, alloc *podresour
 			Resource:  k.resource,
 			Sharing:   b.sharing,
 			Replicas:  len(b.replicas),
-			Share:     float64(len(b.replicas)) / float64(total[k.device]),
+			Share:     float64(len(b.replicas)) / float64(offered),
 		})
 	}
 	for _, hs := range t.holders {
 		slices.SortFunc(hs, compareHolders)
 	}
+	return t
+}
 
-	t.allocatable = make(map[string][]string)
+// allocatable returns, from a GetAllocatableResources answer, the sorted device
+// UUIDs per tracked resource and the replicas offered per device (distinct
+// replica indices over all tracked resources; a device offered whole counts
+// one). IDs that do not resolve are appended to unknown.
+func allocatable(alloc *podresourcesv1.AllocatableResourcesResponse, res *resolver, filter resourceFilter, unknown *[]string) (map[string][]string, map[string]int) {
+	byResource := make(map[string][]string)
+	seen := make(map[string][]int) // device UUID → distinct replica indices
 	for _, dev := range alloc.GetDevices() {
 		resource := dev.GetResourceName()
 		if !filter.tracked(resource) {
 			continue
 		}
 		for _, raw := range dev.GetDeviceIds() {
-			uuid, _, err := res.resolve(raw)
+			uuid, id, err := res.resolve(raw)
 			if err != nil {
-				t.unknown = append(t.unknown, raw)
+				*unknown = append(*unknown, raw)
 				continue
 			}
-			t.allocatable[resource] = append(t.allocatable[resource], uuid)
+			byResource[resource] = append(byResource[resource], uuid)
+			if !slices.Contains(seen[uuid], id.Replica) {
+				seen[uuid] = append(seen[uuid], id.Replica)
+			}
 		}
 	}
-	for r, uuids := range t.allocatable {
+	for r, uuids := range byResource {
 		slices.Sort(uuids)
-		t.allocatable[r] = slices.Compact(uuids)
+		byResource[r] = slices.Compact(uuids)
 	}
-	return t
+	replicas := make(map[string]int, len(seen))
+	for uuid, ids := range seen {
+		replicas[uuid] = len(ids)
+	}
+	return byResource, replicas
 }
 
 func compareHolders(a, b Holder) int {
