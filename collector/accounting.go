@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gpuledger/gpuledger/mig"
 )
 
 // HolderSource gives the latest pod attribution; *attribution.Client is one.
@@ -40,24 +41,70 @@ func AttributionDevices(inv Inventory) []attribution.Device {
 // same shapes and allocates nothing in steady state.
 type accountant struct {
 	ledger *cost.Ledger
-	last   time.Time // time of the previous tick; zero before the first
-	states []cost.GPUState
+	// maxCharged is the longest interval one sample's readings are charged
+	// for (2 × the sampling interval); the rest of a longer gap is unknown.
+	maxCharged time.Duration
+	last       time.Time // time of the previous tick; zero before the first
+	states     []cost.GPUState
+	hostable   []cost.HostableSlices // per GPU of the inventory, from its MIG layout
 }
 
-// advance charges the time since the previous tick at the readings of s and
-// returns the ledger's totals and rates.
+// chargeFactor × the sampling interval is the longest stretch one sample's
+// readings are charged for: a late tick still counts whole, a backend outage
+// does not.
+const chargeFactor = 2
+
+// setInventory works out what the ledger needs of a new inventory: which free
+// MIG slices could still host an instance.
+func (a *accountant) setInventory(inv Inventory) {
+	a.hostable = make([]cost.HostableSlices, len(inv.GPUs))
+	for i, g := range inv.GPUs {
+		a.hostable[i] = hostableSlices(g)
+	}
+}
+
+// hostableSlices returns the free slices of g that further instances of its
+// model's profile table could use; not Known when g is not in MIG mode, its
+// model has no table, or its layout is not one the table allows.
+func hostableSlices(g GPU) cost.HostableSlices {
+	if !g.MIGEnabled {
+		return cost.HostableSlices{}
+	}
+	model, ok := mig.ForModel(g.Model)
+	if !ok {
+		return cost.HostableSlices{}
+	}
+	layout := make([]string, len(g.Instances))
+	for j, in := range g.Instances {
+		layout[j] = in.Profile
+	}
+	c, m, err := model.Hostable(layout)
+	if err != nil {
+		return cost.HostableSlices{}
+	}
+	return cost.HostableSlices{Known: true, Compute: c, Memory: m}
+}
+
+// advance charges the time since the previous tick at the readings of s — at
+// most maxCharged of it; the rest as unmeasured — and returns the ledger's
+// totals and rates. attr nil (attribution off), or without holders (stale or
+// never refreshed), leaves every device's holders unknown.
 func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attribution.Snapshot, usage []DeviceUsage) ([]cost.Total, []cost.GPURate) {
 	var dt time.Duration
 	if !a.last.IsZero() {
 		dt = s.Time.Sub(a.last)
 	}
 	a.last = s.Time
+	known := attr != nil && attr.Holders != nil
 	a.states = resize(a.states, len(inv.GPUs))
 	for i := range inv.GPUs {
 		g, r, st := &inv.GPUs[i], &s.GPUs[i], &a.states[i]
-		st.UUID, st.Model, st.MIG = g.UUID, g.Model, g.MIGEnabled
+		st.UUID, st.Model, st.MIG, st.Lost, st.HoldersKnown = g.UUID, g.Model, g.MIGEnabled, r.Lost, known
 		st.PowerW, _ = r.Values.Get(PowerUsage)
 		st.Activity = act[i].Ratio
+		if i < len(a.hostable) {
+			st.Hostable = a.hostable[i]
+		}
 		if !g.MIGEnabled {
 			st.Holders = holdersOf(st.Holders, attr, g.UUID, usage)
 			st.Instances = st.Instances[:0]
@@ -67,7 +114,7 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 		st.Instances = resize(st.Instances, len(g.Instances))
 		for j := range g.Instances {
 			in, cs := &g.Instances[j], &st.Instances[j]
-			cs.UUID, cs.ComputeSlices, cs.MemorySlices = in.UUID, in.ComputeSlices, in.MemorySlices
+			cs.UUID, cs.ComputeSlices, cs.MemorySlices, cs.HoldersKnown = in.UUID, in.ComputeSlices, in.MemorySlices, known
 			cs.Activity = math.NaN()
 			if j < len(act[i].Instances) {
 				cs.Activity = act[i].Instances[j].Ratio
@@ -75,14 +122,19 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 			cs.Holders = holdersOf(cs.Holders, attr, in.UUID, usage)
 		}
 	}
+	if gap := dt - a.maxCharged; a.maxCharged > 0 && gap > 0 {
+		a.ledger.AdvanceUnmeasured(gap, a.states)
+		dt = a.maxCharged
+	}
 	a.ledger.Advance(dt, a.states)
 	return a.ledger.AppendTotals(nil), a.ledger.AppendRates(nil)
 }
 
 // holdersOf fills dst with the ledger holders of device uuid. On a shared
 // device whose holders' own activity is known from process accounting, the
-// shares follow that activity (cost.ActivityShares); otherwise they are the
-// kubelet's replica shares.
+// shares follow that activity (cost.ActivityShares), for a lone holder too;
+// otherwise they are the kubelet's replica shares (replicas held over replicas
+// offered).
 func holdersOf(dst []cost.Holder, attr *attribution.Snapshot, uuid string, usage []DeviceUsage) []cost.Holder {
 	dst = dst[:0]
 	if attr == nil {
@@ -93,7 +145,7 @@ func holdersOf(dst []cost.Holder, attr *attribution.Snapshot, uuid string, usage
 		key := cost.HolderKey{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container}
 		dst = append(dst, cost.Holder{Key: key, Share: h.Share, Activity: u.activity(key)})
 	}
-	if len(dst) < 2 || u == nil {
+	if u == nil {
 		return dst
 	}
 	var actBuf, replicaBuf, shareBuf [16]float64

@@ -81,10 +81,10 @@ func NewCollector(src SnapshotSource, hostname string, now func() time.Time) *Co
 		"Framebuffer a container uses on a shared GPU, from process accounting.",
 		"namespace", "pod", "container")
 	c.seconds = newDescSet("gpuledger_gpu_seconds_total",
-		"Device-seconds by state (busy, idle, unallocated) and holder; a GPU adds one per second.",
+		"Device-seconds by state (busy, idle, unallocated, lost, unknown) and holder; a GPU adds one per second.",
 		"namespace", "pod", "container", "state")
 	c.eur = newDescSet("gpuledger_cost_eur_total",
-		"EUR accrued by state (busy, idle, unallocated) and holder.",
+		"EUR accrued by state (busy, idle, unallocated, lost, unknown) and holder.",
 		"namespace", "pod", "container", "state")
 	c.hourly = newDescSet("gpuledger_gpu_hourly_cost_eur",
 		"The cost rate in force for the GPU, EUR per hour, by component.", "component")
@@ -130,15 +130,34 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // identity returns the label set and identity label values of a device. The
 // values are shared: callers append to them (which copies) but never write them.
 func (c *Collector) identity(snap *Snapshot, ref deviceRef) (labelSet, []string) {
-	ids := c.identities.Load()
-	if ids == nil || ids.index != snap.index {
-		ids = newIdentities(snap, c.hostname)
-		c.identities.Store(ids)
-	}
+	ids := c.identitiesOf(snap)
 	if ref.instance < 0 {
 		return setGPU, ids.gpus[ref.gpu]
 	}
 	return setMIG, ids.instances[ref.gpu][ref.instance]
+}
+
+// identitiesOf returns the identities of snap's inventory, building them when
+// the inventory changed.
+func (c *Collector) identitiesOf(snap *Snapshot) *identities {
+	ids := c.identities.Load()
+	if ids == nil || ids.index != snap.index {
+		ids = newIdentities(snap, c.hostname, ids)
+		c.identities.Store(ids)
+	}
+	return ids
+}
+
+// ledgerIdentity returns the label set and identity values of the device of a
+// ledger series: one of the inventory, or one that left it (a MIG instance
+// after a reconfiguration) whose series the ledger still retains.
+func (c *Collector) ledgerIdentity(snap *Snapshot, uuid string) (labelSet, []string, bool) {
+	if ref, ok := snap.index.lookup(uuid); ok {
+		set, labels := c.identity(snap, ref)
+		return set, labels, true
+	}
+	r, ok := c.identitiesOf(snap).retired[uuid]
+	return r.set, r.labels, ok
 }
 
 // identities are the identity label values of the devices of one inventory,
@@ -147,9 +166,20 @@ type identities struct {
 	index     *deviceIndex
 	gpus      [][]string
 	instances [][][]string
+	// retired are the identities of devices of earlier inventories that still
+	// have ledger series (retained after they left).
+	retired map[string]retiredIdentity
 }
 
-func newIdentities(snap *Snapshot, hostname string) *identities {
+type retiredIdentity struct {
+	set    labelSet
+	labels []string
+}
+
+// newIdentities builds the identities of snap's inventory, keeping from prev
+// (the identities of the inventory before) those of devices that left it but
+// still have ledger series in snap.
+func newIdentities(snap *Snapshot, hostname string, prev *identities) *identities {
 	ids := &identities{index: snap.index}
 	for _, g := range snap.Inventory.GPUs {
 		gl := []string{strconv.Itoa(g.Index), g.UUID, g.PCIBusID, "nvidia" + strconv.Itoa(g.Minor), g.Model, hostname}
@@ -158,6 +188,30 @@ func newIdentities(snap *Snapshot, hostname string) *identities {
 			insts = append(insts, slices.Clip(append(slices.Clone(gl), in.Profile, strconv.Itoa(in.GPUInstanceID))))
 		}
 		ids.gpus, ids.instances = append(ids.gpus, slices.Clip(gl)), append(ids.instances, insts)
+	}
+	if prev == nil {
+		return ids
+	}
+	for _, t := range snap.Totals {
+		if _, ok := snap.index.lookup(t.Device); ok {
+			continue
+		}
+		if _, done := ids.retired[t.Device]; done {
+			continue
+		}
+		r, ok := prev.retired[t.Device]
+		if ref, was := prev.index.lookup(t.Device); was {
+			r, ok = retiredIdentity{setGPU, prev.gpus[ref.gpu]}, true
+			if ref.instance >= 0 {
+				r = retiredIdentity{setMIG, prev.instances[ref.gpu][ref.instance]}
+			}
+		}
+		if ok {
+			if ids.retired == nil {
+				ids.retired = make(map[string]retiredIdentity)
+			}
+			ids.retired[t.Device] = r
+		}
 	}
 	return ids
 }
@@ -221,12 +275,11 @@ func (c *Collector) collectUsage(ch chan<- prometheus.Metric, snap *Snapshot) {
 
 func (c *Collector) collectLedger(ch chan<- prometheus.Metric, snap *Snapshot) {
 	for _, t := range snap.Totals {
-		ref, ok := snap.index.lookup(t.Device)
+		set, labels, ok := c.ledgerIdentity(snap, t.Device)
 		if !ok {
 			continue
 		}
-		set, labels := c.identity(snap, ref)
-		labels = append(labels, t.Holder.Namespace, t.Holder.Pod, t.Holder.Container, t.State.String())
+		labels = append(labels[:len(labels):len(labels)], t.Holder.Namespace, t.Holder.Pod, t.Holder.Container, t.State.String())
 		ch <- c.metric(c.seconds[set], prometheus.CounterValue, t.Seconds, labels...)
 		ch <- c.metric(c.eur[set], prometheus.CounterValue, t.EUR, labels...)
 	}

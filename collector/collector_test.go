@@ -105,6 +105,10 @@ var podsOnNode = &attribution.Snapshot{
 	UnknownIDs: 3,
 }
 
+// staleAttribution is what the attribution client publishes once its last
+// success is older than stale-after: no holders.
+var staleAttribution = &attribution.Snapshot{Up: false, LastSuccess: t0.Add(-10 * time.Minute), UnknownIDs: 3}
+
 func TestCollectorGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -116,9 +120,16 @@ func TestCollectorGolden(t *testing.T) {
 		{"lost_gpu", &fakeBackend{power: 412.5, lost: true}, nil, false},
 		{"backend_down", &fakeBackend{failAll: errors.New("driver not loaded")}, nil, false},
 		{"attributed_with_ledger", &fakeBackend{power: 412.5}, fakeHolders{podsOnNode}, true},
+		// GPU-aaaa is lost: its hour is capital only, state lost, no pod labels.
+		{"lost_gpu_with_ledger", &fakeBackend{power: 412.5, lost: true}, fakeHolders{podsOnNode}, true},
+		// The kubelet has not answered for longer than stale-after: no
+		// holders, so held time is unknown; GPU-bbbb's free slices stay unallocated.
+		{"attribution_stale_with_ledger", &fakeBackend{power: 412.5}, fakeHolders{staleAttribution}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := SamplerOptions{Now: fixedClock(t0), Holders: tc.holders}
+			// Two samples an hour apart, at an interval of an hour: the
+			// second charges the whole hour at its readings.
+			opts := SamplerOptions{Interval: time.Hour, Now: fixedClock(t0), Holders: tc.holders}
 			if tc.ledger {
 				opts.Ledger = cost.NewLedger(staticBook{cost.Default()})
 			}

@@ -26,6 +26,9 @@ type SamplerOptions struct {
 	// Processes maps compute processes to pods on shared GPUs; nil disables it.
 	Processes ProcessAccounting
 	// Ledger accounts the cost of every sample; nil disables the cost metrics.
+	// One sample's readings are charged for at most 2 × Interval: after a
+	// backend outage, the rest of the time since the last good sample is
+	// charged as unknown (cost.Ledger.AdvanceUnmeasured).
 	Ledger *cost.Ledger
 }
 
@@ -57,7 +60,7 @@ func NewSampler(b Backend, opts SamplerOptions) *Sampler {
 	return &Sampler{
 		backend: b, opts: opts,
 		errs: errorCounts{m: map[string]uint64{}},
-		acct: accountant{ledger: opts.Ledger},
+		acct: accountant{ledger: opts.Ledger, maxCharged: chargeFactor * opts.Interval},
 	}
 }
 
@@ -112,7 +115,8 @@ func (s *Sampler) Tick(ctx context.Context, now time.Time) error {
 		}
 	} else if prev := s.snapshot.Load(); prev != nil {
 		// The ledger's counters stay exported while the backend fails; the
-		// next good sample charges the time in between at its readings.
+		// next good sample charges up to 2 × Interval of the time in between
+		// at its readings, the rest as unknown.
 		snap.Totals, snap.Rates = prev.Totals, prev.Rates
 	}
 	s.logTransition(err)
@@ -128,6 +132,7 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) (Sample, error) {
 				return Sample{}, fmt.Errorf("read %s inventory: %w", s.backend.Name(), err)
 			}
 			s.inv, s.index = &inv, newDeviceIndex(inv)
+			s.acct.setInventory(inv)
 			if t, ok := s.opts.Holders.(deviceTable); ok {
 				t.SetDevices(AttributionDevices(inv))
 			}

@@ -301,9 +301,11 @@ func (acc *gpuAcc) splitMIG(in *GPUState, weight MIGWeight, t tick, eur, now flo
 	allocated := weights * scale
 	free := remainder(allocated)
 	hostable := free
-	if in.Hostable.Known && allocated > 0 {
-		hostable = min(weight.Weight(in.Hostable.Compute, in.Hostable.Memory), free)
-		scale *= (allocated + free - hostable) / allocated
+	if h := weight.Weight(in.Hostable.Compute, in.Hostable.Memory); in.Hostable.Known && allocated > 0 && h < free-1e-12 {
+		// The instances take all but the hostable part: their own weights
+		// and the stranded slices in proportion.
+		scale *= (1 - h) / allocated
+		hostable = h
 	}
 	for j := range in.Instances {
 		inst := &in.Instances[j]

@@ -1,0 +1,236 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/collector/collectortest"
+	"github.com/gpuledger/gpuledger/cost"
+)
+
+// ledgerTotals returns the latest snapshot's ledger series by device, holder
+// pod and state ("GPU-aaaa/train-0/busy"), in seconds.
+func ledgerTotals(t *testing.T, s *Sampler) map[string]float64 {
+	t.Helper()
+	m := map[string]float64{}
+	for _, tot := range s.Snapshot().Totals {
+		m[tot.Device+"/"+tot.Holder.Pod+"/"+tot.State.String()] = tot.Seconds
+	}
+	return m
+}
+
+func checkSeconds(t *testing.T, got map[string]float64, want map[string]float64) {
+	t.Helper()
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok || math.Abs(g-w) > 1e-9*math.Max(w, 1) {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, w)
+		}
+	}
+}
+
+// TestLedgerLostFromTheTickThatSeesIt: GPU-aaaa, held by a busy pod, is seen
+// lost by the sample at t0+2s. The interval that sample closes is lost — the
+// loss happened within it, and nothing after a loss is busy — charged at
+// capital only, though the last power read was 412.5 W.
+func TestLedgerLostFromTheTickThatSeesIt(t *testing.T) {
+	b := &fakeBackend{power: 412.5}
+	s := NewSampler(b, SamplerOptions{Interval: time.Second, Now: fixedClock(t0), Holders: fakeHolders{podsOnNode},
+		Ledger: cost.NewLedger(staticBook{cost.Default()})})
+	ctx := context.Background()
+	for k, lost := range []bool{false, false, true, true} {
+		b.lost = lost
+		if err := s.Tick(ctx, t0.Add(time.Duration(k)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkSeconds(t, ledgerTotals(t, s), map[string]float64{
+		"GPU-aaaa/train-0/busy": 1, "GPU-aaaa//lost": 2, "GPU-aaaa/train-0/idle": 0,
+	})
+	for _, tot := range s.Snapshot().Totals {
+		if tot.Device == "GPU-aaaa" && tot.State == cost.Lost {
+			if want := 2 * 30000.0 / 26280 / 3600; math.Abs(tot.EUR-want) > 1e-12 {
+				t.Errorf("lost EUR = %v, want %v (capital only)", tot.EUR, want)
+			}
+		}
+	}
+	for _, r := range s.Snapshot().Rates {
+		if r.UUID == "GPU-aaaa" && r.Rate.Energy != 0 {
+			t.Errorf("a lost GPU's energy rate = %v, want 0", r.Rate.Energy)
+		}
+	}
+}
+
+// TestLedgerBackendGapCapped: sampling at 1 s fails from t0+2s to t0+599s.
+// The sample at t0+600s charges 2 s at its readings; the other 597 s of the
+// 599 s gap are unknown, on the holders' series where holders are known.
+func TestLedgerBackendGapCapped(t *testing.T) {
+	b := &fakeBackend{power: 300}
+	s := NewSampler(b, SamplerOptions{Interval: time.Second, Now: fixedClock(t0), Holders: fakeHolders{podsOnNode},
+		Ledger: cost.NewLedger(staticBook{cost.Default()})})
+	ctx := context.Background()
+	for k := range 601 {
+		b.failAll = nil
+		if k >= 2 && k < 600 {
+			b.failAll = errors.New("driver reset")
+		}
+		_ = s.Tick(ctx, t0.Add(time.Duration(k)*time.Second))
+	}
+	checkSeconds(t, ledgerTotals(t, s), map[string]float64{
+		"GPU-aaaa/train-0/busy":    3,
+		"GPU-aaaa/train-0/unknown": 597,
+		"GPU-aaaa//unallocated":    0,
+		// GPU-bbbb: 2 of 7 compute slices could host an instance.
+		"GPU-bbbb//unallocated":  3 * 3.0 / 7,
+		"GPU-bbbb//unknown":      597 * 3.0 / 7,
+		"MIG-1111/llm-0/busy":    3 * 3.0 / 7,
+		"MIG-1111/llm-0/unknown": 597 * 3.0 / 7,
+	})
+}
+
+// TestLedgerAttributionOffIsUnknown: without a holder source, held or not,
+// a whole GPU's time is unknown, never unallocated.
+func TestLedgerAttributionOffIsUnknown(t *testing.T) {
+	s := NewSampler(&fakeBackend{power: 300}, SamplerOptions{Interval: time.Hour, Now: fixedClock(t0),
+		Ledger: cost.NewLedger(staticBook{cost.Default()})})
+	for k := range 2 {
+		if err := s.Tick(context.Background(), t0.Add(time.Duration(k)*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := ledgerTotals(t, s)
+	checkSeconds(t, got, map[string]float64{
+		"GPU-aaaa//unknown": 3600, "GPU-aaaa//unallocated": 0,
+		"MIG-1111//unknown": 3600 * 3 / 7.0, "MIG-2222//unknown": 3600 / 7.0,
+		"GPU-bbbb//unallocated": 3600 * 3 / 7.0, // slices in no instance
+	})
+}
+
+// TestLoneTimeSlicedHolderPaysByActivity: one pod holds one of four replicas
+// and process accounting measures it at 30 %: it pays 0.30 + 0.70 × 1/4.
+func TestLoneTimeSlicedHolderPaysByActivity(t *testing.T) {
+	attr := &attribution.Snapshot{Up: true, Holders: map[string][]attribution.Holder{
+		"GPU-ts": {{Namespace: "dev", Pod: "nb", Container: "c", Sharing: attribution.TimeSlicing, Replicas: 1, Share: 0.25}},
+	}}
+	usage := []DeviceUsage{{UUID: "GPU-ts", Holders: []HolderUsage{{Namespace: "dev", Pod: "nb", Container: "c", Utilization: 0.30}}}}
+	got := holdersOf(nil, attr, "GPU-ts", usage)
+	if len(got) != 1 || math.Abs(got[0].Share-0.475) > 1e-12 || got[0].Activity != 0.30 {
+		t.Fatalf("holders = %+v, want one with share 0.475 and activity 0.30", got)
+	}
+	// Without process accounting the share is the replica share.
+	if got := holdersOf(nil, attr, "GPU-ts", nil); len(got) != 1 || got[0].Share != 0.25 {
+		t.Fatalf("holders without usage = %+v, want share 0.25", got)
+	}
+}
+
+func TestHostableSlices(t *testing.T) {
+	inst := func(p string, c, m int) MIGInstance {
+		return MIGInstance{Profile: p, ComputeSlices: c, MemorySlices: m}
+	}
+	tests := []struct {
+		name string
+		gpu  GPU
+		want cost.HostableSlices
+	}{
+		{"H100 2× 3g.40gb: the free compute slice is stranded",
+			GPU{Model: "NVIDIA H100 80GB HBM3", MIGEnabled: true, Instances: []MIGInstance{inst("3g.40gb", 3, 4), inst("3g.40gb", 3, 4)}},
+			cost.HostableSlices{Known: true}},
+		{"H100 3g.40gb + 1g.10gb: 3 compute, 3 memory hostable",
+			GPU{Model: "NVIDIA H100 80GB HBM3", MIGEnabled: true, Instances: []MIGInstance{inst("3g.40gb", 3, 4), inst("1g.10gb", 1, 1)}},
+			cost.HostableSlices{Known: true, Compute: 3, Memory: 3}},
+		{"no table for the model", GPU{Model: "NVIDIA GH200 480GB", MIGEnabled: true}, cost.HostableSlices{}},
+		{"a profile the table lacks", GPU{Model: "NVIDIA H100 80GB HBM3", MIGEnabled: true, Instances: []MIGInstance{inst("5g.50gb", 5, 5)}}, cost.HostableSlices{}},
+		{"not in MIG mode", GPU{Model: "NVIDIA H100 80GB HBM3"}, cost.HostableSlices{}},
+	}
+	for _, tt := range tests {
+		if got := hostableSlices(tt.gpu); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// reconfigBackend is fakeBackend whose GPU 1 is reconfigured, once
+// reconfigure is set, to its first instance only.
+type reconfigBackend struct {
+	fakeBackend
+	reconfigure, reread bool
+}
+
+func (r *reconfigBackend) Inventory(ctx context.Context) (Inventory, error) {
+	inv, err := r.fakeBackend.Inventory(ctx)
+	if r.reconfigure {
+		r.reread = true
+		inv.GPUs[1].Instances = inv.GPUs[1].Instances[:1]
+	}
+	return inv, err
+}
+
+func (r *reconfigBackend) Sample(ctx context.Context, now time.Time, s *Sample, errs ErrorCounter) error {
+	switch {
+	case r.reconfigure && !r.reread:
+		return ErrInventoryChanged
+	case r.reread:
+		s.GPUs[1].Values.Set(GREngineActive, 0.5)
+		s.GPUs[1].Instances[0].Set(GREngineActive, 0.5)
+		return nil
+	}
+	return r.fakeBackend.Sample(ctx, now, s, errs)
+}
+
+// TestRetainedInstanceKeepsItsLabels: after a MIG reconfiguration removes
+// MIG-2222, its holders' series stay exported, with the instance's old
+// identity labels, for the retention window, then go.
+func TestRetainedInstanceKeepsItsLabels(t *testing.T) {
+	b := &reconfigBackend{fakeBackend: fakeBackend{power: 300}}
+	s := NewSampler(b, SamplerOptions{Interval: time.Second, Now: fixedClock(t0), Holders: fakeHolders{podsOnNode},
+		Ledger: cost.NewLedger(staticBook{cost.Default()}, cost.WithRetention(time.Minute))})
+	c := NewCollector(s, "node-a", fixedClock(t0))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	series := func() string {
+		text, err := collectortest.Text(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		for _, line := range strings.Split(string(text), "\n") {
+			if strings.HasPrefix(line, "gpuledger_gpu_seconds_total{") && strings.Contains(line, `pod="nb-a"`) {
+				out.WriteString(line + "\n")
+			}
+		}
+		return out.String()
+	}
+	ctx := context.Background()
+	for k := range 3 {
+		if err := s.Tick(ctx, t0.Add(time.Duration(k)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := series()
+	if !strings.Contains(before, `GPU_I_PROFILE="1g.10gb"`) {
+		t.Fatalf("no series of nb-a on the 1g.10gb instance before the reconfiguration:\n%s", before)
+	}
+	b.reconfigure = true
+	for k := 3; k < 62; k++ {
+		if err := s.Tick(ctx, t0.Add(time.Duration(k)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if got := series(); got != before {
+			t.Fatalf("tick %d: nb-a's retained series changed:\n%s\nwant\n%s", k, got, before)
+		}
+	}
+	if err := s.Tick(ctx, t0.Add(62*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := series(); got != "" {
+		t.Fatalf("nb-a's series outlived the retention window:\n%s", got)
+	}
+}
