@@ -234,6 +234,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"bad flag", []string{"exporter", "--no-such-flag"}, []string{"--no-such-flag"}},
 		{"bad interval", []string{"exporter", "--backend=sim", "--collector.interval=0s"}, []string{"--collector.interval"}},
+		{"bad retention", []string{"exporter", "--backend=sim", "--collector.ended-series-retention=0s"}, []string{"--collector.ended-series-retention"}},
 		{"bad scenario", []string{"exporter", "--backend=sim", "--sim.scenario=" + badScenario}, []string{badScenario + ":4", "colour"}},
 		{"missing scenario", []string{"exporter", "--backend=sim", "--sim.scenario=" + filepath.Join(dir, "none.yaml")}, []string{"none.yaml"}},
 		{"nvml without library", []string{"exporter", "--backend=nvml"}, []string{"libnvidia-ml.so.1", "--backend=sim"}},

@@ -33,6 +33,7 @@ type exporterCommand struct {
 	scrapeTimeout time.Duration
 	hostname      string
 	interval      time.Duration
+	retention     time.Duration
 	priceBook     string
 	backend       backendFlags
 	attribution   attributionFlags
@@ -46,7 +47,9 @@ func newExporterCommand(app *kingpin.Application) *exporterCommand {
 	cmd.Flag("web.max-requests", "Maximum number of concurrent scrapes; 0 means no limit.").Default("40").IntVar(&c.maxRequests)
 	cmd.Flag("web.scrape-timeout", "Time after which a scrape is answered 503.").Default("10s").DurationVar(&c.scrapeTimeout)
 	cmd.Flag("hostname", "Node name for the Hostname label.").Envar("NODE_NAME").StringVar(&c.hostname)
-	cmd.Flag("collector.interval", "Interval between two samples of the GPUs.").Default("1s").DurationVar(&c.interval)
+	cmd.Flag("collector.interval", "Interval between two samples of the GPUs. One sample is charged for at most twice this; the rest of a backend outage is cost state unknown.").Default("1s").DurationVar(&c.interval)
+	cmd.Flag("collector.ended-series-retention", "How long the cost series of an ended pod (or removed MIG instance) stay exported with their final values before they disappear; keep it above two scrape intervals.").
+		Default(cost.DefaultRetention.String()).DurationVar(&c.retention)
 	cmd.Flag("cost.price-book", "Price book YAML; empty: the built-in book (docs/cost.md). Reloaded on SIGHUP and POST /-/reload.").StringVar(&c.priceBook)
 	c.backend.register(cmd)
 	c.attribution.register(cmd)
@@ -56,6 +59,9 @@ func newExporterCommand(app *kingpin.Application) *exporterCommand {
 func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if c.interval <= 0 {
 		return badInput(fmt.Errorf("--collector.interval must be positive, got %s", c.interval))
+	}
+	if c.retention <= 0 {
+		return badInput(fmt.Errorf("--collector.ended-series-retention must be positive, got %s", c.retention))
 	}
 	if err := c.attribution.validate(); err != nil {
 		return err
@@ -97,7 +103,7 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 			return fmt.Errorf("find the host name (set --hostname): %w", err)
 		}
 	}
-	opts := collector.SamplerOptions{Interval: c.interval, Logger: logger, Ledger: cost.NewLedger(book.store)}
+	opts := collector.SamplerOptions{Interval: c.interval, Logger: logger, Ledger: cost.NewLedger(book.store, cost.WithRetention(c.retention))}
 	client, err := c.attribution.newClient(logger)
 	if err != nil {
 		return err
