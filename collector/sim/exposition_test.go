@@ -46,7 +46,7 @@ func TestDefaultScenarioExposition(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := collector.NewSampler(b, collector.SamplerOptions{
-		Now: clock.Now, Holders: client, Ledger: cost.NewLedger(bookOf{cost.Default()}),
+		Interval: 10 * time.Second, Now: clock.Now, Holders: client, Ledger: cost.NewLedger(bookOf{cost.Default()}),
 		Processes: collector.NewPodProcesses(attribution.NewProcessResolver(attribution.ProcessConfig{
 			ProcRoot: kubelet.ProcRoot, PodLogsDir: kubelet.PodLogsDir, Clock: clock,
 		})),
