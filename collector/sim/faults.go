@@ -176,7 +176,9 @@ func (s spans) next(since int64) int64 {
 
 // KubeletDown reports whether the scenario has the kubelet down at t. The
 // backend's start must be fixed. Safe for concurrent use.
-func (b *Backend) KubeletDown(t time.Time) bool { return b.kubeletDown.contains(t.UnixNano() - b.start) }
+func (b *Backend) KubeletDown(t time.Time) bool {
+	return b.kubeletDown.contains(t.UnixNano() - b.start)
+}
 
 // ExporterStopped reports whether the scenario has the exporter stopped at t.
 // The backend's start must be fixed. Safe for concurrent use.

@@ -318,7 +318,6 @@ func (sc *Scenario) workloadOf(p, name string, workloads map[string]*Workload) (
 	return w, nil
 }
 
-
 // checkDevice validates the resource entry p requests against the device it
 // points at.
 func (sc *Scenario) checkDevice(p, resource string, d Device, gpus []gpuFacts) (devKey, error) {
