@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/prometheus/common/model"
 )
 
 // TestSimulateHistorySummary runs `simulate history --summary` on a scenario
@@ -77,5 +82,111 @@ func TestSimulateHistoryRejectsABadScenario(t *testing.T) {
 	code := run(context.Background(), []string{"simulate", "history", "--scenario", scenario, "--duration", "1h"}, &stdout, &stderr)
 	if code != 2 || !strings.Contains(stderr.String(), "bad.yaml:3: events[0].for: required") {
 		t.Errorf("exit %d, stderr %q; want 2 and the located error", code, stderr.String())
+	}
+}
+
+// writeScenario writes a scenario file for a test.
+func writeScenario(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "scenario.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startInProcess runs `gpuledger exporter` with args in this process until the
+// test ends, and returns it once /-/ready answers, with its log.
+func startInProcess(t *testing.T, args ...string) (*exporter, *syncBuffer) {
+	t.Helper()
+	e := &exporter{addr: freeAddr(t)}
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"exporter", "--web.listen-address=" + e.addr}, args...), io.Discard, logs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			t.Logf("exporter log:\n%s", logs)
+		}
+	})
+	waitFor(t, func() bool {
+		resp, err := http.Get("http://" + e.addr + "/-/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return e, logs
+}
+
+// TestExporterPlaysJobsInRealTime runs a job of a 1-second pod every 2 seconds
+// on the simulated node: the kubelet follows the wall clock, so pods after
+// the first ones get attributed; the scenario's exporter stop is only logged.
+func TestExporterPlaysJobsInRealTime(t *testing.T) {
+	scenario := writeScenario(t, `gpus: [{model: NVIDIA H100 80GB HBM3, count: 2}]
+workloads: [{name: w, pattern: training, fb_mib: 1000}]
+jobs: [{namespace: ci, name: j, container: c, resource: nvidia.com/gpu, device: {gpu: 1}, workload: w, every: 2s, run: 1s}]
+events: [{at: 1h, exporter: stopped, for: 1h}]
+`)
+	e, logs := startInProcess(t, "--backend=sim", "--sim.scenario="+scenario, "--collector.interval=100ms", "--attribution.interval=100ms")
+	waitFor(t, func() bool {
+		for _, s := range e.scrape(t) {
+			pod := string(s.Metric["pod"])
+			if s.Metric[model.MetricNameLabel] == "gpuledger_gpu_allocation" && strings.HasPrefix(pod, "j-") && pod != "j-0" && pod != "j-1" {
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(logs.String(), "exporter stops apply to simulate history and report --demo only") {
+		t.Errorf("no log line about the exporter stop:\n%s", logs)
+	}
+}
+
+// TestExporterPlaysFaultsInRealTime runs a node whose kubelet is down and whose
+// backend fails from the start.
+func TestExporterPlaysFaultsInRealTime(t *testing.T) {
+	scenario := writeScenario(t, `gpus: [{model: NVIDIA H100 80GB HBM3}]
+workloads: [{name: w, pattern: training, fb_mib: 1000}]
+pods: [{namespace: ml, pod: p, container: c, resource: nvidia.com/gpu, device: {gpu: 0}, workload: w}]
+events: [{at: 0s, kubelet: down, for: 1h}, {at: 0s, backend: failing, for: 1h}]
+`)
+	e, logs := startInProcess(t, "--backend=sim", "--sim.scenario="+scenario, "--collector.interval=100ms", "--attribution.interval=100ms")
+	waitFor(t, func() bool {
+		l := logs.String()
+		return strings.Contains(l, "simulated kubelet is down") && strings.Contains(l, "simulated backend failure")
+	})
+	got := e.scrape(t)
+	if up, n := sum(got, "gpuledger_attribution_up", nil); n != 1 || up != 0 {
+		t.Errorf("gpuledger_attribution_up %v (%d series), want 0", up, n)
+	}
+	if _, n := sum(got, "gpuledger_gpu_allocation", nil); n != 0 {
+		t.Errorf("%d allocation series while the kubelet never answered", n)
+	}
+	if up, n := sum(got, "gpuledger_up", nil); n != 1 || up != 0 {
+		t.Errorf("gpuledger_up %v (%d series), want 0 while the backend fails", up, n)
 	}
 }
