@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
 
@@ -27,7 +26,7 @@ func (b *Backend) Sample(_ context.Context, now time.Time, s *collector.Sample, 
 		b.pin(t)
 	}
 	if b.backendFailing.contains(t - b.start) {
-		return fmt.Errorf("sample at %s: %w", now.Format(time.RFC3339), ErrBackendFailing)
+		return ErrBackendFailing
 	}
 	if len(s.GPUs) != len(b.gpus) {
 		s.GPUs = make([]collector.GPUReading, len(b.gpus))
