@@ -14,7 +14,7 @@ import (
 
 // faultScenario has a trainer on GPU 0 for the whole run, a job on GPU 1 (a
 // 2-minute pod every 10 minutes), and every fault: the kubelet down from 1h to
-// 3h, the backend failing from 4h to 4h30m, the exporter stopped from 5h to 6h.
+// 2h, the backend failing from 2h30m to 3h, the exporter stopped from 3h30m to 4h.
 const faultScenario = `seed: 3
 gpus:
   - model: NVIDIA H100 80GB HBM3
@@ -27,20 +27,22 @@ pods:
 jobs:
   - {namespace: ci, name: build, container: main, resource: nvidia.com/gpu, device: {gpu: 1}, workload: build, every: 10m, run: 2m}
 events:
-  - {at: 1h, kubelet: down, for: 2h}
-  - {at: 4h, backend: failing, for: 30m}
-  - {at: 5h, exporter: stopped, for: 1h}
+  - {at: 1h, kubelet: down, for: 1h}
+  - {at: 2h30m, backend: failing, for: 30m}
+  - {at: 3h30m, exporter: stopped, for: 30m}
 `
 
 // faultRun is one run of faultScenario, shared by the tests that read it.
 var faultRun struct {
-	once sync.Once
-	res  Result
-	out  []byte
-	err  error
+	once   sync.Once
+	res    Result
+	out    []byte
+	err    error
+	parsed sync.Once
+	got    parsed
 }
 
-// runFaults writes 7 hours of faultScenario, sampled and scraped every 10 s.
+// runFaults writes 4h30m of faultScenario, sampled and scraped every 10 s.
 func runFaults(t *testing.T) (Result, parsed) {
 	t.Helper()
 	faultRun.once.Do(func() {
@@ -51,13 +53,14 @@ func runFaults(t *testing.T) (Result, parsed) {
 		}
 		var buf bytes.Buffer
 		faultRun.res, faultRun.err = Write(context.Background(), &buf, Options{Scenario: sc, Start: start,
-			Duration: 7 * time.Hour, SampleInterval: 10 * time.Second, ScrapeInterval: 10 * time.Second})
+			Duration: 4*time.Hour + 30*time.Minute, SampleInterval: 10 * time.Second, ScrapeInterval: 10 * time.Second})
 		faultRun.out = buf.Bytes()
 	})
 	if faultRun.err != nil {
 		t.Fatal(faultRun.err)
 	}
-	return faultRun.res, parse(t, faultRun.out)
+	faultRun.parsed.Do(func() { faultRun.got = parse(t, faultRun.out) })
+	return faultRun.res, faultRun.got
 }
 
 // at is the Unix ms of a time after start.
@@ -92,7 +95,7 @@ func TestExporterStoppedWritesNothingAndRestartsCounters(t *testing.T) {
 	res, got := runFaults(t)
 	for key, ts := range got.times {
 		for _, ms := range ts {
-			if ms >= at(5*time.Hour) && ms < at(6*time.Hour) {
+			if ms >= at(3*time.Hour+30*time.Minute) && ms < at(4*time.Hour) {
 				t.Fatalf("%s written at %v, inside the exporter stop", key, time.UnixMilli(ms).UTC())
 			}
 		}
@@ -105,18 +108,18 @@ func TestExporterStoppedWritesNothingAndRestartsCounters(t *testing.T) {
 	if len(keys) != 1 {
 		t.Fatalf("trainer busy series %v", keys)
 	}
-	before, ok1 := got.valueAt(keys[0], at(5*time.Hour-10*time.Second))
-	after, ok2 := got.valueAt(keys[0], at(6*time.Hour+time.Minute))
+	before, ok1 := got.valueAt(keys[0], at(3*time.Hour+30*time.Minute-10*time.Second))
+	after, ok2 := got.valueAt(keys[0], at(4*time.Hour+time.Minute))
 	if !ok1 || !ok2 || before < 3600 || after > 60 {
 		t.Errorf("trainer busy seconds %v before the stop, %v a minute after the restart; want > 1 h, then ≤ 60 s", before, after)
 	}
-	// The summed totals cover every sampled second of both GPUs: 0 to 4h59m50s
-	// and 6h to 7h, whatever state the faults put them in.
+	// The summed totals cover every sampled second of both GPUs: 0 to 3h29m50s
+	// and 4h to 4h30m, whatever state the faults put them in.
 	var seconds float64
 	for _, tot := range res.Totals {
 		seconds += tot.Seconds
 	}
-	if want := 2 * (5*3600 - 10 + 3600.0); math.Abs(seconds-want) > 1e-6*want {
+	if want := 2 * (3.5*3600 - 10 + 1800); math.Abs(seconds-want) > 1e-6*want {
 		t.Errorf("device-seconds summed over the restart %v, want %v", seconds, want)
 	}
 	// And they equal the written counters summed over their lives.
@@ -146,7 +149,7 @@ func TestKubeletDownDropsHoldersAtStaleAfter(t *testing.T) {
 		when time.Duration
 		want float64
 	}{
-		{time.Hour - 10*time.Second, 1}, {time.Hour, 0}, {3*time.Hour - 10*time.Second, 0}, {3 * time.Hour, 1},
+		{time.Hour - 10*time.Second, 1}, {time.Hour, 0}, {2*time.Hour - 10*time.Second, 0}, {2 * time.Hour, 1},
 	} {
 		if v, ok := got.valueAt(up[0], at(tt.when)); !ok || v != tt.want {
 			t.Errorf("attribution_up at %v = %v (written %v), want %v", tt.when, v, ok, tt.want)
@@ -163,7 +166,7 @@ func TestKubeletDownDropsHoldersAtStaleAfter(t *testing.T) {
 		held bool
 	}{
 		{time.Hour + 4*time.Minute + 40*time.Second, true}, {time.Hour + 4*time.Minute + 50*time.Second, false},
-		{3*time.Hour - 10*time.Second, false}, {3 * time.Hour, true},
+		{2*time.Hour - 10*time.Second, false}, {2 * time.Hour, true},
 	} {
 		if _, held := got.valueAt(alloc[0], at(tt.when)); held != tt.held {
 			t.Errorf("trainer allocation at %v written %v, want %v", tt.when, held, tt.held)
@@ -192,7 +195,7 @@ func TestBackendFailingWritesNoReadings(t *testing.T) {
 			when    time.Duration
 			written bool
 		}{
-			{4*time.Hour - 10*time.Second, true}, {4 * time.Hour, false}, {4*time.Hour + 29*time.Minute + 50*time.Second, false}, {4*time.Hour + 30*time.Minute, true},
+			{150*time.Minute - 10*time.Second, true}, {150 * time.Minute, false}, {3*time.Hour - 10*time.Second, false}, {3 * time.Hour, true},
 		} {
 			if times[at(tt.when)] != tt.written {
 				t.Errorf("power of %s at %v written %v, want %v", gpu, tt.when, !tt.written, tt.written)
@@ -203,7 +206,7 @@ func TestBackendFailingWritesNoReadings(t *testing.T) {
 	if len(up) != 1 {
 		t.Fatalf("gpuledger_up series %v", up)
 	}
-	if v, _ := got.valueAt(up[0], at(4*time.Hour+time.Minute)); v != 0 {
+	if v, _ := got.valueAt(up[0], at(151*time.Minute)); v != 0 {
 		t.Errorf("gpuledger_up while failing = %v, want 0", v)
 	}
 }
@@ -228,8 +231,9 @@ func TestJobPodsAreAttributedWhileTheyRun(t *testing.T) {
 	if held != 120 {
 		t.Errorf("build-1 charged %v s, want 120", held)
 	}
-	// Pods of the job run until the kubelet goes down: build-0 … build-5 in the first hour.
-	for _, pod := range []string{"build-0", "build-5", "build-18", "build-41"} {
+	// Pods of the job are held in the first hour, after the kubelet is back
+	// (build-18 at 3h) and after the exporter's restart (build-24 at 4h).
+	for _, pod := range []string{"build-0", "build-5", "build-18", "build-24"} {
 		if len(got.seriesWith("gpuledger_gpu_allocation", `pod="`+pod+`"`)) != 1 {
 			t.Errorf("no allocation of %s", pod)
 		}
