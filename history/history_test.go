@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 
+	"github.com/gpuledger/gpuledger/collector/sim"
 	"github.com/gpuledger/gpuledger/cost"
 )
 
@@ -157,6 +158,21 @@ func TestWriteHonoursCancellation(t *testing.T) {
 func BenchmarkDay(b *testing.B) {
 	for b.Loop() {
 		if _, err := Write(context.Background(), io.Discard, Options{Start: start, Duration: 24 * time.Hour, Book: cost.Default()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkShortJobsDay measures one simulated day of
+// testdata/scenarios/short-jobs.yaml: five jobs whose pods start and end every
+// few minutes, each change a kubelet refresh.
+func BenchmarkShortJobsDay(b *testing.B) {
+	sc, err := sim.Load("../testdata/scenarios/short-jobs.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := Write(context.Background(), io.Discard, Options{Scenario: sc, Start: start, Duration: 24 * time.Hour}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -15,8 +15,8 @@ import (
 type Options struct {
 	// Seed, when non-zero, replaces the scenario's seed (--sim.seed).
 	Seed int64
-	// Start is the time event offsets and cumulative counters count from. Zero: the
-	// now of the first Sample call.
+	// Start is the time event offsets, pod windows, jobs and cumulative counters
+	// count from. Zero: the now of StartKubelet, or else of the first Sample call.
 	Start time.Time
 }
 
