@@ -339,3 +339,27 @@ func TestFreePIDBlock(t *testing.T) {
 		t.Errorf("block in an empty table = %d, want 1000", got)
 	}
 }
+
+func TestJobsAreDeterministicAndTakeTheirDevice(t *testing.T) {
+	scenario := strings.Replace(lifeBase, "resource: nvidia.com/gpu, device: {gpu: 1}, workload: dev",
+		"resource: nvidia.com/gpu.shared, device: {gpu: 2, replica: 1}, workload: dev", 1)
+	a, b := life(t, scenario), life(t, scenario)
+	other := life(t, strings.Replace(scenario, "seed: 1", "seed: 2", 1))
+	at := func(b *Backend) Allocation {
+		allocs, _ := b.PodsAt(time.Hour + time.Minute) // build-6
+		if len(allocs) != 1 {
+			t.Fatalf("allocations %+v, want build-6 alone", allocs)
+		}
+		return allocs[0]
+	}
+	x, y, z := at(a), at(b), at(other)
+	if x.UID != y.UID || a.jobs[0].pid(6) != b.jobs[0].pid(6) {
+		t.Errorf("two backends of one seed differ: %s/%d and %s/%d", x.UID, a.jobs[0].pid(6), y.UID, b.jobs[0].pid(6))
+	}
+	if x.UID == z.UID {
+		t.Errorf("seeds 1 and 2 give build-6 the same UID %s", x.UID)
+	}
+	if want := a.inv.GPUs[2].UUID + "::1"; x.Pod != "build-6" || x.Resource != "nvidia.com/gpu.shared" || len(x.DeviceIDs) != 1 || x.DeviceIDs[0] != want {
+		t.Errorf("build-6 = %+v, want replica %s", x, want)
+	}
+}
