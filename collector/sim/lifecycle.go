@@ -136,7 +136,7 @@ func (w *window) active(since int64) bool {
 	return w.every == 0 || (since-w.from)%w.every < w.run
 }
 
-// run returns the number of the job's pod running at since, or -1.
+// pod returns the number of the job's pod running at since, or -1.
 func (w *window) pod(since int64) int64 {
 	if w.every == 0 || !w.active(since) {
 		return -1
