@@ -197,6 +197,7 @@ func TestNewValidatesScenariosBuiltInCode(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(base))
+	f.Add([]byte(lifeBase))
 	f.Add(defaultScenario)
 	files, _ := filepath.Glob("../../testdata/scenarios/*.yaml")
 	for _, file := range files {
