@@ -23,6 +23,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/gpuledger/gpuledger/cost"
 )
 
 // Formats the report renders.
@@ -66,6 +68,13 @@ type Config struct {
 	// DrainAbove: a node whose device-hours were unallocated more than this
 	// share can be drained (0–1).
 	DrainAbove float64
+	// MIGWeight splits a MIG GPU's cost over its instances in every MIG
+	// figure; set it from the price book the exporters use (the zero value is
+	// the built-in book's compute weight).
+	MIGWeight cost.MIGWeight
+	// ApplyDir (optional) is a directory the configuration to apply is also
+	// written to, one file each (see WriteApply).
+	ApplyDir string
 	// AllowPartial renders a report marked partial when the range has gaps
 	// without data, instead of failing.
 	AllowPartial bool
@@ -213,7 +222,7 @@ func Generate(ctx context.Context, cfg Config, q Querier, logger *slog.Logger) (
 		return nil, err
 	}
 	logger.Debug("report queries done", "requests", run.done, "duration", cfg.now().Sub(began), "holdings", len(d.ledger))
-	a := &analysis{teams: teams, headroom: cfg.Headroom, release: cfg.ReleaseBelow, lowDuty: cfg.LowDutyBelow, drain: cfg.DrainAbove}
+	a := &analysis{teams: teams, headroom: cfg.Headroom, release: cfg.ReleaseBelow, lowDuty: cfg.LowDutyBelow, drain: cfg.DrainAbove, migWeight: cfg.MIGWeight}
 	r, err := a.build(d, cfg.AllowPartial)
 	if err != nil {
 		return nil, err
@@ -231,8 +240,13 @@ func generateAndWrite(ctx context.Context, cfg Config, q Querier, source string,
 	if err := writeReport(cfg.Out, r, cfg.Format); err != nil {
 		return err
 	}
+	if cfg.ApplyDir != "" {
+		if err := WriteApply(cfg.ApplyDir, &r.Apply); err != nil {
+			return err
+		}
+	}
 	logger.Info("report written", "out", cfg.Out, "format", cfg.Format, "partial", r.Partial,
-		"recommendations", len(r.Recommendations), "savings_eur_per_month", fmt.Sprintf("%.2f", r.SavingsPerMonth))
+		"recommendations", len(r.Recommendations), "freed_eur_per_month", fmt.Sprintf("%.2f", r.FreedEURPerMonth))
 	if cfg.WebhookURLFile != "" {
 		if err := postWebhook(ctx, cfg.WebhookURLFile, r, cfg.Timeout); err != nil {
 			return fmt.Errorf("report written to %s, but %w", cfg.Out, err)
