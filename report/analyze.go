@@ -162,10 +162,10 @@ type Report struct {
 	FreedEURPerMonth float64 `json:"freed_eur_per_month"`
 	// ReclaimableEURPerMonth is the partial capacity the advice makes free,
 	// shown apart and not part of the headline.
-	ReclaimableEURPerMonth float64 `json:"reclaimable_eur_per_month"`
-	HoursPerMonth          float64 `json:"hours_per_month"` // the month of the EUR/month figures
-	Apply                  Apply   `json:"apply"`
-	Timeline        []TimelinePoint  `json:"timeline"`
+	ReclaimableEURPerMonth float64         `json:"reclaimable_eur_per_month"`
+	HoursPerMonth          float64         `json:"hours_per_month"` // the month of the EUR/month figures
+	Apply                  Apply           `json:"apply"`
+	Timeline               []TimelinePoint `json:"timeline"`
 	// Heatmap is the mean device activity (0–1) by weekday (0 = Sunday) and
 	// hour of day, UTC; -1 where there was no data.
 	Heatmap [7][24]float64 `json:"heatmap"`

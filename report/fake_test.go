@@ -57,7 +57,7 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 // fakeGPU is one GPU of the test fleet, held by at most one container.
 type fakeGPU struct {
 	uuid, model, host  string
-	index              string // the gpu label; empty: "0"
+	index              string  // the gpu label; empty: "0"
 	ns, pod, container string  // empty: unallocated
 	rateEURPerHour     float64 // the GPU's cost rate
 	busyShare          float64 // share of each hour the holder is busy
