@@ -15,7 +15,8 @@ import (
 // WriteFleet runs every node of nodes in virtual time over the same period,
 // as Write does for one (opts.Scenario is ignored), and writes their metrics
 // to w as one OpenMetrics stream: each family once, holding every node's
-// samples. Each node keeps its own seed unless opts.Seed is set, when node i
+// samples, each labelled instance="<hostname>" as a Prometheus scraping the
+// nodes' exporters would. Each node keeps its own seed unless opts.Seed is set, when node i
 // gets opts.Seed + i. Nodes must differ in hostname and seed (GPU UUIDs
 // derive from the seed). The Result adds up the nodes' samples, totals and
 // rates.
@@ -91,16 +92,23 @@ func WriteFleet(ctx context.Context, w io.Writer, opts Options, nodes []*sim.Sce
 		res.Rates = append(res.Rates, r.Rates...)
 	}
 	readers := make([]io.Reader, len(files))
+	instances := make([]string, len(files))
 	for i, f := range files {
 		readers[i] = f
+		instances[i] = runs[i].Scenario.Node.Hostname
+		if instances[i] == "" {
+			instances[i] = sim.DefaultHostname
+		}
 	}
-	return res, mergeFamilies(w, readers)
+	return res, mergeFamilies(w, readers, instances)
 }
 
-// familyStream reads one Write output family by family.
+// familyStream reads one Write output family by family, adding an instance
+// label to each sample.
 type familyStream struct {
-	r      *bufio.Reader
-	header string // the current family's "# TYPE" line; "" at the end
+	r        *bufio.Reader
+	instance string // `instance="<node>"`
+	header   string // the current family's "# TYPE" line; "" at the end
 }
 
 func (s *familyStream) next() error {
@@ -129,24 +137,34 @@ func (s *familyStream) copyFamily(w *bufio.Writer) error {
 		if b[0] == '#' {
 			return s.next()
 		}
-		line, err := s.r.ReadSlice('\n')
-		for errors.Is(err, bufio.ErrBufferFull) {
-			w.Write(line)
-			line, err = s.r.ReadSlice('\n')
-		}
+		line, err := s.r.ReadString('\n')
 		if err != nil {
 			return fmt.Errorf("fleet: unexpected end of a node's metrics: %w", err)
 		}
-		w.Write(line)
+		name := strings.IndexAny(line, "{ ")
+		if name < 0 {
+			return fmt.Errorf("fleet: not a sample: %q", strings.TrimSpace(line))
+		}
+		w.WriteString(line[:name])
+		if line[name] == '{' {
+			w.WriteString("{" + s.instance + ",")
+			w.WriteString(line[name+1:])
+		} else {
+			w.WriteString("{" + s.instance + "}")
+			w.WriteString(line[name:])
+		}
 	}
 }
 
 // mergeFamilies merges OpenMetrics streams whose families are sorted by name
-// (as Write writes them) into one, each family once, and "# EOF".
-func mergeFamilies(w io.Writer, in []io.Reader) error {
+// (as Write writes them) into one, each family once, and "# EOF". Every
+// sample of in[i] gets the label instance="<instances[i]>", as Prometheus
+// adds to what it scrapes, so that the exporters' own series (which carry no
+// Hostname) stay apart.
+func mergeFamilies(w io.Writer, in []io.Reader, instances []string) error {
 	streams := make([]*familyStream, len(in))
 	for i, r := range in {
-		streams[i] = &familyStream{r: bufio.NewReaderSize(r, 64<<10)}
+		streams[i] = &familyStream{r: bufio.NewReaderSize(r, 64<<10), instance: `instance="` + labelEscaper.Replace(instances[i]) + `"`}
 		if err := streams[i].next(); err != nil {
 			return err
 		}
