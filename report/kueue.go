@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Kueue objects the report writes: kueue.x-k8s.io/v1beta2 (served from Kueue
-// 0.16; v1beta1 is deprecated and no longer served from 0.20).
+// Kueue objects the report writes: kueue.x-k8s.io/v1beta2 (v1beta1 is
+// deprecated since Kueue 0.16 and no longer served from 0.20).
 const (
 	kueueAPIVersion = "kueue.x-k8s.io/v1beta2"
 	kueueFlavor     = "gpuledger-default"
