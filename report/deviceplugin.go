@@ -32,8 +32,8 @@ func tsConfigName(model string, replicas int) string {
 // timeSlicingConfig writes the NVIDIA device plugin's ConfigMap with one key
 // per node class (GPU model and replicas), the label command for each node
 // that hosts the time-sliced pods, and for each such node the other pods
-// there that held a whole GPU: time-slicing is node-wide, so their GPUs would
-// be shared too.
+// there that held a whole GPU and that no recommendation moves: time-slicing
+// is node-wide, so their GPUs would be shared too.
 func timeSlicingConfig(r *Report, p *plan, groups []tsGroup) (cfg string, labels, sharing []string) {
 	if len(groups) == 0 {
 		return "", nil, nil
@@ -41,12 +41,6 @@ func timeSlicingConfig(r *Report, p *plan, groups []tsGroup) (cfg string, labels
 	data := map[string]string{}
 	nodeKey := map[string]string{}
 	nodeReplicas := map[string]int{}
-	inGroup := map[int]bool{}
-	for _, g := range groups {
-		for _, i := range g.holdings {
-			inGroup[i] = true
-		}
-	}
 	for _, g := range groups {
 		for _, node := range g.nodes {
 			// A node hosting two groups of the same model takes the larger replicas.
@@ -67,7 +61,7 @@ func timeSlicingConfig(r *Report, p *plan, groups []tsGroup) (cfg string, labels
 		for _, g := range p.nodes[node] {
 			for _, i := range g.holdings {
 				h := &r.Holdings[i]
-				if !inGroup[i] && wholeExclusive(h) && !slices.Contains(others, holdingName(h)) {
+				if !p.used[i] && wholeExclusive(h) && !slices.Contains(others, holdingName(h)) {
 					others = append(others, holdingName(h))
 				}
 			}
