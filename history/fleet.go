@@ -21,39 +21,23 @@ import (
 // derive from the seed). The Result adds up the nodes' samples, totals and
 // rates.
 func WriteFleet(ctx context.Context, w io.Writer, opts Options, nodes []*sim.Scenario) (Result, error) {
-	if len(nodes) == 0 {
-		return Result{}, errors.New("fleet: no nodes")
-	}
-	if len(nodes) == 1 {
-		opts.Scenario = nodes[0]
-		return Write(ctx, w, opts)
+	if err := CheckFleet(nodes, opts.Seed); err != nil {
+		return Result{}, err
 	}
 	opts.Scenario = nodes[0]
+	if len(nodes) == 1 {
+		return Write(ctx, w, opts)
+	}
 	if err := opts.defaults(); err != nil {
 		return Result{}, err
 	}
-	hosts, seeds := map[string]int{}, map[int64]int{}
 	runs := make([]Options, len(nodes))
 	for i, sc := range nodes {
-		o := opts
-		o.Scenario = sc
-		seed := sc.Seed
+		runs[i] = opts
+		runs[i].Scenario = sc
 		if opts.Seed != 0 {
-			seed = opts.Seed + int64(i)
-			o.Seed = seed
+			runs[i].Seed = opts.Seed + int64(i)
 		}
-		host := sc.Node.Hostname
-		if host == "" {
-			host = sim.DefaultHostname
-		}
-		if j, dup := hosts[host]; dup {
-			return Result{}, fmt.Errorf("fleet: nodes %d and %d are both called %s", j+1, i+1, host)
-		}
-		if j, dup := seeds[seed]; dup {
-			return Result{}, fmt.Errorf("fleet: nodes %d and %d have the same seed %d, so the same GPU UUIDs", j+1, i+1, seed)
-		}
-		hosts[host], seeds[seed] = i, i
-		runs[i] = o
 	}
 	dir, err := os.MkdirTemp("", "gpuledger-fleet")
 	if err != nil {
@@ -101,6 +85,34 @@ func WriteFleet(ctx context.Context, w io.Writer, opts Options, nodes []*sim.Sce
 		}
 	}
 	return res, mergeFamilies(w, readers, instances)
+}
+
+// CheckFleet reports nodes that WriteFleet cannot run together: two with
+// the same hostname, or the same seed (so the same GPU UUIDs). seed is
+// Options.Seed: when set, node i runs with seed + i.
+func CheckFleet(nodes []*sim.Scenario, seed int64) error {
+	if len(nodes) == 0 {
+		return errors.New("fleet: no nodes")
+	}
+	hosts, seeds := map[string]int{}, map[int64]int{}
+	for i, sc := range nodes {
+		s := sc.Seed
+		if seed != 0 {
+			s = seed + int64(i)
+		}
+		host := sc.Node.Hostname
+		if host == "" {
+			host = sim.DefaultHostname
+		}
+		if j, dup := hosts[host]; dup {
+			return fmt.Errorf("fleet: nodes %d and %d are both called %s", j+1, i+1, host)
+		}
+		if j, dup := seeds[s]; dup {
+			return fmt.Errorf("fleet: nodes %d and %d have the same seed %d, so the same GPU UUIDs", j+1, i+1, s)
+		}
+		hosts[host], seeds[s] = i, i
+	}
+	return nil
 }
 
 // familyStream reads one Write output family by family, adding an instance

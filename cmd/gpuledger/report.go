@@ -90,6 +90,9 @@ func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := history.CheckFleet(nodes, 0); err != nil {
+		return badInput(err)
+	}
 	// The simulated week streams into the embedded engine through a pipe.
 	pr, pw := io.Pipe()
 	go func() {

@@ -77,6 +77,9 @@ func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) e
 	if err != nil {
 		return err
 	}
+	if err := history.CheckFleet(nodes, c.seed); err != nil {
+		return badInput(err)
+	}
 	if c.start != "" {
 		if opts.Start, err = time.Parse(time.RFC3339, c.start); err != nil {
 			return badInput(fmt.Errorf("--start: %w", err))
