@@ -1,12 +1,15 @@
 // Package report builds gpuledger's weekly utilization and cost report from
 // the exporter's metrics in any Prometheus-compatible API: per team, namespace,
 // GPU model and node the GPU-hours held, busy share, idle and unallocated EUR,
-// p95 activity and peak / p99 framebuffer; recommendations with their EUR per
-// month (release idle GPUs, time-slicing for low-duty pods, the smallest MIG
-// profile that fits and how those pack, nodes to drain) and the configuration
-// to apply them (mig-parted, the device plugin's time-slicing ConfigMap, Kueue
-// ClusterQueues). It renders HTML with inline SVG charts, Markdown, CSV and
-// JSON, and can post the Markdown to a Slack/Mattermost webhook.
+// p95 activity and peak / p99 framebuffer; recommendations (nodes to drain,
+// idle GPUs to release, time-slicing for low-duty pods, the smallest MIG
+// profile that fits and how those pack) with the EUR per month they free —
+// whole GPUs made free, each counted once — and the capacity they make
+// reclaimable (docs/report.md); and the configuration to apply them, per node
+// (mig-parted configs, the device plugin's time-slicing ConfigMap and node
+// labels, Kueue v1beta2 queues). It renders HTML with inline SVG charts,
+// Markdown, CSV and JSON, and can post the Markdown to a Slack/Mattermost
+// webhook.
 //
 // Queries go through a Querier: the Prometheus HTTP API (PrometheusQuerier), or
 // Prometheus' PromQL engine over an in-memory Store loaded from OpenMetrics
