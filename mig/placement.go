@@ -14,11 +14,11 @@ type Placed struct {
 	Size    int // memory slices, the profile's MemorySlices
 }
 
-// starts returns the memory slices an instance of p may start at. NVIDIA
+// placementStarts returns the memory slices an instance of p may start at. NVIDIA
 // places GPU instances at fixed offsets (`nvidia-smi mig -lgipp`), the same on
 // the A100, H100 and H200: one-slice profiles at 0–6, 1g with two memory
 // slices at 0, 2, 4, 6, 2g at 0, 2, 4, 3g at 0 and 4, 4g and 7g at 0 only.
-func starts(p Profile) []int {
+func placementStarts(p Profile) []int {
 	switch {
 	case p.ComputeSlices >= 4:
 		return []int{0}
@@ -67,7 +67,7 @@ func (m *Model) Place(layout []string) ([]Placed, error) {
 		}
 		deepest = max(deepest, k)
 		p := profiles[order[k]]
-		for _, s := range starts(p) {
+		for _, s := range placementStarts(p) {
 			if s+p.MemorySlices > MemorySlicesPerGPU || slices.Contains(used[s:s+p.MemorySlices], true) {
 				continue
 			}
