@@ -99,7 +99,10 @@ func TestRecommendationsHandComputed(t *testing.T) {
 	if len(r.Packing) != 1 || r.Packing[0].GPUsAfter != 1 || r.Packing[0].Layouts[0][0] != "1g.10gb" {
 		t.Errorf("packing %+v, want one H100 with 1g.10gb", r.Packing)
 	}
-	for _, s := range []string{"mig-devices:\n        1g.10gb: 1", "replicas: 3", "name: dev\n", "nominalQuota: 4"} {
+	// dev kept 3 GPUs busy at once: 3 × 1.2 → 4. research kept none busy: the
+	// floor of 1, and a comment that says so.
+	for _, s := range []string{"mig-devices:\n        1g.10gb: 1", "replicas: 3", "name: dev\n", "nominalQuota: 4",
+		"#   nvidia.com/gpu: no device was busy in any bucket; 1 is a floor so its jobs can still be admitted\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: research\n"} {
 		if !strings.Contains(r.Apply.MIGParted+r.Apply.TimeSlicing+r.Apply.Kueue, s) {
 			t.Errorf("configuration to apply lacks %q:\n%s\n%s\n%s", s, r.Apply.MIGParted, r.Apply.TimeSlicing, r.Apply.Kueue)
 		}
