@@ -129,7 +129,7 @@ func (a *analysis) drainNodes(r *Report, p *plan) {
 func (a *analysis) releaseIdle(r *Report, p *plan) {
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if p.used[i] || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.release || p.freed[h.UUID] != "" {
+		if p.used[i] || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.release {
 			continue
 		}
 		p.used[i] = true
