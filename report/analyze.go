@@ -9,10 +9,13 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/gpuledger/gpuledger/cost"
 )
 
-// hoursPerMonth scales a range to a month: 30 days.
-const hoursPerMonth = 30 * 24
+// HoursPerMonth is the month every EUR/month figure is scaled to: the
+// calendar average, 365.25 days × 24 h ÷ 12 = 730.5 h (docs/report.md).
+const HoursPerMonth = 365.25 * 24 / 12
 
 // Totals are GPU-hours and EUR of a group over the range. Hours are device-hours
 // (a MIG instance or a time-sliced share counts as its part of a GPU).
@@ -83,16 +86,24 @@ type Holding struct {
 	Usage     Usage  `json:"usage"`
 }
 
-// Recommendation is one change with its saving and the evidence behind it.
+// Recommendation is one change, the money it frees and the evidence behind
+// it. FreedEURPerMonth is the measured cost of the whole GPUs the change makes
+// free (FreedGPUs), per month; no GPU is freed by two recommendations.
+// ReclaimableEURPerMonth is capacity the change makes free on GPUs that stay
+// in use (a released MIG instance or replica, the unused part of a MIG
+// layout): real, but only money once other work fills it.
 type Recommendation struct {
-	Kind               string   `json:"kind"` // "release", "time-slicing", "mig", "drain"
-	Target             string   `json:"target"`
-	Model              string   `json:"model,omitempty"`
-	Profile            string   `json:"mig_profile,omitempty"`
-	Replicas           int      `json:"replicas,omitempty"`
-	Holdings           []string `json:"holdings,omitempty"` // namespace/pod/container
-	SavingsEURPerMonth float64  `json:"savings_eur_per_month"`
-	Evidence           string   `json:"evidence"`
+	Kind                   string   `json:"kind"` // "release", "time-slicing", "mig", "drain"
+	Target                 string   `json:"target"`
+	Model                  string   `json:"model,omitempty"`
+	Profile                string   `json:"mig_profile,omitempty"` // "mig": the profiles, e.g. "1g.10gb ×2"
+	Replicas               int      `json:"replicas,omitempty"`
+	Holdings               []string `json:"holdings,omitempty"` // namespace/pod/container
+	Nodes                  []string `json:"nodes,omitempty"`    // nodes the change is applied to
+	FreedGPUs              []string `json:"freed_gpus,omitempty"`
+	FreedEURPerMonth       float64  `json:"freed_eur_per_month"`
+	ReclaimableEURPerMonth float64  `json:"reclaimable_eur_per_month"`
+	Evidence               string   `json:"evidence"`
 }
 
 // TimelinePoint is the fleet's device-hours in one step bucket ending at Time.
@@ -104,12 +115,30 @@ type TimelinePoint struct {
 	Missing          bool      `json:"missing,omitempty"`
 }
 
-// Apply holds the configuration that implements the recommendations, as YAML.
+// Apply holds the configuration that implements the recommendations: YAML
+// files and the node labels that select them.
 type Apply struct {
-	MIGParted   string `json:"mig_parted,omitempty"`   // nvidia mig-parted config
-	TimeSlicing string `json:"time_slicing,omitempty"` // device plugin ConfigMap
-	Kueue       string `json:"kueue,omitempty"`        // ClusterQueues with nominalQuota per team
+	// MIGParted is a mig-parted config file (version v1) with one config per
+	// node, gpuledger-<node>, that lists every GPU of the node by index:
+	// the ones the advice repartitions with their new layout, all others as
+	// they are.
+	MIGParted string `json:"mig_parted,omitempty"`
+	// MIGPartedLabels are the kubectl commands that select those configs.
+	MIGPartedLabels []string `json:"mig_parted_labels,omitempty"`
+	// TimeSlicing is the device plugin's ConfigMap, one key per node class.
+	TimeSlicing string `json:"time_slicing,omitempty"`
+	// TimeSlicingLabels are the kubectl commands that select a key per node.
+	TimeSlicingLabels []string `json:"time_slicing_labels,omitempty"`
+	// TimeSlicingSharing warns of the other pods on those nodes that would
+	// start sharing their GPUs, one line per node.
+	TimeSlicingSharing []string `json:"time_slicing_sharing,omitempty"`
+	// Kueue is a ResourceFlavor, a ClusterQueue per team and a LocalQueue per
+	// namespace, kueue.x-k8s.io/v1beta2.
+	Kueue string `json:"kueue,omitempty"`
 }
+
+// Any reports whether there is anything to apply.
+func (a *Apply) Any() bool { return a.MIGParted != "" || a.TimeSlicing != "" || a.Kueue != "" }
 
 // Report is the weekly report. It is a plain value: renderers only read it.
 type Report struct {
@@ -128,21 +157,28 @@ type Report struct {
 	Holdings        []Holding        `json:"holdings"`
 	Recommendations []Recommendation `json:"recommendations"`
 	Packing         []Packing        `json:"mig_packing,omitempty"`
-	SavingsPerMonth float64          `json:"savings_eur_per_month"`
-	Apply           Apply            `json:"apply"`
-	Timeline        []TimelinePoint  `json:"timeline"`
+	// FreedEURPerMonth is the headline: the measured cost of every GPU the
+	// advice makes free, each counted once, per month of HoursPerMonth hours.
+	FreedEURPerMonth float64 `json:"freed_eur_per_month"`
+	// ReclaimableEURPerMonth is the partial capacity the advice makes free,
+	// shown apart and not part of the headline.
+	ReclaimableEURPerMonth float64         `json:"reclaimable_eur_per_month"`
+	HoursPerMonth          float64         `json:"hours_per_month"` // the month of the EUR/month figures
+	Apply                  Apply           `json:"apply"`
+	Timeline               []TimelinePoint `json:"timeline"`
 	// Heatmap is the mean device activity (0–1) by weekday (0 = Sunday) and
 	// hour of day, UTC; -1 where there was no data.
 	Heatmap [7][24]float64 `json:"heatmap"`
 }
 
-// MonthFactor scales an amount over the report's range to 30 days.
+// MonthFactor scales an amount over the report's range to a month of
+// HoursPerMonth hours.
 func (r *Report) MonthFactor() float64 {
 	h := r.End.Sub(r.Start).Hours()
 	if h <= 0 {
 		return 0
 	}
-	return hoursPerMonth / h
+	return HoursPerMonth / h
 }
 
 // percentile returns the q-quantile (0–1) of v by nearest rank; v is sorted in place.
@@ -221,6 +257,8 @@ type analysis struct {
 	release  float64 // busy share below which a held device should be released
 	lowDuty  float64 // busy share below which a pod suits time-slicing
 	drain    float64 // unallocated share above which a node can be drained
+	// migWeight splits a MIG GPU's cost over its instances, as the price book does.
+	migWeight cost.MIGWeight
 }
 
 func (a *analysis) team(d *dataset, h holderKey) string {

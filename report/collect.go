@@ -44,6 +44,7 @@ type holdingKey struct {
 // ledgerEntry is what the ledger recorded for one holding over the range.
 type ledgerEntry struct {
 	model, host, profile string
+	index                string // the GPU's `gpu` label: its index on the node
 	seconds              [numStates]float64
 	eur                  [numStates]float64
 	busyPerBucket        []float32 // busy device-seconds per step bucket
@@ -75,7 +76,7 @@ type dataset struct {
 const byDevice = "UUID, GPU_I_ID, namespace, pod, container"
 
 func ledgerQuery(metric string, step time.Duration) string {
-	return fmt.Sprintf("sum by (UUID, GPU_I_ID, GPU_I_PROFILE, modelName, Hostname, namespace, pod, container, state) (increase(%s[%s]))",
+	return fmt.Sprintf("sum by (UUID, gpu, GPU_I_ID, GPU_I_PROFILE, modelName, Hostname, namespace, pod, container, state) (increase(%s[%s]))",
 		metric, model.Duration(step))
 }
 
@@ -219,7 +220,7 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 		k := holdingOf(m)
 		e := out[k]
 		if e == nil {
-			e = &ledgerEntry{model: string(m["modelName"]), host: string(m["Hostname"]), profile: string(m["GPU_I_PROFILE"])}
+			e = &ledgerEntry{model: string(m["modelName"]), host: string(m["Hostname"]), profile: string(m["GPU_I_PROFILE"]), index: string(m["gpu"])}
 			if fill {
 				e.busyPerBucket = make([]float32, d.buckets)
 			}

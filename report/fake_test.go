@@ -1,8 +1,10 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,6 +57,7 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 // fakeGPU is one GPU of the test fleet, held by at most one container.
 type fakeGPU struct {
 	uuid, model, host  string
+	index              string  // the gpu label; empty: "0"
 	ns, pod, container string  // empty: unallocated
 	rateEURPerHour     float64 // the GPU's cost rate
 	busyShare          float64 // share of each hour the holder is busy
@@ -65,7 +68,8 @@ type fakeGPU struct {
 }
 
 func identity(g fakeGPU) map[string]string {
-	return map[string]string{"gpu": "0", "UUID": g.uuid, "pci_bus_id": "00000000:07:00.0", "device": "nvidia0", "modelName": g.model, "Hostname": g.host}
+	index := cmp.Or(g.index, "0")
+	return map[string]string{"gpu": index, "UUID": g.uuid, "pci_bus_id": "00000000:07:00.0", "device": "nvidia0", "modelName": g.model, "Hostname": g.host}
 }
 
 func with(m map[string]string, kv ...string) map[string]string {
@@ -130,7 +134,7 @@ func testFleet() []fakeGPU {
 		return fakeGPU{uuid: uuid, model: h100, host: "node-a", ns: ns, pod: pod, container: "main", rateEURPerHour: 1.5,
 			busyShare: share, activity: act, fbMiB: fb, hasActivity: true, hasFB: true, resource: "nvidia.com/gpu", sharing: "exclusive"}
 	}
-	return []fakeGPU{
+	fleet := []fakeGPU{
 		busy("GPU-0", "inference", "web-0", 1, 0.1, 6144),
 		busy("GPU-1", "dev", "dev-a", 0.1, 0.09, 2000),
 		busy("GPU-2", "dev", "dev-b", 0.1, 0.09, 2000),
@@ -139,6 +143,10 @@ func testFleet() []fakeGPU {
 		busy("GPU-5", "training", "trainer", 1, 0.95, 70000),
 		{uuid: "GPU-6", model: a100, host: "node-spare", rateEURPerHour: 2.5},
 	}
+	for i := range 6 {
+		fleet[i].index = strconv.Itoa(i)
+	}
+	return fleet
 }
 
 func fleetQuerier(gpus []fakeGPU, step time.Duration) *fakeQuerier {

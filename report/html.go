@@ -14,6 +14,7 @@ import (
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"eur": eur, "hours": hours, "pct": pct, "activity": activity, "mib": mib, "change": change,
 	"rectitle": recTitle, "inc": func(i int) int { return i + 1 }, "orNone": orNone, "layouts": layoutsText,
+	"join": func(s []string) string { return strings.Join(s, ", ") }, "join_lines": func(s []string) string { return strings.Join(s, "\n") },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -44,14 +45,16 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 <div class="kpi">cost<b>{{eur .Totals.CostEUR}} EUR</b></div>
 <div class="kpi">idle, allocated<b>{{eur .Totals.IdleEUR}} EUR</b></div>
 <div class="kpi">unallocated<b>{{eur .Totals.UnallocatedEUR}} EUR</b></div>
-<div class="kpi">savings offered<b>{{eur $.R.SavingsPerMonth}} EUR/month</b></div>
+<div class="kpi">freed if all advice is applied<b id="freed">{{eur $.R.FreedEURPerMonth}} EUR/month</b></div>
+<div class="kpi">reclaimable capacity<b>{{eur $.R.ReclaimableEURPerMonth}} EUR/month</b></div>
 </div>
 <p>p95 activity {{activity .Usage}}, framebuffer peak {{mib .Usage.HasFB .Usage.PeakFBMiB}} MiB, p99 {{mib .Usage.HasFB .Usage.P99FBMiB}} MiB.
 {{with .Previous}}Against the previous period: cost {{change $.R.Fleet.Totals.CostEUR .CostEUR}}, idle EUR {{change $.R.Fleet.Totals.IdleEUR .IdleEUR}}, unallocated EUR {{change $.R.Fleet.Totals.UnallocatedEUR .UnallocatedEUR}}.{{end}}</p>{{end}}
 
 <h2>Recommendations</h2>
-{{if .R.Recommendations}}<table id="recommendations"><tr><th>#</th><th class="l">change</th><th class="l">target</th><th>EUR/month</th><th class="l">evidence</th></tr>
-{{range $i, $r := .R.Recommendations}}<tr><td>{{inc $i}}</td><td class="l">{{rectitle $r}}</td><td class="l">{{$r.Target}}</td><td>{{eur $r.SavingsEURPerMonth}}</td><td class="l">{{$r.Evidence}}</td></tr>
+<p>{{.SavingsNote}}</p>
+{{if .R.Recommendations}}<table id="recommendations"><tr><th>#</th><th class="l">change</th><th class="l">target</th><th class="l">nodes</th><th>freed EUR/month</th><th>reclaimable EUR/month</th><th class="l">evidence</th></tr>
+{{range $i, $r := .R.Recommendations}}<tr><td>{{inc $i}}</td><td class="l">{{rectitle $r}}</td><td class="l">{{$r.Target}}</td><td class="l">{{join $r.Nodes}}</td><td>{{eur $r.FreedEURPerMonth}}</td><td>{{eur $r.ReclaimableEURPerMonth}}</td><td class="l">{{$r.Evidence}}</td></tr>
 {{end}}</table>{{else}}<p>None: every GPU held was busy enough and no smaller MIG profile fits.</p>{{end}}
 {{range .R.Packing}}<p>MIG packing on {{.Model}}: {{.Workloads}} workload(s) on {{.Workloads}} whole GPU(s) today fit on {{.GPUsAfter}} GPU(s): {{layouts .Layouts}}.</p>{{end}}
 
@@ -68,9 +71,12 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 {{end}}</table>
 {{end}}
 {{if .ApplyAny}}<h2>Configuration to apply</h2>
-{{with .R.Apply.MIGParted}}<h3>MIG layout (nvidia mig-parted)</h3><pre>{{.}}</pre>{{end}}
-{{with .R.Apply.TimeSlicing}}<h3>Time-slicing (NVIDIA device plugin ConfigMap)</h3><pre>{{.}}</pre>{{end}}
-{{with .R.Apply.Kueue}}<h3>Kueue ClusterQueues (nominalQuota per team)</h3><pre>{{.}}</pre>{{end}}{{end}}
+{{with .R.Apply.MIGParted}}<h3>MIG layout (nvidia mig-parted config, one per node)</h3><pre>{{.}}</pre>{{end}}
+{{with .R.Apply.MIGPartedLabels}}<p>Select it per node:</p><pre>{{join_lines .}}</pre>{{end}}
+{{with .R.Apply.TimeSlicing}}<h3>Time-slicing (NVIDIA device plugin ConfigMap, one key per node class)</h3><pre>{{.}}</pre>{{end}}
+{{with .R.Apply.TimeSlicingLabels}}<p>Select it per node:</p><pre>{{join_lines .}}</pre>{{end}}
+{{range .R.Apply.TimeSlicingSharing}}<p class="warning">Warning: {{.}}.</p>{{end}}
+{{with .R.Apply.Kueue}}<h3>Kueue (v1beta2: ResourceFlavor, ClusterQueue per team, LocalQueue per namespace)</h3><pre>{{.}}</pre>{{end}}{{end}}
 </body>
 </html>
 `))
@@ -116,8 +122,9 @@ func renderHTML(w io.Writer, r *Report) error {
 		IdleChart, Heatmap, Timeline template.HTML
 		Tables                       []htmlTable
 		ApplyAny                     bool
+		SavingsNote                  string
 	}{
-		R: r, Period: period(r), Tables: tables, ApplyAny: r.Apply != (Apply{}),
+		R: r, Period: period(r), Tables: tables, ApplyAny: r.Apply.Any(), SavingsNote: savingsNote(r),
 		IdleChart: idleChart(r.Namespaces), Heatmap: heatmapChart(r.Heatmap), Timeline: timelineChart(r.Timeline),
 	}
 	if err := htmlTemplate.Execute(w, data); err != nil {

@@ -68,9 +68,9 @@ func TestRunOverHTTP(t *testing.T) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	want := (2.0/3*756 + 420 + 252 + 252*6.0/7) * 30 / 7
-	if !near(r.SavingsPerMonth, want) || len(r.Recommendations) != 4 {
-		t.Errorf("over HTTP: %d recommendations saving %.4f EUR/month, want 4 saving %.4f", len(r.Recommendations), r.SavingsPerMonth, want)
+	want := (2*252 + 420 + 252) * 730.5 / 168 // as TestRecommendationsHandComputed
+	if !near(r.FreedEURPerMonth, want) || len(r.Recommendations) != 4 {
+		t.Errorf("over HTTP: %d recommendations freeing %.4f EUR/month, want 4 freeing %.4f", len(r.Recommendations), r.FreedEURPerMonth, want)
 	}
 }
 
@@ -180,7 +180,7 @@ func TestWebhook(t *testing.T) {
 			}
 			text, ok := payload["text"].(string)
 			if p.contentType != "application/json" || len(payload) != 1 || !ok ||
-				!strings.HasPrefix(text, "# GPU utilization and cost report") || !strings.Contains(text, "| MIG 1g.10gb |") {
+				!strings.HasPrefix(text, "# GPU utilization and cost report") || !strings.Contains(text, "| MIG 1g.10gb ×1 |") {
 				t.Errorf("payload %s (content type %q), want {\"text\": <the Markdown report>}", p.body, p.contentType)
 			}
 		})

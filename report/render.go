@@ -84,13 +84,14 @@ func renderMarkdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "Against the previous period: cost %s, idle EUR %s, unallocated EUR %s, busy share %s → %s.\n\n",
 			change(f.CostEUR, p.CostEUR), change(f.IdleEUR, p.IdleEUR), change(f.UnallocatedEUR, p.UnallocatedEUR), pct(p.BusyShare), pct(f.BusyShare))
 	}
-	fmt.Fprintf(&b, "## Recommendations: %s EUR/month\n\n", eur(r.SavingsPerMonth))
+	fmt.Fprintf(&b, "## Recommendations: %s EUR/month freed\n\n%s\n\n", eur(r.FreedEURPerMonth), savingsNote(r))
 	if len(r.Recommendations) == 0 {
 		b.WriteString("None: every GPU held was busy enough and no smaller MIG profile fits.\n\n")
 	} else {
-		b.WriteString("| # | change | target | EUR/month | evidence |\n|---|---|---|---:|---|\n")
+		b.WriteString("| # | change | target | nodes | freed EUR/month | reclaimable EUR/month | evidence |\n|---|---|---|---|---:|---:|---|\n")
 		for i, rec := range r.Recommendations {
-			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", i+1, mdCell(recTitle(rec)), mdCell(rec.Target), eur(rec.SavingsEURPerMonth), mdCell(rec.Evidence))
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", i+1, mdCell(recTitle(rec)), mdCell(rec.Target), mdCell(strings.Join(rec.Nodes, ", ")),
+				eur(rec.FreedEURPerMonth), eur(rec.ReclaimableEURPerMonth), mdCell(rec.Evidence))
 		}
 		b.WriteString("\n")
 	}
@@ -102,20 +103,36 @@ func renderMarkdown(w io.Writer, r *Report) error {
 	mdGroups(&b, "Namespaces", r.Namespaces, r.Fleet.Previous != nil, false)
 	mdGroups(&b, "GPU models", r.Models, r.Fleet.Previous != nil, true)
 	mdGroups(&b, "Nodes", r.Nodes, r.Fleet.Previous != nil, true)
-	if r.Apply != (Apply{}) {
+	if r.Apply.Any() {
 		b.WriteString("## Configuration to apply\n\n")
-		for _, c := range []struct{ title, yaml string }{
-			{"MIG layout (nvidia mig-parted)", r.Apply.MIGParted},
-			{"Time-slicing (NVIDIA device plugin ConfigMap)", r.Apply.TimeSlicing},
-			{"Kueue ClusterQueues (nominalQuota per team)", r.Apply.Kueue},
+		for _, c := range []struct {
+			title, yaml      string
+			labels, warnings []string
+		}{
+			{"MIG layout (nvidia mig-parted config, one per node)", r.Apply.MIGParted, r.Apply.MIGPartedLabels, nil},
+			{"Time-slicing (NVIDIA device plugin ConfigMap, one key per node class)", r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels, r.Apply.TimeSlicingSharing},
+			{"Kueue (v1beta2: ResourceFlavor, ClusterQueue per team, LocalQueue per namespace)", r.Apply.Kueue, nil, nil},
 		} {
 			if c.yaml != "" {
 				fmt.Fprintf(&b, "### %s\n\n```yaml\n%s```\n\n", c.title, c.yaml)
+			}
+			if len(c.labels) > 0 {
+				fmt.Fprintf(&b, "Select it per node:\n\n```sh\n%s\n```\n\n", strings.Join(c.labels, "\n"))
+			}
+			for _, s := range c.warnings {
+				fmt.Fprintf(&b, "> **warning:** %s.\n\n", mdCell(s))
 			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// savingsNote says what the headline counts and the month it is scaled to.
+func savingsNote(r *Report) string {
+	return fmt.Sprintf("Freed: the measured cost of the whole GPUs the advice makes free, each GPU counted once, per month of %s h (the calendar average, 365.25 × 24 ÷ 12). "+
+		"Reclaimable, not in the headline: %s EUR/month of capacity freed on GPUs that stay in use (released MIG instances or replicas, unused parts of MIG layouts). See docs/report.md.",
+		strconv.FormatFloat(r.HoursPerMonth, 'f', -1, 64), eur(r.ReclaimableEURPerMonth))
 }
 
 func recTitle(rec Recommendation) string {
@@ -177,7 +194,7 @@ func orNone(s string) string {
 
 var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hours", "idle_hours", "unallocated_hours",
 	"busy_share", "cost_eur", "idle_eur", "unallocated_eur", "p95_activity", "peak_fb_mib", "p99_fb_mib",
-	"kind", "savings_eur_per_month", "evidence"}
+	"kind", "freed_eur_per_month", "reclaimable_eur_per_month", "hours_per_month", "evidence"}
 
 // f64 formats x rounded to 6 decimals.
 func f64(x float64) string { return strconv.FormatFloat(math.Round(x*1e6)/1e6, 'f', -1, 64) }
@@ -200,7 +217,7 @@ func renderCSV(w io.Writer, r *Report) error {
 	rows := [][]string{csvHeader}
 	row := func(section, name string, t Totals, u Usage) {
 		rows = append(rows, append(append([]string{section, name, f64(t.GPUHours), f64(t.HeldHours), f64(t.BusyHours), f64(t.IdleHours),
-			f64(t.UnallocatedHours), f64(t.BusyShare), f64(t.CostEUR), f64(t.IdleEUR), f64(t.UnallocatedEUR)}, usageCells(u)...), "", "", ""))
+			f64(t.UnallocatedHours), f64(t.BusyShare), f64(t.CostEUR), f64(t.IdleEUR), f64(t.UnallocatedEUR)}, usageCells(u)...), "", "", "", "", ""))
 	}
 	row("fleet", "fleet", r.Fleet.Totals, r.Fleet.Usage)
 	for _, s := range []struct {
@@ -218,10 +235,15 @@ func renderCSV(w io.Writer, r *Report) error {
 		}
 		row("holding", name, h.Totals, h.Usage)
 	}
+	month := f64(r.HoursPerMonth)
+	headline := make([]string, len(csvHeader))
+	headline[0], headline[1], headline[14] = "headline", "fleet", "all advice"
+	headline[15], headline[16], headline[17] = f64(r.FreedEURPerMonth), f64(r.ReclaimableEURPerMonth), month
+	rows = append(rows, headline)
 	for _, rec := range r.Recommendations {
 		cells := make([]string, len(csvHeader))
 		cells[0], cells[1] = "recommendation", rec.Target
-		cells[14], cells[15], cells[16] = recTitle(rec), f64(rec.SavingsEURPerMonth), rec.Evidence
+		cells[14], cells[15], cells[16], cells[17], cells[18] = recTitle(rec), f64(rec.FreedEURPerMonth), f64(rec.ReclaimableEURPerMonth), month, rec.Evidence
 		rows = append(rows, cells)
 	}
 	if err := cw.WriteAll(rows); err != nil {

@@ -1,12 +1,15 @@
 // Package report builds gpuledger's weekly utilization and cost report from
 // the exporter's metrics in any Prometheus-compatible API: per team, namespace,
 // GPU model and node the GPU-hours held, busy share, idle and unallocated EUR,
-// p95 activity and peak / p99 framebuffer; recommendations with their EUR per
-// month (release idle GPUs, time-slicing for low-duty pods, the smallest MIG
-// profile that fits and how those pack, nodes to drain) and the configuration
-// to apply them (mig-parted, the device plugin's time-slicing ConfigMap, Kueue
-// ClusterQueues). It renders HTML with inline SVG charts, Markdown, CSV and
-// JSON, and can post the Markdown to a Slack/Mattermost webhook.
+// p95 activity and peak / p99 framebuffer; recommendations (nodes to drain,
+// idle GPUs to release, time-slicing for low-duty pods, the smallest MIG
+// profile that fits and how those pack) with the EUR per month they free —
+// whole GPUs made free, each counted once — and the capacity they make
+// reclaimable (docs/report.md); and the configuration to apply them, per node
+// (mig-parted configs, the device plugin's time-slicing ConfigMap and node
+// labels, Kueue v1beta2 queues). It renders HTML with inline SVG charts,
+// Markdown, CSV and JSON, and can post the Markdown to a Slack/Mattermost
+// webhook.
 //
 // Queries go through a Querier: the Prometheus HTTP API (PrometheusQuerier), or
 // Prometheus' PromQL engine over an in-memory Store loaded from OpenMetrics
@@ -23,6 +26,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/gpuledger/gpuledger/cost"
 )
 
 // Formats the report renders.
@@ -66,6 +71,13 @@ type Config struct {
 	// DrainAbove: a node whose device-hours were unallocated more than this
 	// share can be drained (0–1).
 	DrainAbove float64
+	// MIGWeight splits a MIG GPU's cost over its instances in every MIG
+	// figure; set it from the price book the exporters use (the zero value is
+	// the built-in book's compute weight).
+	MIGWeight cost.MIGWeight
+	// ApplyDir (optional) is a directory the configuration to apply is also
+	// written to, one file each (see WriteApply).
+	ApplyDir string
 	// AllowPartial renders a report marked partial when the range has gaps
 	// without data, instead of failing.
 	AllowPartial bool
@@ -213,7 +225,7 @@ func Generate(ctx context.Context, cfg Config, q Querier, logger *slog.Logger) (
 		return nil, err
 	}
 	logger.Debug("report queries done", "requests", run.done, "duration", cfg.now().Sub(began), "holdings", len(d.ledger))
-	a := &analysis{teams: teams, headroom: cfg.Headroom, release: cfg.ReleaseBelow, lowDuty: cfg.LowDutyBelow, drain: cfg.DrainAbove}
+	a := &analysis{teams: teams, headroom: cfg.Headroom, release: cfg.ReleaseBelow, lowDuty: cfg.LowDutyBelow, drain: cfg.DrainAbove, migWeight: cfg.MIGWeight}
 	r, err := a.build(d, cfg.AllowPartial)
 	if err != nil {
 		return nil, err
@@ -231,8 +243,13 @@ func generateAndWrite(ctx context.Context, cfg Config, q Querier, source string,
 	if err := writeReport(cfg.Out, r, cfg.Format); err != nil {
 		return err
 	}
+	if cfg.ApplyDir != "" {
+		if err := WriteApply(cfg.ApplyDir, &r.Apply); err != nil {
+			return err
+		}
+	}
 	logger.Info("report written", "out", cfg.Out, "format", cfg.Format, "partial", r.Partial,
-		"recommendations", len(r.Recommendations), "savings_eur_per_month", fmt.Sprintf("%.2f", r.SavingsPerMonth))
+		"recommendations", len(r.Recommendations), "freed_eur_per_month", fmt.Sprintf("%.2f", r.FreedEURPerMonth))
 	if cfg.WebhookURLFile != "" {
 		if err := postWebhook(ctx, cfg.WebhookURLFile, r, cfg.Timeout); err != nil {
 			return fmt.Errorf("report written to %s, but %w", cfg.Out, err)

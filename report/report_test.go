@@ -36,41 +36,47 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs
 
 // TestRecommendationsHandComputed checks the recommendation math on the test
 // fleet (fake_test.go), every H100 at 1.50 EUR/h and the A100 at 2.50 EUR/h over
-// 168 hours, so each H100 costs 252 EUR and the A100 420 EUR; a month is 30/7 weeks.
+// 168 hours, so each H100 costs 252 EUR and the A100 420 EUR; a month is
+// 730.5 h, 730.5/168 of the range (docs/report.md).
 func TestRecommendationsHandComputed(t *testing.T) {
 	r, err := Generate(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
 	if err != nil {
 		t.Fatal(err)
 	}
-	const month = 30.0 / 7
+	const month = 730.5 / 168
 	want := []struct {
 		kind, target, profile string
 		replicas              int
-		eur                   float64
+		freed, reclaimable    float64
 	}{
-		// dev-a/b/c: 3 × 252 EUR on 3 GPUs → 1 GPU with 3 replicas: 2/3 of 756 EUR.
-		{"time-slicing", "dev", "", 3, 2.0 / 3 * 756 * month},
+		// dev-a/b/c: 3 GPUs of 252 EUR → 1 GPU with 3 replicas: 2 GPUs free.
+		{"time-slicing", "dev", "", 3, 2 * 252 * month, 0},
 		// node-spare: its A100 unallocated all week, 420 EUR.
-		{"drain", "node-spare", "", 0, 420 * month},
-		// forgotten: 252 EUR all idle.
-		{"release", "research/forgotten/main", "", 0, 252 * month},
-		// web-0: 6144 MiB × 1.2 = 7373 MiB ≤ 9984 MiB, 10 % ≤ 1/7: 1g.10gb costs 1/7 of 252 EUR.
-		{"mig", "inference/web-0/main", "1g.10gb", 0, 252 * 6.0 / 7 * month},
+		{"drain", "node-spare", "", 0, 420 * month, 0},
+		// forgotten: alone on its GPU, 252 EUR, all idle: the GPU becomes free.
+		{"release", "research/forgotten/main", "", 0, 252 * month, 0},
+		// web-0: 6144 MiB × 1.2 = 7373 MiB ≤ 9984 MiB, 10 % ≤ 1/7: 1g.10gb. Alone it
+		// frees no GPU; 6/7 of its GPU is capacity for other work.
+		{"mig", "H100-80GB", "1g.10gb ×1", 0, 0, 252 * 6.0 / 7 * month},
 	}
 	if len(r.Recommendations) != len(want) {
 		t.Fatalf("got %d recommendations, want %d: %+v", len(r.Recommendations), len(want), r.Recommendations)
 	}
-	total := 0.0
+	freed, reclaimable := 0.0, 0.0
 	for i, w := range want {
 		g := r.Recommendations[i]
-		if g.Kind != w.kind || g.Target != w.target || g.Profile != w.profile || g.Replicas != w.replicas || !near(g.SavingsEURPerMonth, w.eur) {
-			t.Errorf("recommendation %d = %s %s %s ×%d %.4f EUR, want %s %s %s ×%d %.4f EUR",
-				i, g.Kind, g.Target, g.Profile, g.Replicas, g.SavingsEURPerMonth, w.kind, w.target, w.profile, w.replicas, w.eur)
+		if g.Kind != w.kind || g.Target != w.target || g.Profile != w.profile || g.Replicas != w.replicas ||
+			!near(g.FreedEURPerMonth, w.freed) || !near(g.ReclaimableEURPerMonth, w.reclaimable) {
+			t.Errorf("recommendation %d = %s %s %s ×%d freed %.4f reclaimable %.4f EUR, want %s %s %s ×%d freed %.4f reclaimable %.4f EUR",
+				i, g.Kind, g.Target, g.Profile, g.Replicas, g.FreedEURPerMonth, g.ReclaimableEURPerMonth,
+				w.kind, w.target, w.profile, w.replicas, w.freed, w.reclaimable)
 		}
-		total += w.eur
+		freed += w.freed
+		reclaimable += w.reclaimable
 	}
-	if !near(r.SavingsPerMonth, total) {
-		t.Errorf("savings %.4f, want %.4f", r.SavingsPerMonth, total)
+	if !near(r.FreedEURPerMonth, freed) || !near(r.ReclaimableEURPerMonth, reclaimable) || r.HoursPerMonth != 730.5 {
+		t.Errorf("headline freed %.4f reclaimable %.4f per %g h, want %.4f and %.4f per 730.5 h",
+			r.FreedEURPerMonth, r.ReclaimableEURPerMonth, r.HoursPerMonth, freed, reclaimable)
 	}
 	f := r.Fleet.Totals
 	for _, c := range []struct {
@@ -93,7 +99,10 @@ func TestRecommendationsHandComputed(t *testing.T) {
 	if len(r.Packing) != 1 || r.Packing[0].GPUsAfter != 1 || r.Packing[0].Layouts[0][0] != "1g.10gb" {
 		t.Errorf("packing %+v, want one H100 with 1g.10gb", r.Packing)
 	}
-	for _, s := range []string{"mig-devices:\n        1g.10gb: 1", "replicas: 3", "name: dev\n", "nominalQuota: 3"} {
+	// dev kept 3 GPUs busy at once: 3 × 1.2 → 4. research kept none busy: the
+	// floor of 1, and a comment that says so.
+	for _, s := range []string{"mig-devices:\n        1g.10gb: 1", "replicas: 3", "name: dev\n", "nominalQuota: 4",
+		"#   nvidia.com/gpu: no device was busy in any bucket; 1 is a floor so its jobs can still be admitted\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: research\n"} {
 		if !strings.Contains(r.Apply.MIGParted+r.Apply.TimeSlicing+r.Apply.Kueue, s) {
 			t.Errorf("configuration to apply lacks %q:\n%s\n%s\n%s", s, r.Apply.MIGParted, r.Apply.TimeSlicing, r.Apply.Kueue)
 		}
@@ -139,7 +148,7 @@ func TestGroupsAndTeams(t *testing.T) {
 		}
 	}
 	// A team's ClusterQueue admits its own namespaces only.
-	ml := "metadata:\n  name: ml\nspec:\n  namespaceSelector:\n    matchExpressions:\n      - key: kubernetes.io/metadata.name\n        operator: In\n        values:\n          - inference\n          - training\n"
+	ml := "metadata:\n  name: ml\nspec:\n  cohortName: gpuledger\n  namespaceSelector:\n    matchExpressions:\n      - key: kubernetes.io/metadata.name\n        operator: In\n        values:\n          - inference\n          - training\n"
 	if !strings.Contains(r.Apply.Kueue, ml) {
 		t.Errorf("Kueue config lacks the ml queue limited to inference and training:\n%s", r.Apply.Kueue)
 	}
@@ -328,7 +337,7 @@ func TestSharedAndMIGHoldings(t *testing.T) {
 	if len(r.Recommendations) != 1 || r.Recommendations[0].Kind != "release" || r.Recommendations[0].Target != "svc/mig-idle/c" {
 		t.Errorf("recommendations %+v, want only the release of svc/mig-idle/c", r.Recommendations)
 	}
-	for _, s := range []string{"- name: nvidia.com/mig-3g.40gb\n", "- name: nvidia.com/gpu.shared\n", "nominalQuota: 2\n"} {
+	for _, s := range []string{"- name: nvidia.com/mig-3g.40gb\n", "- name: nvidia.com/gpu.shared\n", "nominalQuota: 3\n"} {
 		if !strings.Contains(r.Apply.Kueue, s) {
 			t.Errorf("Kueue config lacks %q:\n%s", s, r.Apply.Kueue)
 		}

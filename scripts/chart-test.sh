@@ -7,7 +7,10 @@
 #   3. a real kube-apiserver (built from k8s.io/kubernetes, cached by version) on etcd, both
 #      on 127.0.0.1 random ports, with the Prometheus Operator CRDs installed, and every
 #      values set applied with `kubectl apply --dry-run=server --validate=strict`;
-#   4. deliberately broken values, which the API server must reject.
+#   4. deliberately broken values, which the API server must reject;
+#   5. the report's Kueue objects (kueue.x-k8s.io/v1beta2, from `report --demo` on the demo
+#      fleet) with Kueue's own CRDs installed from the sigs.k8s.io/kueue module, server-side
+#      dry-run; a ClusterQueue with v1beta1's `cohort` must be rejected.
 #
 # Needs: Go, etcd (Debian: apt-get install -y etcd-server), openssl. The first run builds
 # helm, kube-apiserver and kubectl (long on 2 cores); later runs start in seconds.
@@ -19,6 +22,8 @@ cd "$root"
 chart=deploy/helm/gpuledger
 kube_version=v1.37.2
 prometheus_operator=github.com/prometheus-operator/prometheus-operator@v0.85.0
+# The first Kueue whose module carries CRDs serving v1beta2 (config/components/crd/bases/).
+kueue=sigs.k8s.io/kueue@v0.17.0
 namespace=gpu-monitoring
 release=gpuledger
 api_versions=(--api-versions monitoring.coreos.com/v1/ServiceMonitor --api-versions monitoring.coreos.com/v1/PrometheusRule)
@@ -246,6 +251,54 @@ elif grep -qF "$broken_error" "$work/apply-broken.log"; then
 else
 	cat "$work/apply-broken.log"
 	fail "API server rejects $broken_values, but not for $broken_error"
+fi
+
+step "install the Kueue CRDs ($kueue) and dry-run the report's Kueue objects"
+kueue_crd_dir="$(go mod download -json "$kueue" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')/config/components/crd/bases"
+for crd in resourceflavors clusterqueues localqueues; do
+	"$kubectl" apply --server-side -f "$kueue_crd_dir/kueue.x-k8s.io_$crd.yaml" >/dev/null
+done
+if "$kubectl" wait --for condition=Established --timeout=60s \
+	crd/resourceflavors.kueue.x-k8s.io crd/clusterqueues.kueue.x-k8s.io crd/localqueues.kueue.x-k8s.io >/dev/null; then
+	pass "Kueue CRDs established"
+else
+	fail "Kueue CRDs established"
+fi
+# One simulated day of the demo fleet is enough to produce every kind of object.
+if go run ./cmd/gpuledger report --demo --demo.scenario testdata/scenarios/fleet --cost.price-book testdata/prices/fleet.yaml \
+	--range 1d --format json --out "$work/fleet-report.json" --apply-dir "$work/apply" >"$work/report.log" 2>&1 &&
+	[[ -s "$work/apply/kueue.yaml" ]]; then
+	pass "report --demo on the demo fleet wrote $(grep -c '^kind:' "$work/apply/kueue.yaml") Kueue objects"
+	# The LocalQueues live in the teams' namespaces.
+	for ns in $(sed -n 's/^  namespace: //p' "$work/apply/kueue.yaml" | sort -u); do
+		"$kubectl" create namespace "$ns" >/dev/null
+	done
+	if "$kubectl" apply --dry-run=server --validate=strict -f "$work/apply/kueue.yaml" >"$work/apply-kueue.log" 2>&1; then
+		pass "API server accepts the report's Kueue objects ($(grep -c 'created (server dry run)' "$work/apply-kueue.log") objects)"
+	else
+		cat "$work/apply-kueue.log"
+		fail "API server accepts the report's Kueue objects"
+	fi
+else
+	tail -n 20 "$work/report.log"
+	fail "report --demo on the demo fleet"
+fi
+# A ClusterQueue with v1beta1's field name must be rejected: the dry-run can fail.
+cat >"$work/kueue-v1beta1-cohort.yaml" <<EOF
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: old-style
+spec:
+  cohort: gpuledger
+EOF
+if "$kubectl" apply --dry-run=server --validate=strict -f "$work/kueue-v1beta1-cohort.yaml" >"$work/apply-kueue-broken.log" 2>&1; then
+	fail "API server rejects v1beta1's cohort in a v1beta2 ClusterQueue (it accepted it: the check cannot fail)"
+elif grep -q 'cohort' "$work/apply-kueue-broken.log"; then
+	pass "API server rejects v1beta1's cohort in a v1beta2 ClusterQueue: $(head -n1 "$work/apply-kueue-broken.log")"
+else
+	cat "$work/apply-kueue-broken.log"
+	fail "API server rejects the v1beta1-style ClusterQueue, but not for cohort"
 fi
 
 echo "chart-test: $passed passed, $failed failed"

@@ -223,6 +223,11 @@ func TestExitCodes(t *testing.T) {
 	if err := os.WriteFile(badBook, []byte("currency: EUR\nmodels:\n  - {match: \"H100\", purchase_eur: -5}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	spare := filepath.Join("..", "..", "testdata", "scenarios", "fleet", "spare.yaml")
+	empty := filepath.Join(dir, "no-nodes")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	a100Book := filepath.Join(dir, "a100.yaml")
 	if err := os.WriteFile(a100Book, []byte("currency: EUR\nmodels:\n  - {match: \"A100\", purchase_eur: 15000}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -243,6 +248,10 @@ func TestExitCodes(t *testing.T) {
 		{"bad price book", []string{"exporter", "--backend=sim", "--cost.price-book=" + badBook}, []string{badBook + ":3"}},
 		{"check-config bad book", []string{"check-config", badBook}, []string{badBook + ":3", "purchase_eur"}},
 		{"no price for a GPU present", []string{"exporter", "--backend=sim", "--cost.price-book=" + a100Book}, []string{a100Book + ":2: models", `no price for GPU model "NVIDIA H100 80GB HBM3" (GPU-`}},
+		{"fleet nodes clash", []string{"simulate", "history", "--duration=1m", "--out=" + filepath.Join(dir, "h.om"),
+			"--scenario=" + spare, "--scenario=" + spare}, []string{"both called fleet-spare"}},
+		{"empty fleet directory", []string{"simulate", "history", "--duration=1m", "--out=" + filepath.Join(dir, "h.om"), "--scenario=" + empty}, []string{"holds no *.yaml"}},
+		{"report bad price book", []string{"report", "--demo", "--out=-", "--cost.price-book=" + badBook}, []string{badBook + ":3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -10,21 +10,23 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/gpuledger/gpuledger/cost"
 	"github.com/gpuledger/gpuledger/history"
 	"github.com/gpuledger/gpuledger/report"
 )
 
 // reportCommand writes the weekly utilization and cost report.
 type reportCommand struct {
-	cfg          report.Config
-	rangeFlag    *promDuration
-	stepFlag     *promDuration
-	resolution   *promDuration
-	timeout      *promDuration
-	end          string
-	demo         bool
-	demoScenario string
-	demoScrape   *promDuration
+	cfg           report.Config
+	rangeFlag     *promDuration
+	stepFlag      *promDuration
+	resolution    *promDuration
+	timeout       *promDuration
+	end           string
+	demo          bool
+	demoScenarios []string
+	demoScrape    *promDuration
+	priceBook     string
 }
 
 func newReportCommand(app *kingpin.Application) *reportCommand {
@@ -49,7 +51,9 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	c.timeout = durationFlag(cmd.Flag("query.timeout", "Limit of each query and of the webhook POST."), "2m")
 	cmd.Flag("query.max-points", "Most steps one range query asks for; longer ranges are split.").Default("1000").IntVar(&c.cfg.MaxPointsPerQuery)
 	cmd.Flag("demo", "Report on a simulated week through an embedded PromQL engine instead of a Prometheus.").BoolVar(&c.demo)
-	cmd.Flag("demo.scenario", "Scenario of the simulated node for --demo; empty: the built-in scenario.").StringVar(&c.demoScenario)
+	cmd.Flag("demo.scenario", "Scenario of a simulated node for --demo, or a directory of them (a fleet); repeat for several nodes; none: the built-in scenario.").StringsVar(&c.demoScenarios)
+	cmd.Flag("cost.price-book", "Price book the exporters use (its mig_weight splits MIG costs in the advice; --demo also prices the simulation with it); empty: the built-in book.").StringVar(&c.priceBook)
+	cmd.Flag("apply-dir", "Also write the configuration to apply (mig-parted, device plugin, Kueue, node labels) as files into this directory.").StringVar(&c.cfg.ApplyDir)
 	c.demoScrape = durationFlag(cmd.Flag("demo.scrape-interval", "Scrape interval of the simulated history for --demo."), "60s")
 	return c
 }
@@ -68,23 +72,34 @@ func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if err := c.cfg.Validate(); err != nil {
 		return badInput(err)
 	}
+	book := cost.Default()
+	if c.priceBook != "" {
+		var err error
+		if book, err = cost.Load(c.priceBook); err != nil {
+			return badInput(err)
+		}
+	}
+	c.cfg.MIGWeight = book.MIGWeight
 	if !c.demo {
 		if c.cfg.PrometheusURL == "" {
 			return badInput(fmt.Errorf("set --prometheus.url, or --demo for a simulated week"))
 		}
 		return report.Run(ctx, c.cfg, logger)
 	}
-	sc, err := loadScenario(c.demoScenario)
+	nodes, err := loadFleet(c.demoScenarios)
 	if err != nil {
 		return err
+	}
+	if err := history.CheckFleet(nodes, 0); err != nil {
+		return badInput(err)
 	}
 	// The simulated week streams into the embedded engine through a pipe.
 	pr, pw := io.Pipe()
 	go func() {
-		_, err := history.Write(ctx, pw, history.Options{
-			Scenario: sc, Duration: c.cfg.Range, ScrapeInterval: time.Duration(*c.demoScrape),
+		_, err := history.WriteFleet(ctx, pw, history.Options{
+			Duration: c.cfg.Range, ScrapeInterval: time.Duration(*c.demoScrape), Book: book,
 			SampleInterval: min(10*time.Second, time.Duration(*c.demoScrape)), Logger: logger,
-		})
+		}, nodes)
 		pw.CloseWithError(err)
 	}()
 	defer pr.Close()

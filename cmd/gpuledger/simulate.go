@@ -42,23 +42,23 @@ func durationFlag(f *kingpin.FlagClause, def string) *promDuration {
 // simulateHistoryCommand writes a simulated node's metrics over a period, in
 // virtual time, as OpenMetrics.
 type simulateHistoryCommand struct {
-	scenario string
-	seed     int64
-	start    string
-	duration *promDuration
-	sample   *promDuration
-	scrape   *promDuration
-	book     string
-	out      string
-	summary  string
-	stdout   io.Writer
+	scenarios []string
+	seed      int64
+	start     string
+	duration  *promDuration
+	sample    *promDuration
+	scrape    *promDuration
+	book      string
+	out       string
+	summary   string
+	stdout    io.Writer
 }
 
 func newSimulateCommand(app *kingpin.Application, stdout io.Writer) *simulateHistoryCommand {
 	c := &simulateHistoryCommand{stdout: stdout}
 	cmd := app.Command("simulate", "Run the simulated node.").Command("history",
 		"Run the simulated node in virtual time and write its metrics as OpenMetrics with timestamps (for promtool tsdb create-blocks-from openmetrics).")
-	cmd.Flag("scenario", "Scenario YAML; empty: the built-in scenario.").StringVar(&c.scenario)
+	cmd.Flag("scenario", "Scenario YAML, or a directory of them (a fleet: one node each); repeat for several nodes; none: the built-in scenario.").StringsVar(&c.scenarios)
 	cmd.Flag("seed", "Seed of the simulated workloads; 0: the scenario's.").Int64Var(&c.seed)
 	cmd.Flag("start", "Time of the first sample (RFC 3339); default: --duration before now.").StringVar(&c.start)
 	c.duration = durationFlag(cmd.Flag("duration", "Length of the simulated period."), "7d")
@@ -75,9 +75,12 @@ func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) e
 		Seed: c.seed, Duration: time.Duration(*c.duration),
 		SampleInterval: time.Duration(*c.sample), ScrapeInterval: time.Duration(*c.scrape), Logger: logger,
 	}
-	var err error
-	if opts.Scenario, err = loadScenario(c.scenario); err != nil {
+	nodes, err := loadFleet(c.scenarios)
+	if err != nil {
 		return err
+	}
+	if err := history.CheckFleet(nodes, c.seed); err != nil {
+		return badInput(err)
 	}
 	if c.start != "" {
 		if opts.Start, err = time.Parse(time.RFC3339, c.start); err != nil {
@@ -102,7 +105,7 @@ func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) e
 		w = f
 	}
 	began := time.Now()
-	res, err := history.Write(ctx, w, opts)
+	res, err := history.WriteFleet(ctx, w, opts, nodes)
 	if err != nil {
 		return err
 	}

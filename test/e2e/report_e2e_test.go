@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,14 +52,17 @@ type reportJSON struct {
 		} `json:"usage"`
 	} `json:"holdings"`
 	Recommendations []struct {
-		Kind     string   `json:"kind"`
-		Target   string   `json:"target"`
-		Profile  string   `json:"mig_profile"`
-		Replicas int      `json:"replicas"`
-		Holdings []string `json:"holdings"`
-		EUR      float64  `json:"savings_eur_per_month"`
+		Kind        string   `json:"kind"`
+		Target      string   `json:"target"`
+		Profile     string   `json:"mig_profile"`
+		Replicas    int      `json:"replicas"`
+		Holdings    []string `json:"holdings"`
+		FreedGPUs   []string `json:"freed_gpus"`
+		Freed       float64  `json:"freed_eur_per_month"`
+		Reclaimable float64  `json:"reclaimable_eur_per_month"`
 	} `json:"recommendations"`
-	Apply struct {
+	FreedEURPerMonth float64 `json:"freed_eur_per_month"`
+	Apply            struct {
 		MIGParted   string `json:"mig_parted"`
 		TimeSlicing string `json:"time_slicing"`
 		Kueue       string `json:"kueue"`
@@ -160,8 +164,8 @@ func TestReportAgainstBackfilledPrometheus(t *testing.T) {
 	}
 
 	// The recommendations the scenario needs, with the EUR the ledger implies
-	// (a month is 30 days; the range is 7).
-	const month = 30.0 / 7
+	// (docs/report.md: a month is 730.5 h; the range is 168).
+	const month = 730.5 / 168
 	find := func(kind, target string) (int, bool) {
 		for i, rec := range r.Recommendations {
 			if rec.Kind == kind && rec.Target == target {
@@ -170,33 +174,48 @@ func TestReportAgainstBackfilledPrometheus(t *testing.T) {
 		}
 		return 0, false
 	}
+	// idle-0 alone held GPU 4 all week: releasing it frees the GPU's cost.
 	if i, ok := find("release", "research/idle-0/main"); !ok {
 		t.Errorf("no release recommendation for research/idle-0: %+v", r.Recommendations)
-	} else if want := by["research/idle-0/idle"] * month; !within1pct(r.Recommendations[i].EUR, want) {
-		t.Errorf("release research/idle-0 saves %.2f EUR/month, want %.2f (its idle EUR × 30/7)", r.Recommendations[i].EUR, want)
+	} else if rec, want := r.Recommendations[i], by["research/idle-0"]*month; !within1pct(rec.Freed, want) || len(rec.FreedGPUs) != 1 {
+		t.Errorf("release research/idle-0 frees %v, %.2f EUR/month, want its GPU, %.2f (its cost × 730.5/168)", rec.FreedGPUs, rec.Freed, want)
 	}
-	// Three low-duty notebooks on three GPUs share one with 3 replicas: 2/3 of their cost.
+	// Three low-duty notebooks on three GPUs share one with 3 replicas: the two
+	// cheapest of their GPUs are freed.
 	if i, ok := find("time-slicing", "dev"); !ok {
 		t.Errorf("no time-slicing recommendation for namespace dev: %+v", r.Recommendations)
-	} else if rec, want := r.Recommendations[i], 2.0/3*by["dev"]*month; rec.Replicas != 3 || len(rec.Holdings) != 3 || !within1pct(rec.EUR, want) {
-		t.Errorf("time-slicing dev: %d replicas for %v saving %.2f EUR/month, want 3 for dev-a, dev-b, dev-c saving %.2f", rec.Replicas, rec.Holdings, rec.EUR, want)
+	} else {
+		costs := []float64{by["dev/dev-a"], by["dev/dev-b"], by["dev/dev-c"]}
+		slices.Sort(costs)
+		if rec, want := r.Recommendations[i], (costs[0]+costs[1])*month; rec.Replicas != 3 || len(rec.Holdings) != 3 || !within1pct(rec.Freed, want) {
+			t.Errorf("time-slicing dev: %d replicas for %v freeing %.2f EUR/month, want 3 for dev-a, dev-b, dev-c freeing %.2f", rec.Replicas, rec.Holdings, rec.Freed, want)
+		}
 	}
 	if !strings.Contains(r.Apply.TimeSlicing, "replicas: 3") || !strings.Contains(r.Apply.Kueue, "name: dev") {
 		t.Errorf("configuration to apply lacks the time-slicing replicas or the dev ClusterQueue:\n%s\n%s", r.Apply.TimeSlicing, r.Apply.Kueue)
 	}
-	// web-0 peaks below 6 GB: 1g.10gb fits its memory; it costs 1/7 of the GPU.
+	// web-0 peaks below 6 GB: 1g.10gb fits its memory. Alone it frees no GPU;
+	// 6/7 of its GPU is reclaimable.
 	t.Run("mig 1g.10gb for web-0", func(t *testing.T) {
-		i, ok := find("mig", "inference/web-0/main")
+		i, ok := find("mig", "H100-80GB")
 		if !ok {
-			t.Fatalf("no MIG recommendation for inference/web-0: %+v", r.Recommendations)
+			t.Fatalf("no MIG recommendation for the H100s: %+v", r.Recommendations)
 		}
-		if rec, want := r.Recommendations[i], by["inference/web-0"]*6/7*month; rec.Profile != "1g.10gb" || !within1pct(rec.EUR, want) {
-			t.Errorf("web-0: %s saving %.2f EUR/month, want 1g.10gb saving %.2f", rec.Profile, rec.EUR, want)
+		rec, want := r.Recommendations[i], by["inference/web-0"]*6/7*month
+		if rec.Profile != "1g.10gb ×1" || !slices.Equal(rec.Holdings, []string{"inference/web-0/main"}) || rec.Freed != 0 || !within1pct(rec.Reclaimable, want) {
+			t.Errorf("web-0: %s for %v freeing %.2f, reclaimable %.2f EUR/month; want 1g.10gb ×1, 0 freed, %.2f reclaimable", rec.Profile, rec.Holdings, rec.Freed, rec.Reclaimable, want)
 		}
-		if !strings.Contains(r.Apply.MIGParted, "1g.10gb: 1") {
-			t.Errorf("mig-parted config lacks the 1g.10gb instance:\n%s", r.Apply.MIGParted)
+		if !strings.Contains(r.Apply.MIGParted, "1g.10gb: 1") || strings.Contains(r.Apply.MIGParted, "devices: all") {
+			t.Errorf("mig-parted config lacks the 1g.10gb instance or touches all GPUs:\n%s", r.Apply.MIGParted)
 		}
 	})
+	freed := 0.0
+	for _, rec := range r.Recommendations {
+		freed += rec.Freed
+	}
+	if !within1pct(r.FreedEURPerMonth, freed) {
+		t.Errorf("headline %.2f EUR/month freed, recommendations free %.2f", r.FreedEURPerMonth, freed)
+	}
 
 	// The same report as Markdown and HTML, and a range reaching before the
 	// data: a gap, so a non-zero exit that says so, unless --allow-partial.

@@ -1,0 +1,150 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// Kueue objects the report writes: kueue.x-k8s.io/v1beta2 (v1beta1 is
+// deprecated since Kueue 0.16 and no longer served from 0.20).
+const (
+	kueueAPIVersion = "kueue.x-k8s.io/v1beta2"
+	kueueFlavor     = "gpuledger-default"
+	kueueCohort     = "gpuledger"
+	kueueLocalQueue = "gpuledger"
+)
+
+// quota is a team's nominal quota of one resource.
+type quota struct {
+	team, resource string
+	peak           int      // the most devices busy in one step bucket
+	devices        int      // the quota: peak × headroom rounded up, at least 1
+	namespaces     []string // of the team, sorted
+}
+
+// quotas returns per team and resource the most devices that were busy in the
+// same step bucket, and the quota that leaves headroom above it.
+func (a *analysis) quotas(d *dataset) []quota {
+	type key struct{ team, resource string }
+	peak := map[key][]int{}
+	namespaces := map[string]map[string]bool{} // team → its namespaces
+	for k, e := range d.ledger {
+		if k.holder == (holderKey{}) || e.seconds[stateBusy]+e.seconds[stateIdle] <= 0 {
+			continue
+		}
+		res := d.alloc[k].resource
+		if res == "" {
+			res = "nvidia.com/gpu"
+			if e.profile != "" {
+				res = "nvidia.com/mig-" + e.profile
+			}
+		}
+		kk := key{a.team(d, k.holder), res}
+		if namespaces[kk.team] == nil {
+			namespaces[kk.team] = map[string]bool{}
+		}
+		namespaces[kk.team][k.holder.Namespace] = true
+		if peak[kk] == nil {
+			peak[kk] = make([]int, d.buckets)
+		}
+		for b, s := range e.busyPerBucket {
+			if s > 0 {
+				peak[kk][b]++
+			}
+		}
+	}
+	var out []quota
+	for k, counts := range peak {
+		p := slices.Max(append(counts, 0))
+		// 1e-9 keeps 5 × 1.2 at 6, not 7.
+		q := max(1, int(math.Ceil(float64(p)*a.headroom-1e-9)))
+		out = append(out, quota{team: k.team, resource: k.resource, peak: p, devices: q, namespaces: slices.Sorted(maps.Keys(namespaces[k.team]))})
+	}
+	slices.SortFunc(out, func(x, y quota) int { return cmp.Or(cmp.Compare(x.team, y.team), cmp.Compare(x.resource, y.resource)) })
+	return out
+}
+
+// kueueYAML writes a ResourceFlavor, one ClusterQueue per team in one cohort
+// (so a team can borrow what others leave unused), admitting only the team's
+// namespaces, and a LocalQueue in each of them. Comments say where each
+// quota comes from, and why when the floor of 1 applies.
+func kueueYAML(qs []quota, headroom float64, step time.Duration) string {
+	if len(qs) == 0 {
+		return ""
+	}
+	type meta struct {
+		Name      string `yaml:"name"`
+		Namespace string `yaml:"namespace,omitempty"`
+	}
+	type object struct {
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string `yaml:"kind"`
+		Metadata   meta   `yaml:"metadata"`
+		Spec       any    `yaml:"spec"`
+	}
+	type res struct {
+		Name         string `yaml:"name"`
+		NominalQuota int    `yaml:"nominalQuota"`
+	}
+	type flavor struct {
+		Name      string `yaml:"name"`
+		Resources []res  `yaml:"resources"`
+	}
+	type group struct {
+		CoveredResources []string `yaml:"coveredResources"`
+		Flavors          []flavor `yaml:"flavors"`
+	}
+	type requirement struct {
+		Key      string   `yaml:"key"`
+		Operator string   `yaml:"operator"`
+		Values   []string `yaml:"values"`
+	}
+	type selector struct {
+		MatchExpressions []requirement `yaml:"matchExpressions"`
+	}
+	type cqSpec struct {
+		CohortName        string   `yaml:"cohortName"`
+		NamespaceSelector selector `yaml:"namespaceSelector"`
+		ResourceGroups    []group  `yaml:"resourceGroups"`
+	}
+	type lqSpec struct {
+		ClusterQueue string `yaml:"clusterQueue"`
+	}
+	docs := []string{"# one flavor for every GPU resource below; add nodeLabels to tie it to nodes\n" +
+		mustYAML(object{kueueAPIVersion, "ResourceFlavor", meta{Name: kueueFlavor}, struct{}{}})}
+	for i := 0; i < len(qs); {
+		team := qs[i].team
+		name := dnsName(team)
+		g := group{Flavors: []flavor{{Name: kueueFlavor}}}
+		var why []string
+		j := i
+		for ; j < len(qs) && qs[j].team == team; j++ {
+			q := qs[j]
+			g.CoveredResources = append(g.CoveredResources, q.resource)
+			g.Flavors[0].Resources = append(g.Flavors[0].Resources, res{Name: q.resource, NominalQuota: q.devices})
+			if q.peak == 0 {
+				why = append(why, fmt.Sprintf("#   %s: no device was busy in any bucket; 1 is a floor so its jobs can still be admitted", q.resource))
+			} else {
+				why = append(why, fmt.Sprintf("#   %s: at most %d busy at once × headroom %.2f → %d", q.resource, q.peak, headroom, q.devices))
+			}
+		}
+		spec := cqSpec{CohortName: kueueCohort, ResourceGroups: []group{g},
+			// Only the team's own namespaces may use its quota.
+			NamespaceSelector: selector{MatchExpressions: []requirement{{Key: "kubernetes.io/metadata.name", Operator: "In", Values: qs[i].namespaces}}}}
+		docs = append(docs, fmt.Sprintf("# team %s: the most devices it kept busy at once (in one %s bucket), with headroom; it borrows unused quota in cohort %s\n%s\n",
+			team, model.Duration(step), kueueCohort, strings.Join(why, "\n"))+
+			mustYAML(object{kueueAPIVersion, "ClusterQueue", meta{Name: name}, spec}))
+		for _, ns := range qs[i].namespaces {
+			docs = append(docs, mustYAML(object{kueueAPIVersion, "LocalQueue", meta{Name: kueueLocalQueue, Namespace: ns}, lqSpec{ClusterQueue: name}}))
+		}
+		i = j
+	}
+	return strings.Join(docs, "---\n")
+}

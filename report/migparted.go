@@ -1,0 +1,98 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// migDevice is one entry of a mig-parted config (version v1).
+type migDevice struct {
+	Devices    []int          `yaml:"devices"`
+	MIGEnabled bool           `yaml:"mig-enabled"`
+	MIGDevices map[string]int `yaml:"mig-devices,omitempty"`
+}
+
+// migConfigName is the mig-parted config, and nvidia.com/mig.config label
+// value, of a node.
+func migConfigName(node string) string { return dnsName("gpuledger-" + node) }
+
+// migPartedConfig writes one mig-parted config per node with a GPU to
+// repartition. Each lists every GPU of the node by index: the repartitioned
+// ones with their new layout, every other one as it is (its current MIG
+// layout, or mig-enabled: false), so that applying it touches no GPU the
+// advice does not repartition. It returns the file and the label commands.
+// A node whose GPU indices are not known gets a comment instead of a config.
+func migPartedConfig(p *plan, layouts map[string][]string) (string, []string) {
+	if len(layouts) == 0 {
+		return "", nil
+	}
+	nodes := map[string]bool{}
+	for uuid := range layouts {
+		nodes[p.gpus[uuid].node] = true
+	}
+	configs := map[string][]migDevice{}
+	var comments, labels []string
+	for _, node := range slices.Sorted(maps.Keys(nodes)) {
+		name := migConfigName(node)
+		entries := map[string]*migDevice{} // by layout signature
+		var changed, kept []string
+		ok := true
+		for _, g := range p.nodes[node] {
+			idx, err := strconv.Atoi(g.index)
+			if err != nil {
+				ok = false
+				break
+			}
+			var counts map[string]int
+			layout, repartition := layouts[g.uuid]
+			if !repartition {
+				layout = slices.Collect(maps.Values(g.layout))
+			}
+			if len(layout) > 0 {
+				counts = map[string]int{}
+				for _, pr := range layout {
+					counts[pr]++
+				}
+			}
+			sig := fmt.Sprint(repartition, counts)
+			e := entries[sig]
+			if e == nil {
+				e = &migDevice{MIGEnabled: counts != nil, MIGDevices: counts}
+				entries[sig] = e
+			}
+			e.Devices = append(e.Devices, idx)
+			desc := fmt.Sprintf("GPU %d (%s)", idx, g.uuid)
+			if repartition {
+				changed = append(changed, fmt.Sprintf("%s → %s", desc, strings.Join(layout, " + ")))
+			} else {
+				kept = append(kept, desc)
+			}
+		}
+		if !ok {
+			comments = append(comments, fmt.Sprintf("# %s: the GPUs' indices (the gpu label) are unknown; no config is written for it", node))
+			continue
+		}
+		list := make([]migDevice, 0, len(entries))
+		for _, e := range entries {
+			list = append(list, *e)
+		}
+		slices.SortFunc(list, func(x, y migDevice) int { return cmp.Compare(x.Devices[0], y.Devices[0]) })
+		configs[name] = list
+		comments = append(comments, fmt.Sprintf("# %s (%s): repartitions %s", node, name, strings.Join(changed, ", ")))
+		if len(kept) > 0 {
+			comments = append(comments, fmt.Sprintf("#   and keeps as they are %s", strings.Join(kept, ", ")))
+		}
+		labels = append(labels, fmt.Sprintf("kubectl label node %s nvidia.com/mig.config=%s --overwrite", node, name))
+	}
+	if len(configs) == 0 {
+		return strings.Join(comments, "\n") + "\n", nil
+	}
+	return strings.Join(comments, "\n") + "\n" + mustYAML(struct {
+		Version    string                 `yaml:"version"`
+		MIGConfigs map[string][]migDevice `yaml:"mig-configs"`
+	}{"v1", configs}), labels
+}

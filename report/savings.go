@@ -1,0 +1,160 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The savings model (docs/report.md): a recommendation frees the measured
+// cost of the whole GPUs it makes free, scaled to a month; partial capacity
+// is reclaimable, shown apart. A plan records which GPU each recommendation
+// frees, so that no GPU is freed twice: drain claims first, then release,
+// time-slicing and MIG, each only among GPUs nobody claimed.
+
+// gpuInfo is one physical GPU over the range.
+type gpuInfo struct {
+	uuid, node, model, index string
+	eur                      float64           // all it cost over the range: every state, holding and instance
+	holdings                 []int             // indices into Report.Holdings of those that held it or one of its parts
+	layout                   map[string]string // its MIG instances, GPU_I_ID → profile; empty without MIG
+}
+
+func (g *gpuInfo) String() string { return g.node + "/" + g.index + " (" + g.uuid + ")" }
+
+// plan is the state of the recommendations being made.
+type plan struct {
+	month float64 // MonthFactor
+	gpus  map[string]*gpuInfo
+	nodes map[string][]*gpuInfo // by node, sorted by index
+	used  []bool                // per holding: a recommendation covers it
+	freed map[string]string     // UUID → the recommendation that frees it
+}
+
+func newPlan(r *Report, d *dataset) *plan {
+	p := &plan{month: r.MonthFactor(), gpus: map[string]*gpuInfo{}, nodes: map[string][]*gpuInfo{},
+		used: make([]bool, len(r.Holdings)), freed: map[string]string{}}
+	for _, k := range sortedKeys(d.ledger) {
+		e := d.ledger[k]
+		g := p.gpus[k.dev.UUID]
+		if g == nil {
+			g = &gpuInfo{uuid: k.dev.UUID, node: e.host, model: e.model, index: e.index, layout: map[string]string{}}
+			p.gpus[k.dev.UUID] = g
+			p.nodes[e.host] = append(p.nodes[e.host], g)
+		}
+		for _, v := range e.eur {
+			g.eur += v
+		}
+		if k.dev.GI != "" {
+			g.layout[k.dev.GI] = e.profile
+		}
+	}
+	for i := range r.Holdings {
+		g := p.gpus[r.Holdings[i].UUID]
+		g.holdings = append(g.holdings, i)
+	}
+	for _, gs := range p.nodes {
+		slices.SortFunc(gs, func(x, y *gpuInfo) int {
+			return cmp.Or(cmp.Compare(len(x.index), len(y.index)), cmp.Compare(x.index, y.index), cmp.Compare(x.uuid, y.uuid))
+		})
+	}
+	return p
+}
+
+// sole reports whether holding i is the only one its GPU had over the range,
+// and held it whole: moving it leaves the GPU free.
+func (p *plan) sole(r *Report, i int) bool {
+	h := &r.Holdings[i]
+	g := p.gpus[h.UUID]
+	return wholeExclusive(h) && len(g.holdings) == 1 && len(g.layout) == 0 && p.freed[h.UUID] == ""
+}
+
+// free records that rec frees the GPUs and returns their cost per month and
+// their names. A GPU already freed by another recommendation is skipped.
+func (p *plan) free(rec string, gpus []*gpuInfo) (eur float64, names []string) {
+	for _, g := range gpus {
+		if p.freed[g.uuid] != "" {
+			continue
+		}
+		p.freed[g.uuid] = rec
+		eur += g.eur * p.month
+		names = append(names, g.uuid)
+	}
+	return eur, names
+}
+
+func wholeExclusive(h *Holding) bool {
+	return h.MIGID == "" && (h.Sharing == "" || h.Sharing == "exclusive")
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.1f %%", 100*x) }
+
+func holdingName(h *Holding) string { return h.Namespace + "/" + h.Pod + "/" + h.Container }
+
+// drainNodes recommends draining nodes whose GPUs sat (almost) all
+// unallocated; a drain frees every GPU of the node, and covers what little
+// was held on it.
+func (a *analysis) drainNodes(r *Report, p *plan) {
+	for _, n := range r.Nodes {
+		t := n.Totals
+		if t.GPUHours <= 0 || t.UnallocatedHours/t.GPUHours < a.drain {
+			continue
+		}
+		target := n.Name
+		eur, freed := p.free("drain "+target, p.nodes[n.Name])
+		var held []string
+		for _, g := range p.nodes[n.Name] {
+			for _, i := range g.holdings {
+				p.used[i] = true
+				held = append(held, holdingName(&r.Holdings[i]))
+			}
+		}
+		evidence := fmt.Sprintf("%.1f of %.1f device-hours unallocated (%s, at least %s); its %d GPU(s) cost %.2f EUR over the range",
+			t.UnallocatedHours, t.GPUHours, pct(t.UnallocatedHours/t.GPUHours), pct(a.drain), len(freed), eur/p.month)
+		if len(held) > 0 {
+			evidence += "; move first: " + strings.Join(held, ", ")
+		}
+		r.Recommendations = append(r.Recommendations, Recommendation{
+			Kind: "drain", Target: target, Nodes: []string{target}, Holdings: held,
+			FreedGPUs: freed, FreedEURPerMonth: eur, Evidence: evidence,
+		})
+	}
+}
+
+// releaseIdle recommends giving back holdings (almost) never busy. A holding that
+// alone held a whole GPU frees that GPU's cost; a MIG instance or
+// time-sliced replica frees nothing whole (its cost moves to the GPU's other
+// parts), so its own cost is reclaimable.
+func (a *analysis) releaseIdle(r *Report, p *plan) {
+	for i := range r.Holdings {
+		h := &r.Holdings[i]
+		if p.used[i] || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.release {
+			continue
+		}
+		p.used[i] = true
+		rec := Recommendation{Kind: "release", Target: holdingName(h), Model: h.Model, Holdings: []string{holdingName(h)}, Nodes: []string{h.Node}}
+		what := fmt.Sprintf("held %.1f device-hours on %s (%s), busy %s of them (below %s)",
+			h.Totals.HeldHours, h.Node, h.UUID, pct(h.Totals.BusyShare), pct(a.release))
+		if p.sole(r, i) {
+			rec.FreedEURPerMonth, rec.FreedGPUs = p.free("release "+rec.Target, []*gpuInfo{p.gpus[h.UUID]})
+			rec.Evidence = fmt.Sprintf("%s; it alone held the GPU, which cost %.2f EUR over the range and becomes free", what, p.gpus[h.UUID].eur)
+		} else {
+			rec.ReclaimableEURPerMonth = h.Totals.CostEUR * p.month
+			rec.Evidence = fmt.Sprintf("%s; it cost %.2f EUR over the range, on a GPU that stays in use: reclaimable capacity, not freed", what, h.Totals.CostEUR)
+		}
+		r.Recommendations = append(r.Recommendations, rec)
+	}
+}
+
+// cheapestFirst sorts GPUs by their cost over the range, then UUID.
+func cheapestFirst(gs []*gpuInfo) {
+	slices.SortStableFunc(gs, func(x, y *gpuInfo) int { return cmp.Or(cmp.Compare(x.eur, y.eur), cmp.Compare(x.uuid, y.uuid)) })
+}
+
+// byPlace sorts GPUs by node, then index.
+func byPlace(gs []*gpuInfo) {
+	slices.SortStableFunc(gs, func(x, y *gpuInfo) int {
+		return cmp.Or(cmp.Compare(x.node, y.node), cmp.Compare(len(x.index), len(y.index)), cmp.Compare(x.index, y.index))
+	})
+}

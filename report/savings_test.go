@@ -1,0 +1,216 @@
+package report
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuledger/gpuledger/cost"
+)
+
+// The savings rules (docs/report.md), each on a fleet built so that a
+// plausible mistake in the rule changes the result. Every GPU is held (or not)
+// for the whole 168 h range unless said otherwise; a month is 730.5 h.
+
+const (
+	h100Name  = "NVIDIA H100 80GB HBM3"
+	a100x80   = "NVIDIA A100-SXM4-80GB"
+	perMonth  = 730.5 / 168
+	rangeHour = 168.0
+)
+
+// alone is a pod alone on a whole GPU for the range.
+func alone(uuid, index, host, model, ns, pod string, rate, busy, act, fbMiB float64) fakeGPU {
+	return fakeGPU{uuid: uuid, index: index, model: model, host: host, ns: ns, pod: pod, container: "main", rateEURPerHour: rate,
+		busyShare: busy, activity: act, fbMiB: fbMiB, hasActivity: true, hasFB: true, resource: "nvidia.com/gpu", sharing: "exclusive"}
+}
+
+func generate(t *testing.T, cfg Config, q *fakeQuerier) *Report {
+	t.Helper()
+	r, err := Generate(context.Background(), cfg, q, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoGPUTwice(t, r)
+	return r
+}
+
+func recsOf(r *Report, kind string) []Recommendation {
+	var out []Recommendation
+	for _, rec := range r.Recommendations {
+		if rec.Kind == kind {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// checkNoGPUTwice holds every report to the headline's rule: no GPU is freed
+// by two recommendations, and the headline is the sum of what each frees.
+func checkNoGPUTwice(t *testing.T, r *Report) {
+	t.Helper()
+	seen := map[string]string{}
+	sum := 0.0
+	for _, rec := range r.Recommendations {
+		for _, g := range rec.FreedGPUs {
+			if by, ok := seen[g]; ok {
+				t.Errorf("GPU %s freed by %s and by %s %s", g, by, rec.Kind, rec.Target)
+			}
+			seen[g] = rec.Kind + " " + rec.Target
+		}
+		if len(rec.FreedGPUs) == 0 && rec.FreedEURPerMonth != 0 {
+			t.Errorf("%s %s frees %.2f EUR/month without freeing a GPU", rec.Kind, rec.Target, rec.FreedEURPerMonth)
+		}
+		sum += rec.FreedEURPerMonth
+	}
+	if !near(r.FreedEURPerMonth, sum) {
+		t.Errorf("headline %.4f EUR/month, recommendations free %.4f", r.FreedEURPerMonth, sum)
+	}
+}
+
+// TestReleaseThreshold: at 3 % busy (below the 5 % threshold) a pod alone on
+// its GPU is released and the whole GPU's cost is freed — its busy 3 %
+// included, since the GPU becomes free; at 6 % it is kept.
+func TestReleaseThreshold(t *testing.T) {
+	q := fleetQuerier([]fakeGPU{
+		alone("GPU-3", "0", "node-r", h100Name, "a", "three", 1.5, 0.03, 0.9, 70000),
+		alone("GPU-6", "1", "node-r", h100Name, "b", "six", 1.5, 0.06, 0.9, 70000),
+	}, time.Hour)
+	r := generate(t, testConfig(), q)
+	rel := recsOf(r, "release")
+	if len(rel) != 1 || rel[0].Target != "a/three/main" {
+		t.Fatalf("release recommendations %+v, want only a/three/main", rel)
+	}
+	if want := 1.5 * rangeHour * perMonth; !near(rel[0].FreedEURPerMonth, want) || !slices.Equal(rel[0].FreedGPUs, []string{"GPU-3"}) {
+		t.Errorf("release of a/three frees %v, %.4f EUR/month; want GPU-3, %.4f (its GPU's whole cost, not its idle 97 %%)",
+			rel[0].FreedGPUs, rel[0].FreedEURPerMonth, want)
+	}
+	if len(r.Recommendations) != 1 {
+		t.Errorf("recommendations %+v, want only the release", r.Recommendations)
+	}
+}
+
+// TestReleaseSharedIsReclaimable: releasing a MIG instance frees no GPU: its
+// cost moves to the GPU's other parts, so it is reclaimable capacity.
+func TestReleaseSharedIsReclaimable(t *testing.T) {
+	g := fakeGPU{uuid: "GPU-M", index: "0", model: h100Name, host: "node-m", ns: "svc", pod: "idle", container: "c", rateEURPerHour: 1.4,
+		busyShare: 0, activity: 0.01, fbMiB: 1000, hasActivity: true, hasFB: true, resource: "nvidia.com/mig-3g.40gb", sharing: "mig"}
+	ss := fakeSeriesFor(g, time.Hour)
+	for i := range ss {
+		ss[i].labels = with(ss[i].labels, "GPU_I_ID", "1", "GPU_I_PROFILE", "3g.40gb")
+	}
+	r := generate(t, testConfig(), &fakeQuerier{series: ss})
+	rel := recsOf(r, "release")
+	if len(rel) != 1 || rel[0].FreedEURPerMonth != 0 || len(rel[0].FreedGPUs) != 0 {
+		t.Fatalf("release %+v, want one that frees nothing", rel)
+	}
+	if want := 1.4 * rangeHour * perMonth; !near(rel[0].ReclaimableEURPerMonth, want) || r.FreedEURPerMonth != 0 {
+		t.Errorf("reclaimable %.4f headline %.4f, want %.4f reclaimable and 0 freed", rel[0].ReclaimableEURPerMonth, r.FreedEURPerMonth, want)
+	}
+}
+
+// TestMIGFreesOnlyWhatPacks: a lone MIG candidate frees no GPU (its GPU is
+// repartitioned; 6/7 of it is reclaimable); two that pack onto one A100 free
+// the cheaper GPU, and the host's unused 5/7 is reclaimable.
+func TestMIGFreesOnlyWhatPacks(t *testing.T) {
+	t.Run("lone", func(t *testing.T) {
+		r := generate(t, testConfig(), fleetQuerier([]fakeGPU{
+			alone("GPU-L", "0", "node-l", a100x80, "shop", "small", 1.5, 1, 0.1, 7000),
+		}, time.Hour))
+		m := recsOf(r, "mig")
+		if len(m) != 1 || m[0].Profile != "1g.10gb ×1" {
+			t.Fatalf("mig recommendations %+v, want one for 1g.10gb", m)
+		}
+		// 252 EUR over the range; the 1g.10gb instance weighs 1/7.
+		if m[0].FreedEURPerMonth != 0 || !near(m[0].ReclaimableEURPerMonth, 252*6.0/7*perMonth) || r.FreedEURPerMonth != 0 {
+			t.Errorf("lone MIG: freed %.4f reclaimable %.4f headline %.4f; want 0, %.4f, 0",
+				m[0].FreedEURPerMonth, m[0].ReclaimableEURPerMonth, r.FreedEURPerMonth, 252*6.0/7*perMonth)
+		}
+	})
+	t.Run("pair", func(t *testing.T) {
+		r := generate(t, testConfig(), fleetQuerier([]fakeGPU{
+			alone("GPU-P1", "0", "node-p", a100x80, "shop", "cheap", 1.2, 1, 0.1, 7000),
+			alone("GPU-P2", "1", "node-p", a100x80, "search", "dear", 1.5, 1, 0.1, 7000),
+		}, time.Hour))
+		m := recsOf(r, "mig")
+		if len(m) != 1 || m[0].Profile != "1g.10gb ×2" || len(m[0].Holdings) != 2 {
+			t.Fatalf("mig recommendations %+v, want one for both pods", m)
+		}
+		// Freed: the cheaper GPU, 1.2 × 168 = 201.6 EUR. Reclaimable: the host
+		// (1.5 × 168 = 252 EUR) less its two 1/7 instances.
+		if !slices.Equal(m[0].FreedGPUs, []string{"GPU-P1"}) || !near(m[0].FreedEURPerMonth, 201.6*perMonth) ||
+			!near(m[0].ReclaimableEURPerMonth, 252*5.0/7*perMonth) || !near(r.FreedEURPerMonth, 201.6*perMonth) {
+			t.Errorf("pair: frees %v %.4f, reclaimable %.4f, headline %.4f; want GPU-P1 %.4f, %.4f",
+				m[0].FreedGPUs, m[0].FreedEURPerMonth, m[0].ReclaimableEURPerMonth, r.FreedEURPerMonth, 201.6*perMonth, 252*5.0/7*perMonth)
+		}
+		if len(r.Packing) != 1 || r.Packing[0].GPUsAfter != 1 || !slices.Equal(r.Packing[0].Layouts[0], []string{"1g.10gb", "1g.10gb"}) {
+			t.Errorf("packing %+v, want both 1g.10gb on one GPU", r.Packing)
+		}
+	})
+}
+
+// TestMIGWeightMemory: with the price book's mig_weight: memory, a 1g.10gb
+// instance on an H100 weighs 1/8 (memory slices), not 1/7.
+func TestMIGWeightMemory(t *testing.T) {
+	cfg := testConfig()
+	cfg.MIGWeight = cost.MemoryWeight
+	r := generate(t, cfg, fleetQuerier([]fakeGPU{alone("GPU-W", "0", "node-w", h100Name, "shop", "small", 1.5, 1, 0.1, 6144)}, time.Hour))
+	m := recsOf(r, "mig")
+	if len(m) != 1 || !near(m[0].ReclaimableEURPerMonth, 252*7.0/8*perMonth) {
+		t.Fatalf("mig %+v, want reclaimable 252 × 7/8 × month = %.4f", m, 252*7.0/8*perMonth)
+	}
+	if !strings.Contains(m[0].Evidence, "by memory weight") {
+		t.Errorf("evidence %q does not say which weight it used", m[0].Evidence)
+	}
+}
+
+// TestDrainClaimsItsGPUsOnce: a node 97 % unallocated, on which an idle pod
+// held one GPU for its last 5 hours, is drained: the drain frees both GPUs and
+// covers the pod, which gets no release of its own (it would free the same
+// GPU twice).
+func TestDrainClaimsItsGPUsOnce(t *testing.T) {
+	late := alone("GPU-D2", "1", "node-d", a100x80, "research", "late", 2.5, 0, 0, 500)
+	late.from = testEnd.Add(-4 * time.Hour) // points at −4 h … 0, each the hour before it
+	r := generate(t, testConfig(), fleetQuerier([]fakeGPU{
+		{uuid: "GPU-D1", index: "0", model: a100x80, host: "node-d", rateEURPerHour: 2.5},
+		late,
+	}, time.Hour))
+	d := recsOf(r, "drain")
+	// 168 h unallocated of 173 device-hours (97.1 % ≥ 95 %): 2.5 × (168 + 5) EUR.
+	if want := 2.5 * 173 * perMonth; len(d) != 1 || !near(d[0].FreedEURPerMonth, want) || len(d[0].FreedGPUs) != 2 {
+		t.Fatalf("drain %+v, want node-d freeing 2 GPUs, %.4f EUR/month", d, want)
+	}
+	if !slices.Equal(d[0].Holdings, []string{"research/late/main"}) {
+		t.Errorf("drain covers %v, want research/late/main", d[0].Holdings)
+	}
+	if len(r.Recommendations) != 1 || !near(r.FreedEURPerMonth, d[0].FreedEURPerMonth) {
+		t.Errorf("recommendations %+v headline %.4f, want the drain alone", r.Recommendations, r.FreedEURPerMonth)
+	}
+}
+
+// TestTimeSlicingFreesTheCheapest: two low-duty pods on GPUs of different
+// cost share one: the cheaper GPU is freed (a conservative figure), and the
+// node is named with the label that selects the config, and the warning
+// names the training pod on it that would start sharing.
+func TestTimeSlicingFreesTheCheapest(t *testing.T) {
+	r := generate(t, testConfig(), fleetQuerier([]fakeGPU{
+		alone("GPU-T1", "0", "node-t", h100Name, "dev", "nb-1", 1.0, 0.1, 0.09, 2000),
+		alone("GPU-T2", "1", "node-t", h100Name, "dev", "nb-2", 1.5, 0.1, 0.09, 2000),
+		alone("GPU-T3", "2", "node-t", h100Name, "ml", "trainer", 1.5, 1, 0.95, 70000),
+	}, time.Hour))
+	ts := recsOf(r, "time-slicing")
+	if len(ts) != 1 || !slices.Equal(ts[0].FreedGPUs, []string{"GPU-T1"}) || !near(ts[0].FreedEURPerMonth, 168*perMonth) {
+		t.Fatalf("time-slicing %+v, want GPU-T1 freed, %.4f EUR/month", ts, 168*perMonth)
+	}
+	wantLabel := "kubectl label node node-t nvidia.com/device-plugin.config=gpuledger-nvidia-h100-80gb-hbm3-x2 --overwrite"
+	if !slices.Equal(r.Apply.TimeSlicingLabels, []string{wantLabel}) {
+		t.Errorf("labels %q, want %q", r.Apply.TimeSlicingLabels, wantLabel)
+	}
+	if len(r.Apply.TimeSlicingSharing) != 1 || !strings.Contains(r.Apply.TimeSlicingSharing[0], "ml/trainer/main") ||
+		strings.Contains(r.Apply.TimeSlicingSharing[0], "nb-") {
+		t.Errorf("sharing warnings %q, want one naming ml/trainer/main and not the notebooks", r.Apply.TimeSlicingSharing)
+	}
+	checkDevicePlugin(t, r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels)
+}
