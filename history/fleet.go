@@ -72,6 +72,7 @@ func WriteFleet(ctx context.Context, w io.Writer, opts Options, nodes []*sim.Sce
 		}
 		res.Start, res.End = r.Start, r.End
 		res.Samples += r.Samples
+		res.Restarts += r.Restarts
 		res.Totals = append(res.Totals, r.Totals...)
 		res.Rates = append(res.Rates, r.Rates...)
 	}
