@@ -59,8 +59,9 @@ package sim
 import (
 	_ "embed"
 	"fmt"
-	"os"
 	"time"
+
+	"github.com/gpuledger/gpuledger/smallfile"
 )
 
 // Pattern names how a workload uses its GPU over time.
@@ -160,9 +161,10 @@ type Event struct {
 //go:embed default.yaml
 var defaultScenario []byte
 
-// Load reads and validates the scenario file at path.
+// Load reads and validates the scenario file at path: a regular file of at most
+// 4 MiB, room for every limit of validate.go at once in block style.
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := smallfile.Read(path, 4<<20)
 	if err != nil {
 		return nil, fmt.Errorf("read scenario: %w", err)
 	}
