@@ -25,6 +25,9 @@ import (
 	"github.com/gpuledger/gpuledger/cost"
 )
 
+// scrapeErrorLogEvery is the least time between two log lines about failed scrapes.
+const scrapeErrorLogEvery = 10 * time.Second
+
 // exporterCommand serves /metrics for the GPUs of this node.
 type exporterCommand struct {
 	web           *web.FlagConfig
@@ -36,10 +39,14 @@ type exporterCommand struct {
 	priceBook     string
 	backend       backendFlags
 	attribution   attributionFlags
+
+	reload <-chan os.Signal // SIGHUP, subscribed to by main before anything else
 }
 
-func newExporterCommand(app *kingpin.Application) *exporterCommand {
-	c := &exporterCommand{}
+// newExporterCommand registers the exporter's flags. It reloads the price book
+// at each value received on reload (nil: only on POST /-/reload).
+func newExporterCommand(app *kingpin.Application, reload <-chan os.Signal) *exporterCommand {
+	c := &exporterCommand{reload: reload}
 	cmd := app.Command("exporter", "Sample the GPUs of this node and serve Prometheus metrics.").Default()
 	c.web = kingpinflag.AddFlags(cmd, ":9400")
 	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&c.metricsPath)
@@ -59,6 +66,9 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	}
 	if err := c.attribution.validate(); err != nil {
 		return err
+	}
+	if err := c.checkWebFlags(); err != nil {
+		return badInput(err)
 	}
 	backend, err := c.backend.open(ctx, c.interval, logger)
 	if err != nil {
@@ -96,6 +106,9 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 		if c.hostname, err = os.Hostname(); err != nil {
 			return fmt.Errorf("find the host name (set --hostname): %w", err)
 		}
+	}
+	if err := checkHostname(c.hostname); err != nil {
+		return badInput(err)
 	}
 	opts := collector.SamplerOptions{Interval: c.interval, Logger: logger, Ledger: cost.NewLedger(book.store)}
 	client, err := c.attribution.newClient(logger)
@@ -139,12 +152,17 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	mux := c.routes(reg, sampler, book, logger)
 
 	loops.Go(func() { sampler.Run(ctx) })
-	loops.Go(func() { book.reloadOnSIGHUP(ctx) })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Not in loops: shutdown never waits on a reload (reads are capped and
+	// regular files only, but a stuck file system is not ours to wait for).
+	go book.reloadOn(ctx, c.reload)
+	srv := newHTTPServer(mux, c.scrapeTimeout)
 	errc := make(chan error, 1)
 	go func() { errc <- web.ListenAndServe(srv, c.web, logger) }()
 	select {
 	case err := <-errc:
+		if listenError(err) {
+			return badInput(fmt.Errorf("--web.listen-address: %w", err))
+		}
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -157,11 +175,32 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	return nil
 }
 
+// checkWebFlags validates the flags of the HTTP server before anything starts.
+func (c *exporterCommand) checkWebFlags() error {
+	if err := checkMetricsPath(c.metricsPath); err != nil {
+		return err
+	}
+	if c.hostname != "" {
+		if err := checkHostname(c.hostname); err != nil {
+			return err
+		}
+	}
+	if c.maxRequests < 0 {
+		return fmt.Errorf("--web.max-requests must be 0 (no limit) or positive, got %d", c.maxRequests)
+	}
+	if c.scrapeTimeout < 0 {
+		return fmt.Errorf("--web.scrape-timeout must be 0 (no limit) or positive, got %s", c.scrapeTimeout)
+	}
+	return checkWebConfig(*c.web.WebConfigFile)
+}
+
 // routes builds the HTTP handlers: metrics, health, readiness and the landing page.
 func (c *exporterCommand) routes(reg *prometheus.Registry, sampler *collector.Sampler, book *priceBook, logger *slog.Logger) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle(c.metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog:            slog.NewLogLogger(logger.Handler(), slog.LevelError),
+		// A scrape that fails (one that timed out: every metric family's write
+		// fails) logs once, and at most once per scrapeErrorLogEvery.
+		ErrorLog:            newLimitedLog(logger, slog.LevelError, "scrape failed", scrapeErrorLogEvery, nil),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: c.maxRequests,
 		Timeout:             c.scrapeTimeout,
@@ -183,6 +222,11 @@ func (c *exporterCommand) routes(reg *prometheus.Registry, sampler *collector.Sa
 			return
 		}
 		fmt.Fprintln(w, "Reloaded")
+	})
+	// Any other method: 405, not the landing page's 404.
+	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "Method not allowed: use POST", http.StatusMethodNotAllowed)
 	})
 	if c.metricsPath != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
