@@ -21,7 +21,7 @@ build: ## build bin/gpuledger (cgo on, for the NVML and DCGM backends)
 	CGO_ENABLED=1 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuledger
 
 test: ## unit, golden, property and promtool tests, with the race detector
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 lint: ## gofmt, go vet, staticcheck, and that go.mod is tidy
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
@@ -32,7 +32,7 @@ lint: ## gofmt, go vet, staticcheck, and that go.mod is tidy
 	CGO_ENABLED=0 $(GO) vet $$($(GO) list ./... | grep -v '/collector/nvml$$')
 
 e2e: ## end-to-end tests against a real Prometheus and headless Chromium
-	$(GO) test -count=1 -tags e2e ./test/e2e/...
+	$(GO) test -count=1 -timeout 20m -tags e2e ./test/e2e/...
 
 bench: ## benchmarks of the scrape, the sample tick, the ledger and attribution
 	$(GO) test -run '^$$' -bench . -benchmem ./...
