@@ -45,6 +45,7 @@ func TestBadInputExits2(t *testing.T) {
 		{"telemetry path with space", append(sim, "--web.telemetry-path=/a b"), []string{"--web.telemetry-path", `"/a b"`}},
 		{"telemetry path with pattern", append(sim, "--web.telemetry-path=/{x}"), []string{"--web.telemetry-path"}},
 		{"telemetry path not clean", append(sim, "--web.telemetry-path=/a/../metrics"), []string{"--web.telemetry-path", "clean"}},
+		{"telemetry path of two slashes", append(sim, "--web.telemetry-path=//"), []string{"--web.telemetry-path", "clean"}},
 		{"hostname not UTF-8", append(sim, "--hostname=node-\xff"), []string{"--hostname", "UTF-8"}},
 		{"negative max requests", append(sim, "--web.max-requests=-1"), []string{"--web.max-requests"}},
 		{"bad web config", append(sim, "--web.config.file="+badWebConfig), []string{"--web.config.file", badWebConfig}},

@@ -53,7 +53,7 @@ func checkMetricsPath(p string) error {
 	switch {
 	case !metricsPathRE.MatchString(p):
 		return fmt.Errorf("--web.telemetry-path %q: want an absolute URL path such as /metrics (letters, digits, . _ ~ - and /)", p)
-	case trimmed != "" && path.Clean(trimmed) != trimmed:
+	case strings.Contains(p, "//") || (trimmed != "" && path.Clean(trimmed) != trimmed):
 		return fmt.Errorf("--web.telemetry-path %q: want a clean path (no //, . or .. segments)", p)
 	case p == "/-" || strings.HasPrefix(p, "/-/"):
 		return fmt.Errorf("--web.telemetry-path %q: /-/ holds the health, readiness and reload endpoints", p)

@@ -220,3 +220,18 @@ func TestIdleConnectionsDoNotStarveScrapes(t *testing.T) {
 		t.Errorf("silent connection: read %v, want EOF (closed by the server)", err)
 	}
 }
+
+// TestCheckMetricsPath: the paths a scraper may use pass; the ones that
+// crashed the mux, could never be reached or hid an endpoint do not.
+func TestCheckMetricsPath(t *testing.T) {
+	for _, p := range []string{"/metrics", "/", "/gpu/metrics", "/metrics/", "/v1.2_x~y-z"} {
+		if err := checkMetricsPath(p); err != nil {
+			t.Errorf("checkMetricsPath(%q) = %v, want nil", p, err)
+		}
+	}
+	for _, p := range []string{"", "metrics", "/a b", "/{x}", "/a/../b", "/a/./b", "//", "//metrics", "/-/healthy", "/-/reload", "/-", "/métrics", "/m?x=1", "/m#f"} {
+		if err := checkMetricsPath(p); err == nil {
+			t.Errorf("checkMetricsPath(%q) = nil, want an error", p)
+		}
+	}
+}
