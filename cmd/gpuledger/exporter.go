@@ -50,7 +50,7 @@ func newExporterCommand(app *kingpin.Application, reload <-chan os.Signal) *expo
 	cmd := app.Command("exporter", "Sample the GPUs of this node and serve Prometheus metrics.").Default()
 	c.web = kingpinflag.AddFlags(cmd, ":9400")
 	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&c.metricsPath)
-	cmd.Flag("web.max-requests", "Maximum number of concurrent scrapes, more are answered 503; 0 means no limit. Each costs up to about 2.5 MiB (docs/reliability.md).").Default("10").IntVar(&c.maxRequests)
+	cmd.Flag("web.max-requests", "Maximum number of concurrent scrapes, more are answered 503; 0 means no limit. Each costs about 2 MiB of memory (docs/reliability.md).").Default("10").IntVar(&c.maxRequests)
 	cmd.Flag("web.scrape-timeout", "Time after which a scrape is answered 503.").Default("10s").DurationVar(&c.scrapeTimeout)
 	cmd.Flag("hostname", "Node name for the Hostname label.").Envar("NODE_NAME").StringVar(&c.hostname)
 	cmd.Flag("collector.interval", "Interval between two samples of the GPUs.").Default("1s").DurationVar(&c.interval)
@@ -175,7 +175,8 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	return nil
 }
 
-// checkWebFlags validates the flags of the HTTP server before anything starts.
+// checkWebFlags validates the HTTP server's flags and a --hostname given as a
+// flag, before anything starts.
 func (c *exporterCommand) checkWebFlags() error {
 	if err := checkMetricsPath(c.metricsPath); err != nil {
 		return err
