@@ -24,7 +24,7 @@ func TestSignalsDuringStartup(t *testing.T) {
 			addr := freeAddr(t)
 			cmd := exec.Command(binary, "exporter", "--backend=sim", "--collector.interval=100ms", "--web.listen-address="+addr)
 			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-			var logs strings.Builder
+			var logs syncBuffer // written by the process while a failing test may read it
 			cmd.Stdout, cmd.Stderr = &logs, &logs
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
