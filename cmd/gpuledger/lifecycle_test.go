@@ -180,3 +180,47 @@ func TestReloadMethods(t *testing.T) {
 		t.Errorf("POST /-/reload: %s, want 200", resp.Status)
 	}
 }
+
+// TestValidWebConfigStarts: the start-up check of --web.config.file accepts a
+// good file, and the exporter then serves behind its basic authentication.
+func TestValidWebConfigStarts(t *testing.T) {
+	// exporter-toolkit's bcrypt hash (cost 10) of "fakepassword".
+	const hash = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi"
+	webConfig := filepath.Join(t.TempDir(), "web.yml")
+	if err := os.WriteFile(webConfig, []byte("basic_auth_users:\n  alice: "+hash+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cmd := exec.Command(binary, "exporter", "--backend=sim", "--web.listen-address="+addr, "--web.config.file="+webConfig)
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	get := func(user, pass string) int {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/-/ready", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitFor(t, func() bool { return get("alice", "fakepassword") == http.StatusOK })
+	if code := get("", ""); code != http.StatusUnauthorized {
+		t.Errorf("without credentials: %d, want 401", code)
+	}
+	if code := get("alice", "guess"); code != http.StatusUnauthorized {
+		t.Errorf("with a wrong password: %d, want 401", code)
+	}
+}
