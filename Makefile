@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # go-nvml's generated cgo uses deprecated NVML declarations on purpose.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build test lint e2e bench generate chart-test check help
+.PHONY: all build test lint e2e bench fuzz generate chart-test check help
 
 all: build
 
@@ -21,7 +21,7 @@ build: ## build bin/gpuledger (cgo on, for the NVML and DCGM backends)
 	CGO_ENABLED=1 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuledger
 
 test: ## unit, golden, property and promtool tests, with the race detector
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 lint: ## gofmt, go vet, staticcheck, and that go.mod is tidy
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
@@ -32,10 +32,24 @@ lint: ## gofmt, go vet, staticcheck, and that go.mod is tidy
 	CGO_ENABLED=0 $(GO) vet $$($(GO) list ./... | grep -v '/collector/nvml$$')
 
 e2e: ## end-to-end tests against a real Prometheus and headless Chromium
-	$(GO) test -count=1 -tags e2e ./test/e2e/...
+	$(GO) test -count=1 -timeout 20m -tags e2e ./test/e2e/...
 
 bench: ## benchmarks of the scrape, the sample tick, the ledger and attribution
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Every fuzz target, as package:Name. make fuzz runs each for FUZZTIME; an input
+# that fails is written under the package's testdata/fuzz and then fails
+# `make test` until fixed: commit it as the regression test.
+FUZZTIME ?= 20s
+FUZZ_TARGETS := ./cost:FuzzParse ./collector/sim:FuzzParse \
+                ./attribution:FuzzKubeletAnswer ./attribution:FuzzParseCgroupLine ./attribution:FuzzParseDeviceID \
+                ./report:FuzzPrometheusAnswer ./report:FuzzLoadOpenMetrics ./report:FuzzParseTeamMap \
+                ./collector/dcgm:FuzzClassify ./dashboards:FuzzExpandVariables ./dashboards:FuzzLabelValuesSelector
+
+fuzz: ## run each fuzz target for FUZZTIME (default 20s): price book, scenario, kubelet answers, Prometheus answers, …
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 chart-test: ## helm lint and template, strict decoding, and a server-side dry-run against a real kube-apiserver
 	bash scripts/chart-test.sh

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,13 +66,33 @@ func TestHungKubeletDoesNotBlockScrapes(t *testing.T) {
 	s := NewSampler(node, SamplerOptions{Now: fixedClock(t0), Holders: client})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(s, "node-a", fixedClock(t0)))
-	for k := range 50 {
-		if err := s.Tick(ctx, t0); err != nil {
+	// The ticks and scrapes run apart from the test so that, should they block
+	// on the hung kubelet, the test fails within a minute instead of hanging
+	// until the global timeout. A minute: no deadline a loaded machine meets
+	// only by luck; the whole loop takes milliseconds.
+	scraped := make(chan error, 1)
+	go func() {
+		for k := range 50 {
+			if err := s.Tick(ctx, t0); err != nil {
+				scraped <- err
+				return
+			}
+			if n, err := testutil.GatherAndCount(reg, "gpuledger_gpu_allocation", "DCGM_FI_DEV_FB_USED"); err != nil || n != 2*56 {
+				scraped <- fmt.Errorf("scrape %d while the kubelet hangs: %d allocation and FB series (%v), want %d", k, n, err, 2*56)
+				return
+			}
+		}
+		scraped <- nil
+	}()
+	select {
+	case err := <-scraped:
+		if err != nil {
+			close(release)
 			t.Fatal(err)
 		}
-		if n, err := testutil.GatherAndCount(reg, "gpuledger_gpu_allocation", "DCGM_FI_DEV_FB_USED"); err != nil || n != 2*56 {
-			t.Fatalf("scrape %d while the kubelet hangs: %d allocation and FB series (%v), want %d", k, n, err, 2*56)
-		}
+	case <-time.After(time.Minute):
+		close(release) // lets the blocked tick or scrape go, so the test can end
+		t.Fatal("a tick or scrape blocked on the hung kubelet for a minute")
 	}
 	select {
 	case err := <-refreshed:

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
-	"math"
 	"regexp"
 )
 
@@ -96,8 +95,14 @@ type Rate struct {
 // Total returns the whole rate in EUR per hour.
 func (r Rate) Total() float64 { return r.Capital + r.Energy + r.Overhead }
 
+// MaxPowerW is the highest power reading, W, that Rate believes: no GPU board
+// draws 10 kW, so a higher reading is a broken sensor, not a cost.
+const MaxPowerW = 10000
+
 // Rate returns the rate of one GPU priced by p that draws powerW watts. When
-// the power is unknown (NaN, negative or infinite), the energy component is 0.
+// the power is unknown (NaN, negative, or above MaxPowerW), the energy
+// component is 0. For a book Parse accepted, every component is finite and
+// at most about 1.25e7 EUR/h (see MaxPurchaseEUR).
 func (p *ModelPrice) Rate(powerW float64) Rate {
 	if p.Flat {
 		return Rate{Capital: p.HourlyEUR}
@@ -106,7 +111,7 @@ func (p *ModelPrice) Rate(powerW float64) Rate {
 		Capital:  p.PurchaseEUR / (p.AmortizationYears * HoursPerYear),
 		Overhead: p.OverheadEURPerHour,
 	}
-	if powerW >= 0 && !math.IsInf(powerW, 1) {
+	if powerW >= 0 && powerW <= MaxPowerW {
 		r.Energy = powerW / 1000 * p.PUE * p.EnergyEURPerKWh
 	}
 	return r

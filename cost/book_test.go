@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpuledger/gpuledger/smallfile"
 )
 
 func TestDefaultBook(t *testing.T) {
@@ -72,6 +74,10 @@ models:
 		{"A100", math.NaN(), Rate{Capital: 0.5, Overhead: 0.10}},
 		{"A100", -1, Rate{Capital: 0.5, Overhead: 0.10}},
 		{"A100", math.Inf(1), Rate{Capital: 0.5, Overhead: 0.10}},
+		// A broken sensor above MaxPowerW: unknown, not 1e30 W of energy.
+		{"A100", 1e30, Rate{Capital: 0.5, Overhead: 0.10}},
+		// MaxPowerW itself is believed: 10 kW × 1.2 × 0.25 = 3.
+		{"A100", MaxPowerW, Rate{Capital: 0.5, Energy: 3, Overhead: 0.10}},
 		// 35040 / (2 × 8760) = 2; 700 W: 0.7 × 1.5 × 0.2 = 0.21.
 		{"H100", 700, Rate{Capital: 2, Energy: 0.21}},
 		{"L4", 72, Rate{Capital: 3.25}},
@@ -81,6 +87,24 @@ models:
 		if !approxEqual(got.Capital, tt.want.Capital) || !approxEqual(got.Energy, tt.want.Energy) || !approxEqual(got.Overhead, tt.want.Overhead) {
 			t.Errorf("%s at %v W: Rate = %+v, want %+v", tt.model, tt.powerW, got, tt.want)
 		}
+	}
+}
+
+// TestLargestBookStaysFinite: the largest values the bounds allow give the
+// rate the MaxPurchaseEUR comment computes, and a century of it is finite.
+func TestLargestBookStaysFinite(t *testing.T) {
+	b := mustParse(t, `
+defaults: {amortization_years: 0.01, energy_eur_per_kwh: 1000, pue: 10, overhead_eur_per_hour: 1e6}
+models: [{match: x, purchase_eur: 1e9}]
+`)
+	r := b.Models[0].Rate(MaxPowerW)
+	// 1e9 / (0.01 × 8760) = 11415525.1141552…; 10 kW × 10 × 1000 = 1e5.
+	want := Rate{Capital: 1e9 / 87.6, Energy: 1e5, Overhead: 1e6}
+	if !approxEqual(r.Capital, want.Capital) || !approxEqual(r.Energy, want.Energy) || !approxEqual(r.Overhead, want.Overhead) {
+		t.Fatalf("Rate = %+v, want %+v", r, want)
+	}
+	if total := r.Total() * 100 * HoursPerYear; !isFinite(total) || total > 1.1e13 {
+		t.Errorf("a century at the largest rate = %v EUR, want finite and about 1.1e13", total)
 	}
 }
 
@@ -120,12 +144,12 @@ func TestParseErrors(t *testing.T) {
 		{"missing models", "currency: EUR\n", "prices.yaml:1: models: missing: the book must price at least one GPU model"},
 		{"empty models", "models: []\n", "prices.yaml:1: models: must price at least one GPU model"},
 		{"models not a list", "models: {match: x}\n", "prices.yaml:1: models: must be a list, got a mapping"},
-		{"negative purchase", "models:\n  - {match: A100, purchase_eur: -15000}\n", "prices.yaml:2: models[0].purchase_eur: must not be negative, got -15000"},
-		{"negative hourly", "models:\n  - {match: A100, hourly_eur: -1}\n", "prices.yaml:2: models[0].hourly_eur: must not be negative, got -1"},
-		{"negative energy", "defaults:\n  energy_eur_per_kwh: -0.3\nmodels: [{match: x, hourly_eur: 1}]\n", "prices.yaml:2: defaults.energy_eur_per_kwh: must not be negative, got -0.3"},
-		{"negative overhead", "models:\n  - {match: x, purchase_eur: 1, overhead_eur_per_hour: -2}\n", "prices.yaml:2: models[0].overhead_eur_per_hour: must not be negative, got -2"},
-		{"zero years", "defaults: {amortization_years: 0}\n", "prices.yaml:1: defaults.amortization_years: must be greater than 0, got 0"},
-		{"pue below 1", "defaults:\n  pue: 0.9\n", "prices.yaml:2: defaults.pue: must be at least 1, got 0.9"},
+		{"negative purchase", "models:\n  - {match: A100, purchase_eur: -15000}\n", "prices.yaml:2: models[0].purchase_eur: must be between 0 and 1e+09, got -15000"},
+		{"negative hourly", "models:\n  - {match: A100, hourly_eur: -1}\n", "prices.yaml:2: models[0].hourly_eur: must be between 0 and 1e+06, got -1"},
+		{"negative energy", "defaults:\n  energy_eur_per_kwh: -0.3\nmodels: [{match: x, hourly_eur: 1}]\n", "prices.yaml:2: defaults.energy_eur_per_kwh: must be between 0 and 1000, got -0.3"},
+		{"negative overhead", "models:\n  - {match: x, purchase_eur: 1, overhead_eur_per_hour: -2}\n", "prices.yaml:2: models[0].overhead_eur_per_hour: must be between 0 and 1e+06, got -2"},
+		{"zero years", "defaults: {amortization_years: 0}\n", "prices.yaml:1: defaults.amortization_years: must be between 0.01 and 100, got 0"},
+		{"pue below 1", "defaults:\n  pue: 0.9\n", "prices.yaml:2: defaults.pue: must be between 1 and 10, got 0.9"},
 		{"price not a number", "models:\n  - {match: x, purchase_eur: lots}\n", `prices.yaml:2: models[0].purchase_eur: must be a number, got "lots"`},
 		{"price NaN", "models:\n  - {match: x, purchase_eur: .nan}\n", `prices.yaml:2: models[0].purchase_eur: must be a finite number, got ".nan"`},
 		{"price infinite", "models:\n  - {match: x, hourly_eur: .inf}\n", `prices.yaml:2: models[0].hourly_eur: must be a finite number, got ".inf"`},
@@ -140,7 +164,18 @@ func TestParseErrors(t *testing.T) {
 		{"threshold above 1", "idle:\n  threshold: 5\n", "prices.yaml:2: idle.threshold: must be between 0 and 1, got 5"},
 		{"threshold below 0", "idle: {threshold: -0.1}\n", "prices.yaml:1: idle.threshold: must be between 0 and 1, got -0.1"},
 		{"bad mig_weight", "models: [{match: x, hourly_eur: 1}]\nmig_weight: sms\n", `prices.yaml:2: mig_weight: must be compute or memory, got "sms"`},
-		{"overflow", "models:\n  - {match: x, purchase_eur: 1e308, amortization_years: 1e-300}\n", "prices.yaml:2: models[0]: the rate overflows: the prices are too large"},
+		// Bounds (issue 14): each of these was accepted and made the cost counters +Inf or NaN.
+		{"purchase overflows", "models:\n  - {match: x, purchase_eur: 1e308, amortization_years: 1e-300}\n", "prices.yaml:2: models[0].purchase_eur: must be between 0 and 1e+09, got 1e+308"},
+		{"hourly overflows the counter", "models:\n  - {match: x, hourly_eur: 1.79e308}\n", "prices.yaml:2: models[0].hourly_eur: must be between 0 and 1e+06, got 1.79e+308"},
+		{"pue times zero energy", "defaults: {pue: 1e308, energy_eur_per_kwh: 0}\nmodels: [{match: x, purchase_eur: 1}]\n", "prices.yaml:1: defaults.pue: must be between 1 and 10, got 1e+308"},
+		{"pue just above the bound", "defaults: {pue: 10.5}\n", "prices.yaml:1: defaults.pue: must be between 1 and 10, got 10.5"},
+		{"tiny amortization", "models:\n  - {match: x, purchase_eur: 1, amortization_years: 1e-300}\n", "prices.yaml:2: models[0].amortization_years: must be between 0.01 and 100, got 1e-300"},
+		{"long amortization", "defaults: {amortization_years: 101}\n", "prices.yaml:1: defaults.amortization_years: must be between 0.01 and 100, got 101"},
+		{"energy price", "defaults: {energy_eur_per_kwh: 1001}\n", "prices.yaml:1: defaults.energy_eur_per_kwh: must be between 0 and 1000, got 1001"},
+		{"overhead", "models:\n  - {match: x, purchase_eur: 1, overhead_eur_per_hour: 2e6}\n", "prices.yaml:2: models[0].overhead_eur_per_hour: must be between 0 and 1e+06, got 2e+06"},
+		{"purchase above the bound", "models:\n  - {match: x, purchase_eur: 1.5e9}\n", "prices.yaml:2: models[0].purchase_eur: must be between 0 and 1e+09, got 1.5e+09"},
+		{"binary match", "models:\n  - {match: !!binary SDEwMA==, purchase_eur: 1}\n", "prices.yaml:2: models[0].match: must be a string, got a !!binary value"},
+		{"tagged int match", "models:\n  - {match: !!int 100, purchase_eur: 1}\n", "prices.yaml:2: models[0].match: must be a string, got a !!int value"},
 		{"key not a string", "? [a]\n: 1\n", "prices.yaml:1: (top level): keys must be strings, got a list"},
 	}
 	for _, tt := range tests {
@@ -180,6 +215,17 @@ func TestLoad(t *testing.T) {
 	if err != nil || b.Name != path || len(b.Models) != 4 {
 		t.Fatalf("Load = %+v, %v", b, err)
 	}
+	// Not a regular file, or too large: an error at once, never a read until memory ends.
+	if _, err := Load("/dev/zero"); !errors.Is(err, smallfile.ErrNotRegular) || !strings.Contains(err.Error(), "/dev/zero") {
+		t.Errorf("Load(/dev/zero) = %v, want ErrNotRegular naming the file", err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, make([]byte, MaxBookBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big); !errors.Is(err, smallfile.ErrTooLarge) || !strings.Contains(err.Error(), big) {
+		t.Errorf("Load(%d bytes) = %v, want ErrTooLarge naming the file", MaxBookBytes+1, err)
+	}
 	missing := filepath.Join(dir, "missing.yaml")
 	if _, err := Load(missing); err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), missing) {
 		t.Errorf("Load(missing) = %v, want a not-exist error naming the file", err)
@@ -192,6 +238,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("models:\n  - {match: \"(\", purchase_eur: -1}\n"))
 	f.Add([]byte("defaults: &a {pue: *a}\n"))
 	f.Add([]byte("models: [{match: x, purchase_eur: 1e308, amortization_years: 1e-308}]\n"))
+	// Issue 14's inputs are in testdata/fuzz/FuzzParse.
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := Parse(data, "fuzz.yaml")
 		if err != nil {
@@ -204,14 +251,19 @@ func FuzzParse(f *testing.F) {
 		if len(b.Models) == 0 || b.IdleThreshold < 0 || b.IdleThreshold > 1 {
 			t.Fatalf("invalid book accepted: %+v", b)
 		}
+		// A century of the highest believable power must stay a finite count
+		// of EUR: the counters it feeds must never become +Inf or NaN.
+		const century = 100 * HoursPerYear
 		for _, m := range b.Models {
-			r := m.Rate(300)
-			if !(r.Capital >= 0 && r.Energy >= 0 && r.Overhead >= 0) || math.IsInf(r.Total(), 0) {
+			r := m.Rate(MaxPowerW)
+			if !(r.Capital >= 0 && r.Energy >= 0 && r.Overhead >= 0) || !isFinite(r.Total()*century) {
 				t.Fatalf("entry %+v gives rate %+v", m, r)
 			}
 		}
 	})
 }
+
+func isFinite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 func mustParse(t *testing.T, yaml string) *Book {
 	t.Helper()

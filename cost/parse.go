@@ -6,16 +6,34 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"regexp"
 	"strconv"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpuledger/gpuledger/smallfile"
 )
 
-// maxPowerW is a power no GPU board draws, W: a book whose rate at this power
-// is not a finite number is rejected.
-const maxPowerW = 10000
+// Bounds of the price book's values. Each is far beyond any real price, and
+// together they keep every rate, and every counter it adds up to over a
+// century of GPU-seconds, a finite float64: a book within them can never make
+// gpuledger_cost_eur_total +Inf or NaN (issue 14).
+//
+// The largest rate they allow is 1e9 / (0.01 × 8760) + 10 kW × 10 × 1e3 + 1e6
+// ≈ 1.25e7 EUR/h; a century of it is ≈ 1e13 EUR, far inside float64.
+const (
+	// MaxPurchaseEUR bounds purchase_eur, EUR per GPU.
+	MaxPurchaseEUR = 1e9
+	// MaxHourlyEUR bounds hourly_eur and overhead_eur_per_hour, EUR per GPU-hour.
+	MaxHourlyEUR = 1e6
+	// MaxEnergyEURPerKWh bounds energy_eur_per_kwh, EUR per kWh.
+	MaxEnergyEURPerKWh = 1e3
+	// MaxPUE bounds pue, a ratio (real data centres: 1.1–2).
+	MaxPUE = 10
+	// MinAmortizationYears and MaxAmortizationYears bound amortization_years, years.
+	MinAmortizationYears = 0.01
+	MaxAmortizationYears = 100
+)
 
 // Default returns the built-in price book (DefaultBookYAML).
 func Default() *Book {
@@ -27,9 +45,14 @@ func Default() *Book {
 	return b
 }
 
-// Load reads and parses the price book at path.
+// MaxBookBytes is the largest price book Load reads, bytes: thousands of
+// entries fit; /dev/zero or a runaway generator does not.
+const MaxBookBytes = 1 << 20
+
+// Load reads and parses the price book at path: a regular file of at most
+// MaxBookBytes. A FIFO, a device or a larger file is an error at once.
 func Load(path string) (*Book, error) {
-	data, err := os.ReadFile(path)
+	data, err := smallfile.Read(path, MaxBookBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read price book %s: %w", path, err)
 	}
@@ -85,12 +108,7 @@ func Parse(data []byte, name string) (*Book, error) {
 		"idle": func(_, v *yaml.Node) error {
 			return p.mapping(v, "idle", map[string]func(key, val *yaml.Node) error{
 				"threshold": func(_, v *yaml.Node) error {
-					t, err := p.number(v, "idle.threshold")
-					if err == nil && (t < 0 || t > 1) {
-						err = p.errorf(v, "idle.threshold", "must be between 0 and 1, got %v", t)
-					}
-					b.IdleThreshold = t
-					return err
+					return p.bounded(v, "idle.threshold", &b.IdleThreshold, between(0, 1))
 				},
 			})
 		},
@@ -218,10 +236,15 @@ func kindName(n *yaml.Node) string {
 	}
 }
 
-// str decodes a non-null scalar as a string.
+// str decodes a non-null scalar as a string: its text as written. An explicit
+// tag other than !!str (such as !!binary, whose text is base64 of other bytes)
+// is refused rather than taken literally.
 func (p *parser) str(n *yaml.Node, field string) (string, error) {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
 		return "", p.errorf(n, field, "must be a string, got %s", kindName(n))
+	}
+	if n.Style&yaml.TaggedStyle != 0 && n.ShortTag() != "!!str" {
+		return "", p.errorf(n, field, "must be a string, got a %s value", n.ShortTag())
 	}
 	return n.Value, nil
 }
@@ -241,6 +264,19 @@ func (p *parser) number(n *yaml.Node, field string) (float64, error) {
 	return f, nil
 }
 
+// bounded decodes a number that check accepts into dst.
+func (p *parser) bounded(n *yaml.Node, field string, dst *float64, check func(float64) string) error {
+	f, err := p.number(n, field)
+	if err != nil {
+		return err
+	}
+	if problem := check(f); problem != "" {
+		return p.errorf(n, field, "%s, got %v", problem, f)
+	}
+	*dst = f
+	return nil
+}
+
 // costFields decodes the capital + energy + overhead parameters of a mapping
 // into m (the defaults block or a model's overrides). extra adds fields the
 // mapping may also hold (a model's match, purchase_eur, hourly_eur); seen, when
@@ -251,22 +287,14 @@ func (p *parser) costFields(n *yaml.Node, path string, m *ModelPrice, extra map[
 			if seen != nil {
 				seen(k)
 			}
-			f, err := p.number(v, path+"."+name)
-			if err != nil {
-				return err
-			}
-			if problem := check(f); problem != "" {
-				return p.errorf(v, path+"."+name, "%s, got %v", problem, f)
-			}
-			*dst = f
-			return nil
+			return p.bounded(v, path+"."+name, dst, check)
 		}
 	}
 	fields := map[string]func(key, val *yaml.Node) error{
-		"amortization_years":    num("amortization_years", &m.AmortizationYears, positive),
-		"energy_eur_per_kwh":    num("energy_eur_per_kwh", &m.EnergyEURPerKWh, nonNegative),
-		"pue":                   num("pue", &m.PUE, atLeastOne),
-		"overhead_eur_per_hour": num("overhead_eur_per_hour", &m.OverheadEURPerHour, nonNegative),
+		"amortization_years":    num("amortization_years", &m.AmortizationYears, between(MinAmortizationYears, MaxAmortizationYears)),
+		"energy_eur_per_kwh":    num("energy_eur_per_kwh", &m.EnergyEURPerKWh, between(0, MaxEnergyEURPerKWh)),
+		"pue":                   num("pue", &m.PUE, between(1, MaxPUE)),
+		"overhead_eur_per_hour": num("overhead_eur_per_hour", &m.OverheadEURPerHour, between(0, MaxHourlyEUR)),
 	}
 	for k, f := range extra {
 		fields[k] = f
@@ -274,25 +302,14 @@ func (p *parser) costFields(n *yaml.Node, path string, m *ModelPrice, extra map[
 	return p.mapping(n, path, fields)
 }
 
-func positive(f float64) string {
-	if f <= 0 {
-		return "must be greater than 0"
+// between returns a check that f lies in [lo, hi].
+func between(lo, hi float64) func(f float64) string {
+	return func(f float64) string {
+		if f < lo || f > hi {
+			return fmt.Sprintf("must be between %v and %v", lo, hi)
+		}
+		return ""
 	}
-	return ""
-}
-
-func nonNegative(f float64) string {
-	if f < 0 {
-		return "must not be negative"
-	}
-	return ""
-}
-
-func atLeastOne(f float64) string {
-	if f < 1 {
-		return "must be at least 1"
-	}
-	return ""
 }
 
 // models decodes the models list into b.Models, each entry starting from def.
@@ -322,20 +339,12 @@ func (p *parser) models(n *yaml.Node, def ModelPrice, b *Book) error {
 				return nil
 			},
 			"purchase_eur": func(_, v *yaml.Node) error {
-				f, err := p.number(v, path+".purchase_eur")
-				if err == nil && f < 0 {
-					err = p.errorf(v, path+".purchase_eur", "must not be negative, got %v", f)
-				}
-				m.PurchaseEUR, purchase = f, v
-				return err
+				purchase = v
+				return p.bounded(v, path+".purchase_eur", &m.PurchaseEUR, between(0, MaxPurchaseEUR))
 			},
 			"hourly_eur": func(_, v *yaml.Node) error {
-				f, err := p.number(v, path+".hourly_eur")
-				if err == nil && f < 0 {
-					err = p.errorf(v, path+".hourly_eur", "must not be negative, got %v", f)
-				}
-				m.HourlyEUR, hourly = f, v
-				return err
+				hourly = v
+				return p.bounded(v, path+".hourly_eur", &m.HourlyEUR, between(0, MaxHourlyEUR))
 			},
 		}
 		err := p.costFields(e, path, &m, extra, func(k *yaml.Node) {
@@ -358,9 +367,6 @@ func (p *parser) models(n *yaml.Node, def ModelPrice, b *Book) error {
 				"only applies with purchase_eur (hourly_eur is the whole rate)")
 		}
 		m.Flat = hourly != nil
-		if r := m.Rate(maxPowerW); math.IsInf(r.Total(), 0) {
-			return p.errorf(e, path, "the rate overflows: the prices are too large")
-		}
 		b.Models = append(b.Models, m)
 	}
 	return nil

@@ -50,7 +50,7 @@ func TestStoreReload(t *testing.T) {
 	}{
 		{good, "", good},
 		{unknownKey, unknownKey + ":2: models[0].colour: unknown field", good},
-		{negative, negative + ":4: defaults.pue: must be at least 1, got -1", good},
+		{negative, negative + ":4: defaults.pue: must be between 1 and 10, got -1", good},
 		{unpriced, unpriced + `:1: models: no price for GPU model "NVIDIA A100-SXM4-80GB" (GPU-0)`, good},
 		{filepath.Join(dir, "missing.yaml"), "no such file", good},
 		{good, "", good},

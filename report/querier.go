@@ -63,7 +63,11 @@ func (p *PrometheusQuerier) QueryRange(ctx context.Context, query string, start,
 	}
 	m, ok := val.(model.Matrix)
 	if !ok {
-		return nil, nil, fmt.Errorf("prometheus at %s answered a range query with a %s, want a matrix", p.url, val.Type())
+		got := "no result" // a "data" of null decodes to no value at all
+		if val != nil {
+			got = "a " + val.Type().String()
+		}
+		return nil, nil, fmt.Errorf("prometheus at %s answered a range query with %s, want a matrix", p.url, got)
 	}
 	return m, warnings, nil
 }

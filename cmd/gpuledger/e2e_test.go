@@ -56,26 +56,31 @@ type exporter struct {
 	addr string
 	cmd  *exec.Cmd
 	logs *bytes.Buffer
+
+	exited  chan struct{} // closed when the process has exited
+	exitErr error         // cmd.Wait's answer, once exited is closed
 }
 
 // startExporter starts the binary with args and waits until /-/ready answers 200.
 func startExporter(t testing.TB, args ...string) *exporter {
 	t.Helper()
-	e := &exporter{addr: freeAddr(t), logs: &bytes.Buffer{}}
+	e := &exporter{addr: freeAddr(t), logs: &bytes.Buffer{}, exited: make(chan struct{})}
 	e.cmd = exec.Command(binary, append([]string{"exporter", "--web.listen-address=" + e.addr}, args...)...)
 	e.cmd.Stdout, e.cmd.Stderr = e.logs, e.logs
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- e.cmd.Wait() }()
+	go func() {
+		e.exitErr = e.cmd.Wait()
+		close(e.exited)
+	}()
 	t.Cleanup(func() {
 		_ = e.cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-done:
+		case <-e.exited:
 		case <-time.After(10 * time.Second):
 			_ = e.cmd.Process.Kill()
-			<-done
+			<-e.exited
 		}
 		if t.Failed() {
 			t.Logf("exporter log:\n%s", e.logs)
@@ -84,8 +89,8 @@ func startExporter(t testing.TB, args ...string) *exporter {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
-		case err := <-done:
-			t.Fatalf("exporter exited before it was ready: %v\n%s", err, e.logs)
+		case <-e.exited:
+			t.Fatalf("exporter exited before it was ready: %v\n%s", e.exitErr, e.logs)
 		default:
 		}
 		resp, err := http.Get("http://" + e.addr + "/-/ready")

@@ -25,6 +25,9 @@ import (
 	"github.com/gpuledger/gpuledger/cost"
 )
 
+// scrapeErrorLogEvery is the least time between two log lines about failed scrapes.
+const scrapeErrorLogEvery = 10 * time.Second
+
 // exporterCommand serves /metrics for the GPUs of this node.
 type exporterCommand struct {
 	web           *web.FlagConfig
@@ -37,14 +40,18 @@ type exporterCommand struct {
 	priceBook     string
 	backend       backendFlags
 	attribution   attributionFlags
+
+	reload <-chan os.Signal // SIGHUP, subscribed to by main before anything else
 }
 
-func newExporterCommand(app *kingpin.Application) *exporterCommand {
-	c := &exporterCommand{}
+// newExporterCommand registers the exporter's flags. It reloads the price book
+// at each value received on reload (nil: only on POST /-/reload).
+func newExporterCommand(app *kingpin.Application, reload <-chan os.Signal) *exporterCommand {
+	c := &exporterCommand{reload: reload}
 	cmd := app.Command("exporter", "Sample the GPUs of this node and serve Prometheus metrics.").Default()
 	c.web = kingpinflag.AddFlags(cmd, ":9400")
 	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&c.metricsPath)
-	cmd.Flag("web.max-requests", "Maximum number of concurrent scrapes; 0 means no limit.").Default("40").IntVar(&c.maxRequests)
+	cmd.Flag("web.max-requests", "Maximum number of concurrent scrapes, more are answered 503; 0 means no limit. Each costs about 2 MiB of memory (docs/reliability.md).").Default("10").IntVar(&c.maxRequests)
 	cmd.Flag("web.scrape-timeout", "Time after which a scrape is answered 503.").Default("10s").DurationVar(&c.scrapeTimeout)
 	cmd.Flag("hostname", "Node name for the Hostname label.").Envar("NODE_NAME").StringVar(&c.hostname)
 	cmd.Flag("collector.interval", "Interval between two samples of the GPUs. One sample is charged for at most twice this; the rest of a backend outage is cost state unknown.").Default("1s").DurationVar(&c.interval)
@@ -65,6 +72,9 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	}
 	if err := c.attribution.validate(); err != nil {
 		return err
+	}
+	if err := c.checkWebFlags(); err != nil {
+		return badInput(err)
 	}
 	backend, err := c.backend.open(ctx, c.interval, logger)
 	if err != nil {
@@ -105,6 +115,9 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 		if c.hostname, err = os.Hostname(); err != nil {
 			return fmt.Errorf("find the host name (set --hostname): %w", err)
 		}
+	}
+	if err := checkHostname(c.hostname); err != nil {
+		return badInput(err)
 	}
 	opts := collector.SamplerOptions{Interval: c.interval, Logger: logger, Ledger: cost.NewLedger(book.store, cost.WithRetention(c.retention))}
 	client, err := c.attribution.newClient(logger)
@@ -148,12 +161,17 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	mux := c.routes(reg, sampler, book, logger)
 
 	loops.Go(func() { sampler.Run(ctx) })
-	loops.Go(func() { book.reloadOnSIGHUP(ctx) })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Not in loops: shutdown never waits on a reload (reads are capped and
+	// regular files only, but a stuck file system is not ours to wait for).
+	go book.reloadOn(ctx, c.reload)
+	srv := newHTTPServer(mux, c.scrapeTimeout)
 	errc := make(chan error, 1)
 	go func() { errc <- web.ListenAndServe(srv, c.web, logger) }()
 	select {
 	case err := <-errc:
+		if listenError(err) {
+			return badInput(fmt.Errorf("--web.listen-address: %w", err))
+		}
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -166,11 +184,33 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	return nil
 }
 
+// checkWebFlags validates the HTTP server's flags and a --hostname given as a
+// flag, before anything starts.
+func (c *exporterCommand) checkWebFlags() error {
+	if err := checkMetricsPath(c.metricsPath); err != nil {
+		return err
+	}
+	if c.hostname != "" {
+		if err := checkHostname(c.hostname); err != nil {
+			return err
+		}
+	}
+	if c.maxRequests < 0 {
+		return fmt.Errorf("--web.max-requests must be 0 (no limit) or positive, got %d", c.maxRequests)
+	}
+	if c.scrapeTimeout < 0 {
+		return fmt.Errorf("--web.scrape-timeout must be 0 (no limit) or positive, got %s", c.scrapeTimeout)
+	}
+	return checkWebConfig(*c.web.WebConfigFile)
+}
+
 // routes builds the HTTP handlers: metrics, health, readiness and the landing page.
 func (c *exporterCommand) routes(reg *prometheus.Registry, sampler *collector.Sampler, book *priceBook, logger *slog.Logger) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle(c.metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog:            slog.NewLogLogger(logger.Handler(), slog.LevelError),
+		// A scrape that fails (one that timed out: every metric family's write
+		// fails) logs once, and at most once per scrapeErrorLogEvery.
+		ErrorLog:            newLimitedLog(logger, slog.LevelError, "scrape failed", scrapeErrorLogEvery, nil),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: c.maxRequests,
 		Timeout:             c.scrapeTimeout,
@@ -192,6 +232,11 @@ func (c *exporterCommand) routes(reg *prometheus.Registry, sampler *collector.Sa
 			return
 		}
 		fmt.Fprintln(w, "Reloaded")
+	})
+	// Any other method: 405, not the landing page's 404.
+	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "Method not allowed: use POST", http.StatusMethodNotAllowed)
 	})
 	if c.metricsPath != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{

@@ -38,7 +38,7 @@ func TestExporterLeaksNothing(t *testing.T) {
 	var logs bytes.Buffer
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, []string{"exporter", "--backend=sim", "--collector.interval=100ms", "--web.listen-address=" + addr}, &logs, &logs)
+		done <- run(ctx, []string{"exporter", "--backend=sim", "--collector.interval=100ms", "--web.listen-address=" + addr}, &logs, &logs, nil)
 	}()
 	waitFor(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/-/ready")

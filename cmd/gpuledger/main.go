@@ -37,15 +37,23 @@ type command interface {
 }
 
 func main() {
+	// Signals first, before flags are parsed or a GPU library loads: a SIGHUP
+	// during start-up (whose default action ends the process) must not kill
+	// it, and a SIGTERM must not skip the clean-up (the simulated kubelet's
+	// temporary directory). The exporter reloads its price book on SIGHUP; the
+	// other commands ignore it.
+	reload := make(chan os.Signal, 1)
+	signal.Notify(reload, syscall.SIGHUP)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, reload)
 	stop()
 	os.Exit(code)
 }
 
 // run parses args, runs the chosen subcommand until it ends or ctx is done, and
-// returns the exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// returns the exit code. The exporter reloads its price book at each value on
+// reload (nil: never on a signal).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, reload <-chan os.Signal) int {
 	app := kingpin.New("gpuledger", "GPU metrics exporter and cost ledger for Kubernetes.")
 	app.UsageWriter(stdout)
 	app.ErrorWriter(stderr)
@@ -59,7 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"generate dashboards": genDashboards,
 		"generate rules":      genRules,
 		"report":              newReportCommand(app),
-		"exporter":            newExporterCommand(app),
+		"exporter":            newExporterCommand(app, reload),
 		"version":             newVersionCommand(app, stdout),
 		"check-config":        newCheckConfigCommand(app, stdout),
 		"simulate history":    newSimulateCommand(app, stdout),

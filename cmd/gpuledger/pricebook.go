@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -77,11 +75,9 @@ func (p *priceBook) reload() error {
 	return nil
 }
 
-// reloadOnSIGHUP reloads at every SIGHUP until ctx is done.
-func (p *priceBook) reloadOnSIGHUP(ctx context.Context) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// reloadOn reloads at every value received on hup (SIGHUP) until ctx is done.
+// A nil hup never fires.
+func (p *priceBook) reloadOn(ctx context.Context, hup <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():

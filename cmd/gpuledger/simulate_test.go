@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/common/model"
@@ -34,7 +33,7 @@ events: [{at: 30m, exporter: stopped, for: 20m}]
 	summaryPath := filepath.Join(dir, "summary.json")
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"simulate", "history", "--scenario", scenario, "--duration", "1h",
-		"--start", "2026-01-05T00:00:00Z", "--sample-interval", "10s", "--out", filepath.Join(dir, "h.om"), "--summary", summaryPath}, &stdout, &stderr)
+		"--start", "2026-01-05T00:00:00Z", "--sample-interval", "10s", "--out", filepath.Join(dir, "h.om"), "--summary", summaryPath}, &stdout, &stderr, nil)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
@@ -79,7 +78,7 @@ func TestSimulateHistoryRejectsABadScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"simulate", "history", "--scenario", scenario, "--duration", "1h"}, &stdout, &stderr)
+	code := run(context.Background(), []string{"simulate", "history", "--scenario", scenario, "--duration", "1h"}, &stdout, &stderr, nil)
 	if code != 2 || !strings.Contains(stderr.String(), "bad.yaml:3: events[0].for: required") {
 		t.Errorf("exit %d, stderr %q; want 2 and the located error", code, stderr.String())
 	}
@@ -95,24 +94,6 @@ func writeScenario(t *testing.T, text string) string {
 	return path
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startInProcess runs `gpuledger exporter` with args in this process until the
 // test ends, and returns it once /-/ready answers, with its log.
 func startInProcess(t *testing.T, args ...string) (*exporter, *syncBuffer) {
@@ -122,7 +103,7 @@ func startInProcess(t *testing.T, args ...string) (*exporter, *syncBuffer) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, append([]string{"exporter", "--web.listen-address=" + e.addr}, args...), io.Discard, logs)
+		done <- run(ctx, append([]string{"exporter", "--web.listen-address=" + e.addr}, args...), io.Discard, logs, nil)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -113,6 +113,13 @@ func TestDaemonSetIsLeastPrivileged(t *testing.T) {
 			if !selectorMatches(ds.Spec.Selector.MatchLabels, ds.Spec.Template.Labels) {
 				t.Errorf("selector %v does not match pod labels %v", ds.Spec.Selector.MatchLabels, ds.Spec.Template.Labels)
 			}
+			// GOMEMLIMIT follows the container's memory limit (issue 14): a scrape
+			// storm meets the garbage collector, not the OOM killer.
+			memLimit := envVar(c, "GOMEMLIMIT")
+			if memLimit == nil || memLimit.ValueFrom == nil || memLimit.ValueFrom.ResourceFieldRef == nil ||
+				memLimit.ValueFrom.ResourceFieldRef.Resource != "limits.memory" || !memLimit.ValueFrom.ResourceFieldRef.Divisor.IsZero() {
+				t.Errorf("GOMEMLIMIT is not the container's memory limit in bytes: %+v", memLimit)
+			}
 			nodeName := envVar(c, "NODE_NAME")
 			if nodeName == nil || nodeName.ValueFrom == nil || nodeName.ValueFrom.FieldRef == nil ||
 				nodeName.ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
