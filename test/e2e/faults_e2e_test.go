@@ -219,6 +219,7 @@ func TestShortJobsAgainstPrometheusAndVictoriaMetrics(t *testing.T) {
 		t.Errorf("VictoriaMetrics: fleet %.4f EUR %.4f h, Prometheus %.4f EUR %.4f h: more than 0.1 %% apart",
 			fromVM.Fleet.Totals.CostEUR, fromVM.Fleet.Totals.GPUHours, fromProm.Fleet.Totals.CostEUR, fromProm.Fleet.Totals.GPUHours)
 	}
+	t.Logf("fleet: ledger %.6f EUR, Prometheus %.6f EUR, VictoriaMetrics %.6f EUR", total, fromProm.Fleet.Totals.CostEUR, fromVM.Fleet.Totals.CostEUR)
 	vmNS := map[string]float64{}
 	for _, ns := range fromVM.Namespaces {
 		vmNS[ns.Name] = ns.Totals.CostEUR
