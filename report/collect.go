@@ -91,9 +91,9 @@ const byDevice = "UUID, GPU_I_ID, namespace, pod, container"
 
 // ledgerQuery reads a ledger counter's exact increase per step bucket (see
 // increase.go) per holding and state.
-func ledgerQuery(metric string, step, resolution time.Duration) string {
-	return bucketIncreaseExpr(metric, "gpuledger_gpu_seconds_total",
-		"UUID, GPU_I_ID, GPU_I_PROFILE, modelName, Hostname, gpu, namespace, pod, container, state", step, resolution)
+func ledgerQuery(metric string, step time.Duration) string {
+	return fmt.Sprintf("sum by (UUID, GPU_I_ID, GPU_I_PROFILE, modelName, Hostname, gpu, namespace, pod, container, state) (%s)",
+		increaseExpr(metric, "gpuledger_gpu_seconds_total", step))
 }
 
 func holdingOf(m model.Metric) holdingKey {
@@ -253,7 +253,7 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 	if !fill {
 		name += " (previous period)"
 	}
-	err := c.run.run(ctx, name, ledgerQuery("gpuledger_gpu_seconds_total", d.step, d.resolution), first, end, d.step, func(m model.Matrix) {
+	err := c.run.run(ctx, name, ledgerQuery("gpuledger_gpu_seconds_total", d.step), first, end, d.step, func(m model.Matrix) {
 		for _, s := range m {
 			e, st, ok := entry(s.Metric)
 			if !ok {
@@ -293,7 +293,7 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 	if !fill {
 		name += " (previous period)"
 	}
-	err = c.run.run(ctx, name, ledgerQuery("gpuledger_cost_eur_total", d.step, d.resolution), first, end, d.step, func(m model.Matrix) {
+	err = c.run.run(ctx, name, ledgerQuery("gpuledger_cost_eur_total", d.step), first, end, d.step, func(m model.Matrix) {
 		for _, s := range m {
 			e, st, ok := entry(s.Metric)
 			if !ok {

@@ -21,58 +21,49 @@ import (
 // (last_over_time, max_over_time, clamp_min, comparison filters, or/and and
 // subqueries aligned to their step):
 //
-// At the points τ = multiples of r (the report's resolution), let
+// At each step t of the range query, with w the step, let
 //
-//	X = last_over_time(c[r])            the last value in (τ−r, τ]
-//	P = last_over_time(c[G] offset r)   the last value before, looking back G
-//	M = max_over_time(c[r])             the highest value in (τ−r, τ]
+//	X = last_over_time(c[w])            the last value in the bucket (t−w, t]
+//	P = last_over_time(c[G] offset w)   the last value before it, looking back G
+//	M = max_over_time(c[w])             the highest value in the bucket
+//	N = min_over_time(c[w])             the lowest (the first, without a reset)
 //
-// and the increase at τ is
+// and the bucket's increase is
 //
 //	X − P                when X ≥ P: a counter going on;
-//	max(M − P, 0) + X    when X < P: a reset (exporter restart) inside the
-//	                     window: what it grew up to the reset, then from 0;
-//	X                    when there is no P: a new series, counted from 0 —
-//	                     but only if its seconds counter is at most r + G, so a
-//	                     series seen again after a scrape gap longer than G
-//	                     (its counter went on while nobody scraped) adds its
-//	                     whole history to nothing; that time is a gap.
+//	max(M − P, 0) + X    when X < P: a reset (exporter restart) in the bucket:
+//	                     what it grew up to the reset, then from 0;
+//	X                    when there is no P and its seconds counter is at most
+//	                     w + G: a new series, counted from 0;
+//	X − N                when there is no P and the counter is older: a series
+//	                     seen again after a scrape gap longer than G (its
+//	                     counter went on while nobody scraped) counts from its
+//	                     first sample after the gap; the gap stays a gap.
 //
-// A step bucket (t−step, t] sums the step/r points in it with a subquery over
-// step − 1s (the same points whether ranges are closed, as in Prometheus 2, or
-// left-open, as in Prometheus 3 and VictoriaMetrics). Consecutive points
-// telescope: the sum over any run of points is the counter's growth between
-// the sample before the run and the last sample in it, so the result is exact
-// up to a second reset inside one resolution step, and does not depend on the
-// scrape interval (r smaller than it only costs more evaluation).
+// Consecutive buckets telescope: the sum over any run of them is the counter's
+// growth from the last sample before the run to the last sample in it, so the
+// result is exact up to a second reset inside one bucket, whatever the scrape
+// interval, and a job shorter than a scrape still counts. A sample exactly on
+// a bucket boundary gives the same answer whether ranges are closed
+// (Prometheus 2) or left-open (Prometheus 3, VictoriaMetrics).
 
 // minLookback is the least G: scrapes missing for less than this are bridged.
 const minLookback = 5 * time.Minute
 
-// lookback returns G for resolution r.
-func lookback(r time.Duration) time.Duration { return max(r, minLookback) }
+// lookback returns G for buckets of w.
+func lookback(w time.Duration) time.Duration { return max(w, minLookback) }
 
-// increaseExpr returns the per-point exact increase of the counter selected by
-// sel at resolution r (see the comment above). seconds selects the matching
+// increaseExpr returns the exact increase of the counter selected by sel in
+// each bucket of w (see the comment above). seconds selects the matching
 // gpuledger_gpu_seconds_total series, which gates new series.
-func increaseExpr(sel, seconds string, r time.Duration) string {
-	g := lookback(r)
-	x := fmt.Sprintf("last_over_time(%s[%s])", sel, model.Duration(r))
-	p := fmt.Sprintf("last_over_time(%s[%s] offset %s)", sel, model.Duration(g), model.Duration(r))
-	m := fmt.Sprintf("max_over_time(%s[%s])", sel, model.Duration(r))
+func increaseExpr(sel, seconds string, w time.Duration) string {
+	g := lookback(w)
+	x := fmt.Sprintf("last_over_time(%s[%s])", sel, model.Duration(w))
+	p := fmt.Sprintf("last_over_time(%s[%s] offset %s)", sel, model.Duration(g), model.Duration(w))
+	m := fmt.Sprintf("max_over_time(%s[%s])", sel, model.Duration(w))
+	n := fmt.Sprintf("min_over_time(%s[%s])", sel, model.Duration(w))
 	// "+ 0" drops the metric name, which Prometheus 2 keeps on last_over_time:
 	// every branch must yield the same label sets.
-	gate := fmt.Sprintf("(last_over_time(%s[%s]) + 0 <= %g)", seconds, model.Duration(r), (r + g).Seconds())
-	if sel == seconds {
-		return fmt.Sprintf("((%[1]s - %[2]s) >= 0) or (clamp_min(%[3]s - %[2]s, 0) + %[1]s) or %[4]s", x, p, m, gate)
-	}
-	return fmt.Sprintf("((%[1]s - %[2]s) >= 0) or (clamp_min(%[3]s - %[2]s, 0) + %[1]s) or (%[1]s + 0 and %[4]s)", x, p, m, gate)
-}
-
-// bucketIncreaseExpr returns the exact increase of the counter sel over each
-// step bucket (t−step, t], summed by the labels in by. step must be a multiple
-// of r.
-func bucketIncreaseExpr(sel, seconds, by string, step, r time.Duration) string {
-	return fmt.Sprintf("sum by (%s) (sum_over_time((%s)[%s:%s]))",
-		by, increaseExpr(sel, seconds, r), model.Duration(step-time.Second), model.Duration(r))
+	gate := fmt.Sprintf("(last_over_time(%s[%s]) + 0 <= %g)", seconds, model.Duration(w), (w + g).Seconds())
+	return fmt.Sprintf("((%[1]s - %[2]s) >= 0) or (clamp_min(%[3]s - %[2]s, 0) + %[1]s) or (%[1]s + 0 and %[4]s) or (%[1]s - %[5]s)", x, p, m, gate, n)
 }

@@ -115,7 +115,7 @@ func sumByNamespace(t *testing.T, q Querier, query string, start, end time.Time,
 func TestExactIncreaseShortJobs(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	end := start.Add(6 * time.Hour)
-	const step, res, scrape = time.Hour, 5 * time.Minute, 30 * time.Second
+	const step, scrape = time.Hour, 30 * time.Second
 	// The exporter restarts between jobs: what a job accrued after the last
 	// scrape of a stopping exporter is lost to any reader.
 	restartAt, restartedAt := start.Add(3*time.Hour+15*time.Minute+12*time.Second), start.Add(3*time.Hour+16*time.Minute)
@@ -135,8 +135,8 @@ func TestExactIncreaseShortJobs(t *testing.T) {
 			b := NewStoreBuilder()
 			truth := play(t, b, procs, runs, scrape, offset, start, end)
 			q := NewEngineQuerier(b.Store(), time.Minute, discard())
-			seconds := sumByNamespace(t, q, ledgerQuery("gpuledger_gpu_seconds_total", step, res), start, end, step)
-			eurs := sumByNamespace(t, q, ledgerQuery("gpuledger_cost_eur_total", step, res), start, end, step)
+			seconds := sumByNamespace(t, q, ledgerQuery("gpuledger_gpu_seconds_total", step), start, end, step)
+			eurs := sumByNamespace(t, q, ledgerQuery("gpuledger_cost_eur_total", step), start, end, step)
 			old := sumByNamespace(t, q, fmt.Sprintf("sum by (namespace) (increase(gpuledger_gpu_seconds_total[%s]))", model.Duration(step)), start, end, step)
 			for _, ns := range []string{"ci-2m", "ci-90s", "short", "edge", "long"} {
 				want := truth[ns]
@@ -173,7 +173,8 @@ func TestExactIncreaseShortJobs(t *testing.T) {
 // TestExactIncreaseScrapeGap: a node not scraped for two hours while its
 // exporter runs. The counter's growth over the gap is not put into the bucket
 // after it (it is a gap: coverage names it), and a counter seen again after the
-// gap is not mistaken for a new series counted from 0.
+// gap is not mistaken for a new series counted from 0: it counts from its first
+// sample after the gap.
 func TestExactIncreaseScrapeGap(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	end := start.Add(6 * time.Hour)
@@ -189,7 +190,7 @@ func TestExactIncreaseScrapeGap(t *testing.T) {
 		}
 	}
 	q := NewEngineQuerier(b.Store(), time.Minute, discard())
-	m, _, err := q.QueryRange(context.Background(), ledgerQuery("gpuledger_gpu_seconds_total", time.Hour, 5*time.Minute), start.Add(time.Hour), end, time.Hour)
+	m, _, err := q.QueryRange(context.Background(), ledgerQuery("gpuledger_gpu_seconds_total", time.Hour), start.Add(time.Hour), end, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,12 +201,11 @@ func TestExactIncreaseScrapeGap(t *testing.T) {
 	for _, p := range m[0].Values {
 		got[p.Timestamp.Time().UTC()] = float64(p.Value)
 	}
-	// Buckets ending at 1h, 2h: whole; 3h, 4h: not scraped; 5h: the scrapes
-	// from 4h00m30s on, less the first 5-minute point (no value before it
-	// within the look-back); 6h: whole.
+	// Buckets ending at 1h, 2h: whole; 3h, 4h: not scraped; 5h: from the
+	// first scrape after the gap, 4h00m30s, on; 6h: whole.
 	want := map[time.Time]float64{
 		start.Add(time.Hour): 3600, start.Add(2 * time.Hour): 3600, start.Add(3 * time.Hour): 0, start.Add(4 * time.Hour): 0,
-		start.Add(5 * time.Hour): 3600 - 300, start.Add(6 * time.Hour): 3600,
+		start.Add(5 * time.Hour): 3600 - 30, start.Add(6 * time.Hour): 3600,
 	}
 	for ts, w := range want {
 		if math.Abs(got[ts]-w) > 1e-6 {
