@@ -89,13 +89,6 @@ type gpuSeen struct {
 
 const byDevice = "UUID, GPU_I_ID, namespace, pod, container"
 
-// ledgerQuery reads a ledger counter's exact increase per step bucket (see
-// increase.go) per holding and state.
-func ledgerQuery(metric string, step time.Duration) string {
-	return fmt.Sprintf("sum by (UUID, GPU_I_ID, GPU_I_PROFILE, modelName, Hostname, gpu, namespace, pod, container, state) (%s)",
-		increaseExpr(metric, "gpuledger_gpu_seconds_total", step))
-}
-
 func holdingOf(m model.Metric) holdingKey {
 	return holdingKey{
 		dev:    deviceKey{UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"])},
@@ -111,7 +104,9 @@ type collector struct {
 
 func (c *collector) plan(d *dataset) {
 	first := d.start.Add(d.step)
-	n := 3*c.run.requests(first, d.end, d.step) + 2*c.run.requests(first.Add(-d.end.Sub(d.start)), d.start, d.step)
+	// Each ledger counter: two queries from the bucket ending at the start, for
+	// this period and the previous one.
+	n := c.run.requests(first, d.end, d.step) + 4*c.run.requests(d.start, d.end, d.step) + 4*c.run.requests(d.start.Add(-d.end.Sub(d.start)), d.start, d.step)
 	if c.teamLabel != "" {
 		n += c.run.requests(first, d.end, d.step)
 	}
@@ -245,67 +240,64 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 		}
 		return e, st, true
 	}
-	bucket := func(t model.Time) int {
-		return int(t.Time().Sub(start)/d.step) - 1
-	}
-	first := start.Add(d.step)
-	name := "gpuledger_gpu_seconds_total"
+	suffix := ""
 	if !fill {
-		name += " (previous period)"
+		suffix = " (previous period)"
 	}
-	err := c.run.run(ctx, name, ledgerQuery("gpuledger_gpu_seconds_total", d.step), first, end, d.step, func(m model.Matrix) {
-		for _, s := range m {
-			e, st, ok := entry(s.Metric)
-			if !ok {
-				continue
-			}
-			var g *gpuSeen
-			if fill {
-				g = d.gpu(string(s.Metric["UUID"]), e)
-			}
-			for _, p := range s.Values {
-				v := float64(p.Value)
-				e.seconds[st] += v
-				if !fill {
-					continue
-				}
-				if b := bucket(p.Timestamp); b >= 0 && b < d.buckets {
-					d.present[b] = true
-					d.timeline[b][st] += v
-					g.seen[b] += v
-					switch {
-					case st == stateUnknown:
-						g.unknown[b] += v
-					case st == stateLost && v > 0 && (g.firstLost < 0 || b < g.firstLost):
-						g.firstLost = b
-					}
-					if st == stateBusy {
-						e.busyPerBucket[b] += float32(v)
-					}
-				}
-			}
-		}
-	})
+	// Buckets from the one ending at start: its values are the base of the first.
+	secs, err := c.counters(ctx, "gpuledger_gpu_seconds_total"+suffix, "gpuledger_gpu_seconds_total", start, end, d.step)
 	if err != nil {
 		return nil, err
 	}
-	name = "gpuledger_cost_eur_total"
-	if !fill {
-		name += " (previous period)"
-	}
-	err = c.run.run(ctx, name, ledgerQuery("gpuledger_cost_eur_total", d.step), first, end, d.step, func(m model.Matrix) {
-		for _, s := range m {
-			e, st, ok := entry(s.Metric)
-			if !ok {
-				continue
-			}
-			for _, p := range s.Values {
-				e.eur[st] += float64(p.Value)
-			}
-		}
-	})
+	eurs, err := c.counters(ctx, "gpuledger_cost_eur_total"+suffix, "gpuledger_cost_eur_total", start, end, d.step)
 	if err != nil {
 		return nil, err
+	}
+	for _, s := range secs.sorted() {
+		e, st, ok := entry(s.metric)
+		if !ok {
+			continue
+		}
+		var g *gpuSeen
+		if fill {
+			g = d.gpu(string(s.metric["UUID"]), e)
+		}
+		for b, v := range s.increases(s.last, d.step) {
+			if math.IsNaN(v) {
+				continue
+			}
+			e.seconds[st] += v
+			if !fill || b >= d.buckets {
+				continue
+			}
+			d.present[b] = true
+			d.timeline[b][st] += v
+			g.seen[b] += v
+			switch {
+			case st == stateUnknown:
+				g.unknown[b] += v
+			case st == stateLost && v > 0 && (g.firstLost < 0 || b < g.firstLost):
+				g.firstLost = b
+			}
+			if st == stateBusy {
+				e.busyPerBucket[b] += float32(v)
+			}
+		}
+	}
+	for _, s := range eurs.sorted() {
+		e, st, ok := entry(s.metric)
+		if !ok {
+			continue
+		}
+		var seconds []float64
+		if sec := secs[s.metric.Fingerprint()]; sec != nil {
+			seconds = sec.last
+		}
+		for _, v := range s.increases(seconds, d.step) {
+			if !math.IsNaN(v) {
+				e.eur[st] += v
+			}
+		}
 	}
 	return out, nil
 }

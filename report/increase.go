@@ -1,7 +1,11 @@
 package report
 
 import (
+	"cmp"
+	"context"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -12,58 +16,128 @@ import (
 // increase() extrapolates: a series that starts inside its window is not
 // counted from 0 but from its first sample, stretched by at most half a scrape
 // interval, and a series that ends inside the window is stretched the same way.
-// A 90 s job scraped every 30 s loses a third of its seconds; one shorter than a
-// scrape vanishes. The exporter makes the exact answer reachable instead: an
+// A 90 s job scraped every 30 s loses a fifth of its seconds; one shorter than
+// a scrape vanishes. The exporter makes the exact answer reachable instead: an
 // ended holder's series stays exported with its final value for a retention
 // window (so its last increment is scraped), and a new holder's series starts
-// from 0. So the report sums per-point increases itself, with functions that
-// mean the same on Prometheus 2 and 3 and on VictoriaMetrics
-// (last_over_time, max_over_time, clamp_min, comparison filters, or/and and
-// subqueries aligned to their step):
+// from 0.
 //
-// At each step t of the range query, with w the step, let
+// So the report asks, per series and step bucket (t−w, t], for two things every
+// Prometheus-compatible engine means the same by, X = last_over_time(c[w]) (the
+// last value in the bucket) and I = increase(c[w]), from the bucket that ends
+// at the range's start on, and takes the differences itself. With P the
+// previous bucket's X, the bucket's increase is
 //
-//	X = last_over_time(c[w])            the last value in the bucket (t−w, t]
-//	P = last_over_time(c[G] offset w)   the last value before it, looking back G
-//	M = max_over_time(c[w])             the highest value in the bucket
-//	N = min_over_time(c[w])             the lowest (the first, without a reset)
+//	X − P   when X ≥ P: the counter went on (exact);
+//	X       when there is no P and the series' seconds counter is at most
+//	        w + newSeriesSlack: a new series, counted from 0 (exact);
+//	I       when X < P (a reset: the exporter restarted in the bucket), or
+//	        when there is no P and the counter is older (a series seen again
+//	        after a scrape gap: its counter went on while nobody scraped; the
+//	        gap stays a gap). increase() handles the reset and only
+//	        extrapolates over the edges of the bucket.
 //
-// and the bucket's increase is
-//
-//	X − P                when X ≥ P: a counter going on;
-//	max(M − P, 0) + X    when X < P: a reset (exporter restart) in the bucket:
-//	                     what it grew up to the reset, then from 0;
-//	X                    when there is no P and its seconds counter is at most
-//	                     w + G: a new series, counted from 0;
-//	X − N                when there is no P and the counter is older: a series
-//	                     seen again after a scrape gap longer than G (its
-//	                     counter went on while nobody scraped) counts from its
-//	                     first sample after the gap; the gap stays a gap.
-//
-// Consecutive buckets telescope: the sum over any run of them is the counter's
-// growth from the last sample before the run to the last sample in it, so the
-// result is exact up to a second reset inside one bucket, whatever the scrape
-// interval, and a job shorter than a scrape still counts. A sample exactly on
-// a bucket boundary gives the same answer whether ranges are closed
-// (Prometheus 2) or left-open (Prometheus 3, VictoriaMetrics).
+// Consecutive buckets telescope: for a series scraped without resets the sum
+// over the range is its growth from the last sample before the range to the
+// last sample in it, exact whatever the scrape interval, and a job shorter
+// than a scrape still counts. What a stopping exporter accrued after its last
+// scrape is lost to every reader. Two queries cost about twice increase()
+// alone, and no more PromQL than Prometheus 2 and VictoriaMetrics share.
 
-// minLookback is the least G: scrapes missing for less than this are bridged.
-const minLookback = 5 * time.Minute
+// newSeriesSlack is added to the bucket length when deciding whether a series
+// without a previous value is new: its seconds counter cannot have grown more
+// than the bucket since it was created; the slack absorbs ledger ticks that
+// straddle the creation.
+const newSeriesSlack = 5 * time.Minute
 
-// lookback returns G for buckets of w.
-func lookback(w time.Duration) time.Duration { return max(w, minLookback) }
+// counterSeries is one ledger counter series over the range: X and I per bucket,
+// index 0 being the bucket that ends at the range's start; NaN where absent.
+type counterSeries struct {
+	metric  model.Metric // without __name__
+	last    []float64
+	changed []float64 // increase() per bucket
+}
 
-// increaseExpr returns the exact increase of the counter selected by sel in
-// each bucket of w (see the comment above). seconds selects the matching
-// gpuledger_gpu_seconds_total series, which gates new series.
-func increaseExpr(sel, seconds string, w time.Duration) string {
-	g := lookback(w)
-	x := fmt.Sprintf("last_over_time(%s[%s])", sel, model.Duration(w))
-	p := fmt.Sprintf("last_over_time(%s[%s] offset %s)", sel, model.Duration(g), model.Duration(w))
-	m := fmt.Sprintf("max_over_time(%s[%s])", sel, model.Duration(w))
-	n := fmt.Sprintf("min_over_time(%s[%s])", sel, model.Duration(w))
-	// "+ 0" drops the metric name, which Prometheus 2 keeps on last_over_time:
-	// every branch must yield the same label sets.
-	gate := fmt.Sprintf("(last_over_time(%s[%s]) + 0 <= %g)", seconds, model.Duration(w), (w + g).Seconds())
-	return fmt.Sprintf("((%[1]s - %[2]s) >= 0) or (clamp_min(%[3]s - %[2]s, 0) + %[1]s) or (%[1]s + 0 and %[4]s) or (%[1]s - %[5]s)", x, p, m, gate, n)
+// counterSet holds the series of one counter by label set (without __name__).
+type counterSet map[model.Fingerprint]*counterSeries
+
+// counters reads X and I of metric per series over buckets of step ending at
+// start, start+step, …, end.
+func (c *collector) counters(ctx context.Context, name, metric string, start, end time.Time, step time.Duration) (counterSet, error) {
+	n := int(end.Sub(start)/step) + 1
+	set := counterSet{}
+	fill := func(inc bool) func(model.Matrix) {
+		return func(m model.Matrix) {
+			for _, s := range m {
+				delete(s.Metric, model.MetricNameLabel)
+				fp := s.Metric.Fingerprint()
+				cs := set[fp]
+				if cs == nil {
+					cs = &counterSeries{metric: s.Metric, last: nans(n), changed: nans(n)}
+					set[fp] = cs
+				}
+				dst := cs.last
+				if inc {
+					dst = cs.changed
+				}
+				for _, p := range s.Values {
+					if i := int(p.Timestamp.Time().Sub(start) / step); i >= 0 && i < n {
+						dst[i] = float64(p.Value)
+					}
+				}
+			}
+		}
+	}
+	w := model.Duration(step)
+	if err := c.run.run(ctx, name, fmt.Sprintf("last_over_time(%s[%s])", metric, w), start, end, step, fill(false)); err != nil {
+		return nil, err
+	}
+	if err := c.run.run(ctx, name+" (resets and gaps)", fmt.Sprintf("increase(%s[%s])", metric, w), start, end, step, fill(true)); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+func nans(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = math.NaN()
+	}
+	return out
+}
+
+// sorted returns the series in a fixed order, so that sums come out the same
+// in every run.
+func (s counterSet) sorted() []*counterSeries {
+	out := make([]*counterSeries, 0, len(s))
+	for _, cs := range s {
+		out = append(out, cs)
+	}
+	slices.SortFunc(out, func(a, b *counterSeries) int { return cmp.Compare(a.metric.String(), b.metric.String()) })
+	return out
+}
+
+// increases returns the series' increase in buckets 1…n−1 (see the comment
+// at the top); NaN where the bucket had no sample. seconds is the X of the
+// matching gpuledger_gpu_seconds_total series (nil: none), which tells a new
+// series from one seen again; step is the bucket length.
+func (s *counterSeries) increases(seconds []float64, step time.Duration) []float64 {
+	limit := (step + newSeriesSlack).Seconds()
+	out := make([]float64, len(s.last)-1)
+	for i := 1; i < len(s.last); i++ {
+		x, p := s.last[i], s.last[i-1]
+		switch {
+		case math.IsNaN(x):
+			out[i-1] = math.NaN()
+		case x >= p: // false when p is NaN
+			out[i-1] = x - p
+		case math.IsNaN(p) && (seconds == nil || !(seconds[i] > limit)):
+			out[i-1] = x
+		case math.IsNaN(s.changed[i]):
+			out[i-1] = 0
+		default:
+			out[i-1] = s.changed[i]
+		}
+	}
+	return out
 }
