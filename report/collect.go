@@ -318,10 +318,26 @@ func (c *collector) previous(ctx context.Context, d *dataset) error {
 	if err != nil {
 		return err
 	}
-	if len(prev) > 0 {
+	// A history that begins at the range's start leaves the previous period
+	// the seconds up to its first sample: that is no period to compare with.
+	if secondsOf(prev) >= previousAtLeast*secondsOf(d.ledger) && len(prev) > 0 {
 		d.previous = prev
 	}
 	return nil
+}
+
+// previousAtLeast is the share of this period's device-seconds the previous
+// period must hold to be compared with.
+const previousAtLeast = 0.01
+
+func secondsOf(l map[holdingKey]*ledgerEntry) float64 {
+	var sum float64
+	for _, e := range l {
+		for _, v := range e.seconds {
+			sum += v
+		}
+	}
+	return sum
 }
 
 // sanitizeLabel turns a Kubernetes label key into the label name
