@@ -31,8 +31,9 @@ lint: ## gofmt, go vet, staticcheck, and that go.mod is tidy
 	@# Everything but the NVML backend builds without cgo (DESIGN.md).
 	CGO_ENABLED=0 $(GO) vet $$($(GO) list ./... | grep -v '/collector/nvml$$')
 
-e2e: ## end-to-end tests against a real Prometheus and headless Chromium
-	$(GO) test -count=1 -timeout 20m -tags e2e ./test/e2e/...
+e2e: ## end-to-end tests against a real Prometheus, VictoriaMetrics and headless Chromium
+	@# Backfilling simulated weeks with promtool is slow on a loaded machine.
+	$(GO) test -count=1 -timeout 60m -tags e2e ./test/e2e/...
 
 bench: ## benchmarks of the scrape, the sample tick, the ledger and attribution
 	$(GO) test -run '^$$' -bench . -benchmem ./...

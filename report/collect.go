@@ -14,6 +14,8 @@ const (
 	stateBusy = iota
 	stateIdle
 	stateUnallocated
+	stateLost    // the GPU fell off the bus: its capital, no holder
+	stateUnknown // holder or activity not measured
 	numStates
 )
 
@@ -25,6 +27,10 @@ func stateIndex(s string) (int, bool) {
 		return stateIdle, true
 	case "unallocated":
 		return stateUnallocated, true
+	case "lost":
+		return stateLost, true
+	case "unknown":
+		return stateUnknown, true
 	}
 	return 0, false
 }
@@ -44,7 +50,7 @@ type holdingKey struct {
 // ledgerEntry is what the ledger recorded for one holding over the range.
 type ledgerEntry struct {
 	model, host, profile string
-	index                string // the GPU's `gpu` label: its index on the node
+	gpu                  string // the GPU's `gpu` label: its index on the node
 	seconds              [numStates]float64
 	eur                  [numStates]float64
 	busyPerBucket        []float32 // busy device-seconds per step bucket
@@ -71,14 +77,18 @@ type dataset struct {
 	}
 	podTeams map[holderKey]string        // from kube_pod_labels
 	previous map[holdingKey]*ledgerEntry // nil when the previous period has no data
+	gpus     map[string]*gpuSeen         // by UUID: what the range saw of each GPU
+}
+
+// gpuSeen is what the ledger recorded of one physical GPU over the range.
+type gpuSeen struct {
+	host, gpu, model string
+	seen             []float64 // device-seconds over all states per step bucket
+	unknown          []float64 // of them unknown, per step bucket
+	firstLost        int       // first bucket with lost seconds; -1: none
 }
 
 const byDevice = "UUID, GPU_I_ID, namespace, pod, container"
-
-func ledgerQuery(metric string, step time.Duration) string {
-	return fmt.Sprintf("sum by (UUID, gpu, GPU_I_ID, GPU_I_PROFILE, modelName, Hostname, namespace, pod, container, state) (increase(%s[%s]))",
-		metric, model.Duration(step))
-}
 
 func holdingOf(m model.Metric) holdingKey {
 	return holdingKey{
@@ -95,7 +105,9 @@ type collector struct {
 
 func (c *collector) plan(d *dataset) {
 	first := d.start.Add(d.step)
-	n := 3*c.run.requests(first, d.end, d.step) + 2*c.run.requests(first.Add(-d.end.Sub(d.start)), d.start, d.step)
+	// Each ledger counter: two queries from the bucket ending at the start, for
+	// this period and the previous one.
+	n := c.run.requests(first, d.end, d.step) + 4*c.run.requests(d.start, d.end, d.step) + 4*c.run.requests(d.start.Add(-d.end.Sub(d.start)), d.start, d.step)
 	if c.teamLabel != "" {
 		n += c.run.requests(first, d.end, d.step)
 	}
@@ -112,6 +124,7 @@ func (c *collector) collect(ctx context.Context, start, end time.Time, step, res
 		activity: map[holdingKey][]float32{},
 		fbMiB:    map[holdingKey][]float32{},
 		podTeams: map[holderKey]string{},
+		gpus:     map[string]*gpuSeen{},
 	}
 	c.plan(d)
 	defer c.run.finish()
@@ -220,7 +233,7 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 		k := holdingOf(m)
 		e := out[k]
 		if e == nil {
-			e = &ledgerEntry{model: string(m["modelName"]), host: string(m["Hostname"]), profile: string(m["GPU_I_PROFILE"]), index: string(m["gpu"])}
+			e = &ledgerEntry{model: string(m["modelName"]), host: string(m["Hostname"]), profile: string(m["GPU_I_PROFILE"]), gpu: string(m["gpu"])}
 			if fill {
 				e.busyPerBucket = make([]float32, d.buckets)
 			}
@@ -228,58 +241,76 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 		}
 		return e, st, true
 	}
-	bucket := func(t model.Time) int {
-		return int(t.Time().Sub(start)/d.step) - 1
-	}
-	first := start.Add(d.step)
-	name := "gpuledger_gpu_seconds_total"
+	suffix := ""
 	if !fill {
-		name += " (previous period)"
+		suffix = " (previous period)"
 	}
-	err := c.run.run(ctx, name, ledgerQuery("gpuledger_gpu_seconds_total", d.step), first, end, d.step, func(m model.Matrix) {
-		for _, s := range m {
-			e, st, ok := entry(s.Metric)
-			if !ok {
-				continue
-			}
-			for _, p := range s.Values {
-				v := float64(p.Value)
-				e.seconds[st] += v
-				if !fill {
-					continue
-				}
-				if b := bucket(p.Timestamp); b >= 0 && b < d.buckets {
-					d.present[b] = true
-					d.timeline[b][st] += v
-					if st == stateBusy {
-						e.busyPerBucket[b] += float32(v)
-					}
-				}
-			}
-		}
-	})
+	// Buckets from the one ending at start: its values are the base of the first.
+	secs, err := c.counters(ctx, "gpuledger_gpu_seconds_total"+suffix, "gpuledger_gpu_seconds_total", start, end, d.step)
 	if err != nil {
 		return nil, err
 	}
-	name = "gpuledger_cost_eur_total"
-	if !fill {
-		name += " (previous period)"
-	}
-	err = c.run.run(ctx, name, ledgerQuery("gpuledger_cost_eur_total", d.step), first, end, d.step, func(m model.Matrix) {
-		for _, s := range m {
-			e, st, ok := entry(s.Metric)
-			if !ok {
-				continue
-			}
-			for _, p := range s.Values {
-				e.eur[st] += float64(p.Value)
-			}
-		}
-	})
+	eurs, err := c.counters(ctx, "gpuledger_cost_eur_total"+suffix, "gpuledger_cost_eur_total", start, end, d.step)
 	if err != nil {
 		return nil, err
+	}
+	for _, s := range secs.sorted() {
+		e, st, ok := entry(s.metric)
+		if !ok {
+			continue
+		}
+		var g *gpuSeen
+		if fill {
+			g = d.gpu(string(s.metric["UUID"]), e)
+		}
+		for b, v := range s.increases(s.last, d.step) {
+			if math.IsNaN(v) {
+				continue
+			}
+			e.seconds[st] += v
+			if !fill || b >= d.buckets {
+				continue
+			}
+			d.present[b] = true
+			d.timeline[b][st] += v
+			g.seen[b] += v
+			switch {
+			case st == stateUnknown:
+				g.unknown[b] += v
+			case st == stateLost && v > 0 && (g.firstLost < 0 || b < g.firstLost):
+				g.firstLost = b
+			}
+			if st == stateBusy {
+				e.busyPerBucket[b] += float32(v)
+			}
+		}
+	}
+	for _, s := range eurs.sorted() {
+		e, st, ok := entry(s.metric)
+		if !ok {
+			continue
+		}
+		var seconds []float64
+		if sec := secs[s.metric.Fingerprint()]; sec != nil {
+			seconds = sec.last
+		}
+		for _, v := range s.increases(seconds, d.step) {
+			if !math.IsNaN(v) {
+				e.eur[st] += v
+			}
+		}
 	}
 	return out, nil
+}
+
+// gpu returns what the range saw of the GPU uuid, which e is on.
+func (d *dataset) gpu(uuid string, e *ledgerEntry) *gpuSeen {
+	g := d.gpus[uuid]
+	if g == nil {
+		g = &gpuSeen{host: e.host, gpu: e.gpu, model: e.model, seen: make([]float64, d.buckets), unknown: make([]float64, d.buckets), firstLost: -1}
+		d.gpus[uuid] = g
+	}
+	return g
 }
 
 func (c *collector) previous(ctx context.Context, d *dataset) error {
@@ -288,10 +319,26 @@ func (c *collector) previous(ctx context.Context, d *dataset) error {
 	if err != nil {
 		return err
 	}
-	if len(prev) > 0 {
+	// A history that begins at the range's start leaves the previous period
+	// the seconds up to its first sample: that is no period to compare with.
+	if secondsOf(prev) >= previousAtLeast*secondsOf(d.ledger) && len(prev) > 0 {
 		d.previous = prev
 	}
 	return nil
+}
+
+// previousAtLeast is the share of this period's device-seconds the previous
+// period must hold to be compared with.
+const previousAtLeast = 0.01
+
+func secondsOf(l map[holdingKey]*ledgerEntry) float64 {
+	var sum float64
+	for _, e := range l {
+		for _, v := range e.seconds {
+			sum += v
+		}
+	}
+	return sum
 }
 
 // sanitizeLabel turns a Kubernetes label key into the label name

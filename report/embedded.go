@@ -52,8 +52,10 @@ func NewStoreBuilder() *StoreBuilder {
 }
 
 // Append adds one float sample at t (ms since the epoch) to the series lset.
-// Samples of one series must come in increasing time order.
+// Samples of one series must come in increasing time order. A label with an
+// empty value is no label, as in Prometheus' storage.
 func (b *StoreBuilder) Append(lset labels.Labels, t int64, v float64) error {
+	lset = lset.WithoutEmpty()
 	h := lset.Hash()
 	var s *memSeries
 	for _, c := range b.series[h] {

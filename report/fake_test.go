@@ -33,9 +33,20 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 	if f.err != nil {
 		return nil, nil, f.err
 	}
+	// The query's first metric is the one it reads (the ledger queries name
+	// gpuledger_gpu_seconds_total again later, to gate new series).
+	first := ""
+	for _, s := range f.series {
+		if i := metricAt(q, s.metric); i >= 0 && (first == "" || i < metricAt(q, first)) {
+			first = s.metric
+		}
+	}
+	// The ledger counters' last_over_time is their cumulative value: the
+	// per-bucket values summed from fakeOrigin.
+	cumulative := strings.HasPrefix(q, "last_over_time(gpuledger_")
 	var m model.Matrix
 	for _, s := range f.series {
-		if !strings.Contains(q, s.metric+"[") && !strings.Contains(q, s.metric+"{") {
+		if s.metric != first {
 			continue
 		}
 		ss := &model.SampleStream{Metric: model.Metric{}}
@@ -43,7 +54,16 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 			ss.Metric[model.LabelName(k)] = model.LabelValue(v)
 		}
 		for t := start; !t.After(end); t = t.Add(step) {
-			if v := s.at(t); !math.IsNaN(v) {
+			v := s.at(t)
+			if !math.IsNaN(v) && cumulative {
+				v = 0
+				for u := t; u.After(fakeOrigin); u = u.Add(-step) {
+					if w := s.at(u); !math.IsNaN(w) {
+						v += w
+					}
+				}
+			}
+			if !math.IsNaN(v) {
 				ss.Values = append(ss.Values, model.SamplePair{Timestamp: model.TimeFromUnixNano(t.UnixNano()), Value: model.SampleValue(v)})
 			}
 		}
@@ -52,6 +72,19 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 		}
 	}
 	return m, nil, nil
+}
+
+// fakeOrigin is where the fake ledger counters start from 0: before any
+// range the tests ask for.
+var fakeOrigin = testEnd.Add(-30 * 24 * time.Hour)
+
+// metricAt returns where q first selects metric, -1 if nowhere.
+func metricAt(q, metric string) int {
+	i, j := strings.Index(q, metric+"["), strings.Index(q, metric+"{")
+	if i < 0 || j >= 0 && j < i {
+		return j
+	}
+	return i
 }
 
 // fakeGPU is one GPU of the test fleet, held by at most one container.

@@ -28,18 +28,25 @@ type plan struct {
 	month float64 // MonthFactor
 	gpus  map[string]*gpuInfo
 	nodes map[string][]*gpuInfo // by node, sorted by index
-	used  []bool                // per holding: a recommendation covers it
+	used  []bool                // per holding: a recommendation covers it, or it gets no advice (adviceExcluded)
 	freed map[string]string     // UUID → the recommendation that frees it
+	lost  map[string]bool       // UUIDs of broken GPUs: nothing frees them (faults.go)
 }
 
 func newPlan(r *Report, d *dataset) *plan {
 	p := &plan{month: r.MonthFactor(), gpus: map[string]*gpuInfo{}, nodes: map[string][]*gpuInfo{},
-		used: make([]bool, len(r.Holdings)), freed: map[string]string{}}
+		used: make([]bool, len(r.Holdings)), freed: map[string]string{}, lost: map[string]bool{}}
+	for i := range adviceExcluded(r) {
+		p.used[i] = true
+	}
+	for _, b := range r.BrokenGPUs {
+		p.lost[b.UUID] = true
+	}
 	for _, k := range sortedKeys(d.ledger) {
 		e := d.ledger[k]
 		g := p.gpus[k.dev.UUID]
 		if g == nil {
-			g = &gpuInfo{uuid: k.dev.UUID, node: e.host, model: e.model, index: e.index, layout: map[string]string{}}
+			g = &gpuInfo{uuid: k.dev.UUID, node: e.host, model: e.model, index: e.gpu, layout: map[string]string{}}
 			p.gpus[k.dev.UUID] = g
 			p.nodes[e.host] = append(p.nodes[e.host], g)
 		}
@@ -71,10 +78,11 @@ func (p *plan) sole(r *Report, i int) bool {
 }
 
 // free records that rec frees the GPUs and returns their cost per month and
-// their names. A GPU already freed by another recommendation is skipped.
+// their names. A GPU already freed by another recommendation is skipped, and
+// so is a broken one: it needs repair, and freeing it saves nothing.
 func (p *plan) free(rec string, gpus []*gpuInfo) (eur float64, names []string) {
 	for _, g := range gpus {
-		if p.freed[g.uuid] != "" {
+		if p.freed[g.uuid] != "" || p.lost[g.uuid] {
 			continue
 		}
 		p.freed[g.uuid] = rec
@@ -93,12 +101,13 @@ func pct(x float64) string { return fmt.Sprintf("%.1f %%", 100*x) }
 func holdingName(h *Holding) string { return h.Namespace + "/" + h.Pod + "/" + h.Container }
 
 // drainNodes recommends draining nodes whose GPUs sat (almost) all
-// unallocated; a drain frees every GPU of the node, and covers what little
-// was held on it.
+// unallocated; a drain frees every healthy GPU of the node, and covers what
+// little was held on it but for the holdings that get no advice. A node with
+// too much unknown time gets no drain (drainBlocked).
 func (a *analysis) drainNodes(r *Report, p *plan) {
 	for _, n := range r.Nodes {
 		t := n.Totals
-		if t.GPUHours <= 0 || t.UnallocatedHours/t.GPUHours < a.drain {
+		if drainBlocked(r, n.Name) || t.GPUHours <= 0 || t.UnallocatedHours/t.GPUHours < a.drain {
 			continue
 		}
 		target := n.Name
@@ -106,6 +115,9 @@ func (a *analysis) drainNodes(r *Report, p *plan) {
 		var held []string
 		for _, g := range p.nodes[n.Name] {
 			for _, i := range g.holdings {
+				if p.used[i] {
+					continue
+				}
 				p.used[i] = true
 				held = append(held, holdingName(&r.Holdings[i]))
 			}

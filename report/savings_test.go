@@ -173,7 +173,10 @@ func TestMIGWeightMemory(t *testing.T) {
 func TestDrainClaimsItsGPUsOnce(t *testing.T) {
 	late := alone("GPU-D2", "1", "node-d", a100x80, "research", "late", 2.5, 0, 0, 500)
 	late.from = testEnd.Add(-4 * time.Hour) // points at −4 h … 0, each the hour before it
-	r := generate(t, testConfig(), fleetQuerier([]fakeGPU{
+	// GPU-D2 has no data for its first 163 hours: a partial report.
+	cfg := testConfig()
+	cfg.AllowPartial = true
+	r := generate(t, cfg, fleetQuerier([]fakeGPU{
 		{uuid: "GPU-D1", index: "0", model: a100x80, host: "node-d", rateEURPerHour: 2.5},
 		late,
 	}, time.Hour))

@@ -46,7 +46,7 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("release-below", "Recommend releasing holdings busy less than this share of the time.").Default("0.05").Float64Var(&c.cfg.ReleaseBelow)
 	cmd.Flag("low-duty-below", "Recommend time-slicing for pods busy less than this share.").Default("0.3").Float64Var(&c.cfg.LowDutyBelow)
 	cmd.Flag("drain-above", "Recommend draining nodes unallocated more than this share.").Default("0.95").Float64Var(&c.cfg.DrainAbove)
-	cmd.Flag("allow-partial", "Write a report marked partial when the range has gaps, instead of failing.").BoolVar(&c.cfg.AllowPartial)
+	cmd.Flag("allow-partial", "Write a report marked partial when more than 1 % of the device-hours are missing or unknown, instead of failing.").BoolVar(&c.cfg.AllowPartial)
 	cmd.Flag("webhook.url-file", "File holding a Slack/Mattermost incoming-webhook URL; the Markdown report is POSTed to it.").StringVar(&c.cfg.WebhookURLFile)
 	c.timeout = durationFlag(cmd.Flag("query.timeout", "Limit of each query and of the webhook POST."), "2m")
 	cmd.Flag("query.max-points", "Most steps one range query asks for; longer ranges are split.").Default("1000").IntVar(&c.cfg.MaxPointsPerQuery)
