@@ -37,22 +37,42 @@ type Options struct {
 	// SampleInterval is the sampler's tick (the ledger integrates at it);
 	// ScrapeInterval how often the metrics are written. Defaults 10s and 30s.
 	SampleInterval, ScrapeInterval time.Duration
-	// AttributionInterval is the virtual time between two kubelet refreshes; default 5m.
+	// AttributionInterval is the most virtual time between two kubelet
+	// refreshes; default 5m. The kubelet is asked again, besides, at the first
+	// sample after each change of the scenario's pods and jobs, at every sample
+	// while it is down, and at the last sample before it goes down — so its
+	// answer is as fresh as a real exporter's at the sample interval.
 	AttributionInterval time.Duration
-	Book                *cost.Book // default cost.Default()
-	Logger              *slog.Logger
+	// StaleAfter is how long the attribution client keeps the last good
+	// holders while the kubelet does not answer; default
+	// attribution.DefaultStaleAfter, as the exporter's flag.
+	StaleAfter time.Duration
+	Book       *cost.Book // default cost.Default()
+	Logger     *slog.Logger
 }
 
 // Result summarises a run.
 type Result struct {
 	Start, End time.Time
-	Samples    int            // samples written
-	Totals     []cost.Total   // the ledger's totals at End
-	Rates      []cost.GPURate // the rates in force at End
+	Samples    int // samples written
+	// Restarts counts the exporter restarts that `exporter: stopped` events made.
+	Restarts int
+	// Totals are the ledger's totals per series at End, summed over exporter
+	// restarts and over series that ended and came back: every device-second
+	// and EUR the ledgers accounted, sorted by GPU, device, holder and state.
+	Totals []cost.Total
+	Rates  []cost.GPURate // the rates in force at the last sample
 }
 
 // Write runs the node of opts in virtual time and writes its metrics to w as
 // OpenMetrics, one metric family after another, ending with "# EOF".
+//
+// The scenario's faults play as they would on a node: inside a `kubelet: down`
+// window the kubelet fails every call and the real attribution client keeps its
+// last holders until StaleAfter, then has none; inside a `backend: failing`
+// window every sample fails; inside an `exporter: stopped` window nothing is
+// sampled or scraped, and the exporter then starts again with a new ledger,
+// attribution client and process resolver, so its counters start from 0.
 func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
 	if err := opts.defaults(); err != nil {
 		return Result{}, err
@@ -61,7 +81,7 @@ func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	kubelet, err := sim.StartKubelet(backend)
+	kubelet, err := sim.StartVirtualKubelet(backend)
 	if err != nil {
 		return Result{}, err
 	}
@@ -70,13 +90,6 @@ func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	clock := &virtualClock{now: opts.Start}
-	client, err := attribution.New(attribution.Config{Socket: kubelet.Socket, Clock: clock, Logger: opts.Logger})
-	if err != nil {
-		return Result{}, err
-	}
-	defer client.Close()
-	client.SetDevices(collector.AttributionDevices(inv))
 	var models []cost.GPUModel
 	for _, g := range inv.GPUs {
 		models = append(models, cost.GPUModel{UUID: g.UUID, Model: g.Model})
@@ -85,14 +98,6 @@ func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	ledger := cost.NewLedger(book)
-	sampler := collector.NewSampler(backend, collector.SamplerOptions{
-		Interval: opts.SampleInterval, Now: clock.Now, Logger: opts.Logger,
-		Holders: client, Ledger: ledger,
-		Processes: collector.NewPodProcesses(attribution.NewProcessResolver(attribution.ProcessConfig{
-			ProcRoot: kubelet.ProcRoot, PodLogsDir: kubelet.PodLogsDir, Clock: clock, Logger: opts.Logger,
-		})),
-	})
 	out, err := newFamilyWriter()
 	if err != nil {
 		return Result{}, err
@@ -102,33 +107,39 @@ func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
 	// samples are taken: each scrape reads the snapshot it was handed.
 	scraper := newScraper(backend.Hostname(), out)
 	defer scraper.stop()
-	end := opts.Start.Add(opts.Duration)
-	var nextRefresh, nextScrape time.Time
-	for t := opts.Start; !t.After(end); t = t.Add(opts.SampleInterval) {
+
+	clock := &virtualClock{now: opts.Start}
+	node := &node{backend: backend, kubelet: kubelet, book: book, clock: clock, opts: &opts}
+	defer node.stop()
+	res := Result{Start: opts.Start, End: opts.Start.Add(opts.Duration)}
+	var sums tally
+	var rates []cost.GPURate
+	for t := opts.Start; !t.After(res.End); t = t.Add(opts.SampleInterval) {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
 		clock.now = t
-		if !t.Before(nextRefresh) {
-			if err := client.Refresh(ctx); err != nil {
-				return Result{}, fmt.Errorf("simulated kubelet at %s: %w", t.Format(time.RFC3339), err)
-			}
-			nextRefresh = t.Add(opts.AttributionInterval)
+		snap, started, err := node.tick(ctx, t)
+		if err != nil {
+			return Result{}, err
 		}
-		if err := sampler.Tick(ctx, t); err != nil {
-			return Result{}, fmt.Errorf("sample at %s: %w", t.Format(time.RFC3339), err)
+		if snap == nil {
+			continue // the exporter is stopped
 		}
-		if t.Before(nextScrape) {
-			continue
+		if started {
+			sums.restart() // a new ledger: every series starts again from 0
 		}
-		nextScrape = t.Add(opts.ScrapeInterval)
-		scraper.scrape(sampler.Snapshot())
+		sums.add(snap.Totals)
+		rates = snap.Rates
+		if node.scrapeDue(t) {
+			scraper.scrape(snap)
+		}
 	}
 	if err := scraper.stop(); err != nil {
 		return Result{}, err
 	}
-	snap := sampler.Snapshot()
-	res := Result{Start: opts.Start, End: end, Samples: out.samples, Totals: snap.Totals, Rates: snap.Rates}
+	res.Samples, res.Restarts = out.samples, max(node.starts-1, 0)
+	res.Totals, res.Rates = sums.totals(), rates
 	return res, out.writeTo(w)
 }
 
@@ -148,8 +159,11 @@ func (o *Options) defaults() error {
 	if o.AttributionInterval == 0 {
 		o.AttributionInterval = 5 * time.Minute
 	}
-	if o.SampleInterval <= 0 || o.ScrapeInterval <= 0 || o.AttributionInterval <= 0 {
-		return errors.New("sample, scrape and attribution intervals must be positive")
+	if o.StaleAfter == 0 {
+		o.StaleAfter = attribution.DefaultStaleAfter
+	}
+	if o.SampleInterval <= 0 || o.ScrapeInterval <= 0 || o.AttributionInterval <= 0 || o.StaleAfter <= 0 {
+		return errors.New("sample, scrape and attribution intervals and stale-after must be positive")
 	}
 	if o.ScrapeInterval < o.SampleInterval {
 		return fmt.Errorf("scrape interval %s is shorter than the sample interval %s", o.ScrapeInterval, o.SampleInterval)

@@ -19,10 +19,11 @@ var start = time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 
 // parsed is what an OpenMetrics parser read back from a history.
 type parsed struct {
-	families []string            // in order of their TYPE lines
-	last     map[string]float64  // last value per series
-	times    map[string][]int64  // timestamps per series
-	byName   map[string][]string // series per metric name
+	families []string             // in order of their TYPE lines
+	last     map[string]float64   // last value per series
+	times    map[string][]int64   // timestamps per series
+	values   map[string][]float64 // values per series, in the order of times
+	byName   map[string][]string  // series per metric name
 }
 
 func parse(t *testing.T, data []byte) parsed {
@@ -31,7 +32,7 @@ func parse(t *testing.T, data []byte) parsed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := parsed{last: map[string]float64{}, times: map[string][]int64{}, byName: map[string][]string{}}
+	out := parsed{last: map[string]float64{}, times: map[string][]int64{}, values: map[string][]float64{}, byName: map[string][]string{}}
 	for {
 		entry, err := p.Next()
 		if errors.Is(err, io.EOF) {
@@ -57,6 +58,7 @@ func parse(t *testing.T, data []byte) parsed {
 			}
 			out.last[key] = v
 			out.times[key] = append(out.times[key], *ts)
+			out.values[key] = append(out.values[key], v)
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package kubeletsim
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,11 +36,46 @@ func WritePodLogs(podLogsDir, namespace, pod, uid string, containers ...string) 
 	return nil
 }
 
-func writeFile(path, content string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+// RemoveProcess removes <procRoot>/<pid>: the process ended.
+func RemoveProcess(procRoot string, pid uint32) error {
+	if err := os.RemoveAll(filepath.Join(procRoot, strconv.FormatUint(uint64(pid), 10))); err != nil {
+		return fmt.Errorf("remove process %d: %w", pid, err)
 	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+	return nil
+}
+
+// RemovePodLogs removes the kubelet's log directory of a pod: the pod is gone.
+func RemovePodLogs(podLogsDir, namespace, pod, uid string) error {
+	if err := os.RemoveAll(filepath.Join(podLogsDir, namespace+"_"+pod+"_"+uid)); err != nil {
+		return fmt.Errorf("remove pod log directory of %s/%s: %w", namespace, pod, err)
+	}
+	return nil
+}
+
+// writeFile replaces path with content in one step (a temporary file renamed
+// over it), so that a concurrent reader sees the old or the new file, never a
+// partial one.
+func writeFile(path, content string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, werr := tmp.WriteString(content)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

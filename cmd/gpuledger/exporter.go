@@ -87,6 +87,9 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 		if c.hostname == "" {
 			c.hostname = simulated.Hostname()
 		}
+		if events := simulated.HistoryOnlyEvents(); events != "" {
+			logger.Warn("the scenario's exporter stops apply to simulate history and report --demo only; this exporter keeps running", "events", events)
+		}
 		if c.attribution.enabled {
 			// The simulated node's pods go through the real client path.
 			kubelet, err := sim.StartKubelet(simulated)

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -64,7 +66,7 @@ func newSimulateCommand(app *kingpin.Application, stdout io.Writer) *simulateHis
 	c.scrape = durationFlag(cmd.Flag("scrape-interval", "Interval between two written scrapes."), "30s")
 	cmd.Flag("cost.price-book", "Price book YAML; empty: the built-in book.").StringVar(&c.book)
 	cmd.Flag("out", "OpenMetrics file to write; - for standard output.").Default("-").StringVar(&c.out)
-	cmd.Flag("summary", "Also write the ledger's totals at the end as JSON to this file.").StringVar(&c.summary)
+	cmd.Flag("summary", "Also write the ledger's own totals as JSON to this file: per namespace and state, and per series, in device-seconds and EUR, summed over exporter restarts.").StringVar(&c.summary)
 	return c
 }
 
@@ -129,11 +131,23 @@ func loadScenario(path string) (*sim.Scenario, error) {
 	return sc, nil
 }
 
-// summary is the JSON form of a run's ledger totals.
+// summary is the JSON form of a run's ledger totals (--summary), summed over
+// exporter restarts and over series that ended and came back.
 type summary struct {
-	Start  time.Time      `json:"start"`
-	End    time.Time      `json:"end"`
-	Series []summaryTotal `json:"series"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Restarts int       `json:"restarts"` // exporter restarts the scenario made
+	// Namespaces are the totals per namespace and state, sorted; namespace ""
+	// is time no known holder had (unallocated, lost, unknown).
+	Namespaces []summaryNamespace `json:"namespaces"`
+	Series     []summaryTotal     `json:"series"` // per ledger series
+}
+
+type summaryNamespace struct {
+	Namespace string  `json:"namespace"`
+	State     string  `json:"state"`
+	Seconds   float64 `json:"seconds"` // device-seconds
+	EUR       float64 `json:"eur"`
 }
 
 type summaryTotal struct {
@@ -147,17 +161,39 @@ type summaryTotal struct {
 	EUR       float64 `json:"eur"`
 }
 
-func writeSummary(path string, res history.Result) error {
-	s := summary{Start: res.Start, End: res.End}
+// newSummary sums res's totals per namespace and state.
+func newSummary(res history.Result) summary {
+	s := summary{Start: res.Start, End: res.End, Restarts: res.Restarts, Namespaces: []summaryNamespace{}, Series: []summaryTotal{}}
+	index := map[[2]string]int{}
 	for _, t := range res.Totals {
+		state := t.State.String()
 		s.Series = append(s.Series, summaryTotal{
 			GPU: t.GPU, Device: t.Device, Namespace: t.Holder.Namespace, Pod: t.Holder.Pod,
-			Container: t.Holder.Container, State: t.State.String(), Seconds: t.Seconds, EUR: t.EUR,
+			Container: t.Holder.Container, State: state, Seconds: t.Seconds, EUR: t.EUR,
 		})
+		key := [2]string{t.Holder.Namespace, state}
+		i, ok := index[key]
+		if !ok {
+			i = len(s.Namespaces)
+			index[key] = i
+			s.Namespaces = append(s.Namespaces, summaryNamespace{Namespace: key[0], State: key[1]})
+		}
+		s.Namespaces[i].Seconds += t.Seconds
+		s.Namespaces[i].EUR += t.EUR
 	}
-	b, err := json.MarshalIndent(s, "", "  ")
+	slices.SortFunc(s.Namespaces, func(a, b summaryNamespace) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.State, b.State))
+	})
+	return s
+}
+
+func writeSummary(path string, res history.Result) error {
+	b, err := json.MarshalIndent(newSummary(res), "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	return nil
 }

@@ -21,20 +21,25 @@ type Options struct {
 }
 
 // Backend is the simulated node. Sample, Inventory and Close are for the sampler's
-// single goroutine; Pods, Hostname and WriteProcFS read only what New built and are
+// single goroutine; PodsAt, Hostname, WriteProcFS and the fault and lifecycle
+// queries read only what New built (and the start, fixed before them) and are
 // safe for concurrent use.
 type Backend struct {
 	hostname string
+	seed     uint64
 	inv      collector.Inventory
 	gpus     []simGPU
 	entries  []podEntry // one per scenario pod entry
+	jobs     []jobSpec
 	alloc    []Allocatable
+
+	kubeletDown, backendFailing, exporterStopped spans
 
 	start   int64 // Unix ns
 	started bool
 }
 
-// load is a pod's workload on a device.
+// load is a pod's or a job's workload on a device.
 type load struct {
 	pattern Pattern
 	scale   float64 // the workload's activity_scale
@@ -43,6 +48,22 @@ type load struct {
 	key     uint64 // activity stream
 	fbKey   uint64 // framebuffer stream
 	pids    []uint32
+	window  window   // when it runs
+	job     *jobSpec // non-nil for a job: pids[0] follows its current pod
+}
+
+// running reports whether the load runs at since ns after the start and, for a
+// job, points pids at its current pod.
+func (l *load) running(since int64) bool {
+	if l.job == nil {
+		return l.window.active(since)
+	}
+	n := l.window.pod(since)
+	if n < 0 {
+		return false
+	}
+	l.pids[0] = l.job.pid(n)
+	return true
 }
 
 // activity is the load's activity at knot k, 0–1.
@@ -84,8 +105,9 @@ type checkpoint struct {
 type simGPU struct {
 	spec      modelSpec
 	migMode   bool
+	start     int64 // the backend's start, Unix ns
 	key       uint64
-	loads     []load // pods on a GPU not in MIG mode
+	loads     []*load // pods and jobs on a GPU not in MIG mode
 	instances []simInstance
 	ambientC  float64
 
@@ -119,6 +141,7 @@ func New(sc *Scenario, opts Options) (*Backend, error) {
 	}
 	b := &Backend{
 		hostname: sc.Node.Hostname,
+		seed:     seed,
 		inv:      collector.Inventory{DriverVersion: sc.Node.DriverVersion},
 	}
 	if b.hostname == "" {
@@ -126,9 +149,6 @@ func New(sc *Scenario, opts Options) (*Backend, error) {
 	}
 	if b.inv.DriverVersion == "" {
 		b.inv.DriverVersion = DefaultDriverVersion
-	}
-	if !opts.Start.IsZero() {
-		b.start, b.started = opts.Start.UnixNano(), true
 	}
 	for gi := range sc.GPUs {
 		g := &sc.GPUs[gi]
@@ -140,8 +160,19 @@ func New(sc *Scenario, opts Options) (*Backend, error) {
 	}
 	b.addPods(seed, sc)
 	b.addEvents(sc)
-	b.alloc = b.allocatable(sc)
+	b.alloc = b.advertised(sc)
+	if !opts.Start.IsZero() {
+		b.pin(opts.Start.UnixNano())
+	}
 	return b, nil
+}
+
+// pin fixes the start, from which event offsets, windows and counters count.
+func (b *Backend) pin(start int64) {
+	b.start, b.started = start, true
+	for i := range b.gpus {
+		b.gpus[i].start = start
+	}
 }
 
 func (b *Backend) addGPU(seed uint64, g *GPUGroup, spec modelSpec) {
@@ -275,7 +306,8 @@ func (b *Backend) addPods(seed uint64, sc *Scenario) {
 			uids[p.Namespace+"/"+p.Pod] = p.UID
 		}
 	}
-	for i, p := range sc.Pods {
+	for i := range sc.Pods {
+		p := &sc.Pods[i]
 		full := p.Namespace + "/" + p.Pod
 		uid, ok := uids[full]
 		if !ok {
@@ -293,30 +325,7 @@ func (b *Backend) addPods(seed uint64, sc *Scenario) {
 			used[next] = true
 			pids = append(pids, next)
 		}
-		w := workloads[p.Workload]
-		name := full + "/" + p.Container + "/" + fmt.Sprint(i)
-		l := &load{
-			pattern: w.Pattern,
-			scale:   w.scale(),
-			prof:    profileOf(w.Pattern),
-			fbMiB:   float64(w.FBMiB),
-			key:     keyOf(seed, "activity", name),
-			fbKey:   keyOf(seed, "fb", name),
-			pids:    pids,
-		}
-		g := &b.gpus[p.Device.GPU]
-		gpu := b.inv.GPUs[p.Device.GPU]
-		deviceID := gpu.UUID
-		switch {
-		case p.Device.Instance != nil:
-			g.instances[*p.Device.Instance].load = l
-			deviceID = gpu.Instances[*p.Device.Instance].UUID
-		case p.Device.Replica != nil:
-			g.loads = append(g.loads, *l)
-			deviceID = fmt.Sprintf("%s::%d", gpu.UUID, *p.Device.Replica)
-		default:
-			g.loads = append(g.loads, *l)
-		}
+		l := newLoad(seed, workloads[p.Workload], full+"/"+p.Container+"/"+fmt.Sprint(i), pids, podWindow(p))
 		c := keyOf(seed, "container", full, p.Container)
 		b.entries = append(b.entries, podEntry{
 			namespace:   p.Namespace,
@@ -324,16 +333,95 @@ func (b *Backend) addPods(seed uint64, sc *Scenario) {
 			uid:         uid,
 			container:   p.Container,
 			resource:    p.Resource,
-			deviceID:    deviceID,
+			deviceID:    b.place(l, p.Device),
 			containerID: fmt.Sprintf("%016x%016x%016x%016x", mix(c), mix(c+1), mix(c+2), mix(c+3)),
 			pids:        pids,
+			window:      l.window,
 		})
+	}
+	b.jobs = make([]jobSpec, len(sc.Jobs))
+	for i := range sc.Jobs {
+		j := &sc.Jobs[i]
+		full := j.Namespace + "/" + j.Name
+		base := freePIDBlock(used, next)
+		for pid := base; pid < base+jobPIDBlock; pid++ {
+			used[pid] = true
+		}
+		next = base + jobPIDBlock
+		spec := &b.jobs[i]
+		*spec = jobSpec{
+			namespace: j.Namespace, name: j.Name, container: j.Container, resource: j.Resource,
+			window: jobWindow(j), pidBase: base,
+		}
+		l := newLoad(seed, workloads[j.Workload], "job/"+full+"/"+j.Container, []uint32{base}, spec.window)
+		l.job = spec
+		spec.deviceID = b.place(l, j.Device)
+	}
+}
+
+// freePIDBlock returns the first PID at or after from that starts jobPIDBlock
+// unused PIDs, going round once to low PIDs past the kernel's limit. When the
+// scenario's own PIDs leave no such block, it returns from: a job's PID may then
+// coincide with one a scenario pod lists.
+func freePIDBlock(used map[uint32]bool, from uint32) uint32 {
+	const lowest = 300 // below it, Linux hands out PIDs only at boot
+	base, wrapped := from, false
+	for pid := base; pid < base+jobPIDBlock; {
+		if base+jobPIDBlock > maxPID {
+			if wrapped {
+				return from
+			}
+			base, pid, wrapped = lowest, lowest, true
+			continue
+		}
+		if used[pid] {
+			base = pid + 1
+		}
+		pid++
+	}
+	return base
+}
+
+// newLoad returns the load of workload w run by the pod or job called name.
+func newLoad(seed uint64, w *Workload, name string, pids []uint32, win window) *load {
+	return &load{
+		pattern: w.Pattern,
+		scale:   w.scale(),
+		prof:    profileOf(w.Pattern),
+		fbMiB:   float64(w.FBMiB),
+		key:     keyOf(seed, "activity", name),
+		fbKey:   keyOf(seed, "fb", name),
+		pids:    pids,
+		window:  win,
+	}
+}
+
+// place puts l on device d and returns the device ID the device plugin gives it.
+func (b *Backend) place(l *load, d Device) string {
+	g := &b.gpus[d.GPU]
+	gpu := b.inv.GPUs[d.GPU]
+	switch {
+	case d.Instance != nil:
+		g.instances[*d.Instance].load = l
+		return gpu.Instances[*d.Instance].UUID
+	case d.Replica != nil:
+		g.loads = append(g.loads, l)
+		return fmt.Sprintf("%s::%d", gpu.UUID, *d.Replica)
+	default:
+		g.loads = append(g.loads, l)
+		return gpu.UUID
 	}
 }
 
 func (b *Backend) addEvents(sc *Scenario) {
+	b.kubeletDown = faultSpans(sc, "kubelet")
+	b.backendFailing = faultSpans(sc, "backend")
+	b.exporterStopped = faultSpans(sc, "exporter")
 	for _, e := range sc.Events {
-		g := &b.gpus[e.GPU]
+		if e.GPU == nil {
+			continue
+		}
+		g := &b.gpus[*e.GPU]
 		xid := uint64(e.XID)
 		if e.Lost {
 			xid = 79

@@ -29,7 +29,7 @@ func TestDefaultScenarioExposition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubelet, err := StartKubelet(b)
+	kubelet, err := StartVirtualKubelet(b)
 	if err != nil {
 		t.Fatal(err)
 	}

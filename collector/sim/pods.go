@@ -3,18 +3,24 @@ package sim
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
 )
 
-// podEntry is one scenario pod entry: a container holding one device.
+// podEntry is one scenario pod entry, or one pod of a job: a container holding
+// one device.
 type podEntry struct {
 	namespace, pod, uid, container string
 	resource                       string
 	deviceID                       string // as the device plugin reports it
 	containerID                    string // 64 hex digits
 	pids                           []uint32
+	window                         window // when it runs
 }
+
+// key tells entries apart: a job's pods differ in UID, a pod's containers in name.
+func (e *podEntry) key() string { return e.uid + "/" + e.container + "/" + e.deviceID }
 
 // Allocation is what the kubelet's pod-resources List reports for one container and
 // resource: the device IDs as the NVIDIA device plugin names them ("GPU-<uuid>",
@@ -34,13 +40,19 @@ type Allocatable struct {
 	DeviceIDs []string
 }
 
-// Pods returns the node's pod allocations, in scenario order, and its allocatable
-// devices per resource, sorted by resource. A container that holds several devices
-// of one resource is one Allocation. The slices are the caller's.
-func (b *Backend) Pods() ([]Allocation, []Allocatable) {
+// PodsAt returns the node's pod allocations at since after the backend's start —
+// the scenario's pods running then, in scenario order, then the jobs' — and its
+// allocatable devices per resource, sorted by resource. A container that holds
+// several devices of one resource is one Allocation. The slices are the caller's.
+func (b *Backend) PodsAt(since time.Duration) ([]Allocation, []Allocatable) {
+	return allocations(b.running(int64(since))), b.allocatable()
+}
+
+// allocations groups pod entries into Allocations.
+func allocations(entries []podEntry) []Allocation {
 	var allocs []Allocation
 	index := map[[4]string]int{}
-	for _, e := range b.entries {
+	for _, e := range entries {
 		key := [4]string{e.namespace, e.pod, e.container, e.resource}
 		if i, ok := index[key]; ok {
 			allocs[i].DeviceIDs = append(allocs[i].DeviceIDs, e.deviceID)
@@ -52,17 +64,22 @@ func (b *Backend) Pods() ([]Allocation, []Allocatable) {
 			Resource: e.resource, DeviceIDs: []string{e.deviceID},
 		})
 	}
+	return allocs
+}
+
+// allocatable returns a copy of the allocatable devices.
+func (b *Backend) allocatable() []Allocatable {
 	avail := make([]Allocatable, len(b.alloc))
 	for i, a := range b.alloc {
 		avail[i] = Allocatable{Resource: a.Resource, DeviceIDs: append([]string(nil), a.DeviceIDs...)}
 	}
-	return allocs, avail
+	return avail
 }
 
-// allocatable lists the devices the device plugin advertises: whole GPUs as
+// advertised lists the devices the device plugin advertises: whole GPUs as
 // nvidia.com/gpu, time-sliced GPUs as nvidia.com/gpu.shared replicas, MIG instances
 // as nvidia.com/mig-<profile>.
-func (b *Backend) allocatable(sc *Scenario) []Allocatable {
+func (b *Backend) advertised(sc *Scenario) []Allocatable {
 	byRes := map[string][]string{}
 	i := 0
 	for _, g := range sc.GPUs {
@@ -92,27 +109,49 @@ func (b *Backend) allocatable(sc *Scenario) []Allocatable {
 	return out
 }
 
-// WriteProcFS writes what process accounting reads for every simulated process:
-// <procDir>/<pid>/cgroup, a cgroup v2 line of a burstable pod under the systemd
-// cgroup driver with containerd naming
+// WriteProcFS writes what process accounting reads for every process running at
+// the backend's start: <procDir>/<pid>/cgroup, a cgroup v2 line of a burstable
+// pod under the systemd cgroup driver with containerd naming
 //
 //	0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid with _>.slice/cri-containerd-<id>.scope
 //
 // and the kubelet's log directory <podLogsDir>/<namespace>_<pod>_<uid>/<container>/.
+// A Kubelet keeps them up to date as pods come and go.
 func (b *Backend) WriteProcFS(procDir, podLogsDir string) error {
 	// PID 1 is the host's init, in no pod: procfs shows the host PID namespace.
 	if err := kubeletsim.WriteHostInit(procDir); err != nil {
 		return fmt.Errorf("write sim procfs: %w", err)
 	}
-	for _, e := range b.entries {
-		for _, pid := range e.pids {
-			if err := kubeletsim.WriteProcess(procDir, pid, e.uid, e.containerID); err != nil {
-				return fmt.Errorf("write sim procfs: %w", err)
-			}
+	for _, e := range b.running(0) {
+		if err := writeEntry(procDir, podLogsDir, &e); err != nil {
+			return err
 		}
-		if err := kubeletsim.WritePodLogs(podLogsDir, e.namespace, e.pod, e.uid, e.container); err != nil {
-			return fmt.Errorf("write sim pod logs dir: %w", err)
+	}
+	return nil
+}
+
+// writeEntry writes the processes and the pod log directory of one entry.
+func writeEntry(procDir, podLogsDir string, e *podEntry) error {
+	for _, pid := range e.pids {
+		if err := kubeletsim.WriteProcess(procDir, pid, e.uid, e.containerID); err != nil {
+			return fmt.Errorf("write sim procfs: %w", err)
 		}
+	}
+	if err := kubeletsim.WritePodLogs(podLogsDir, e.namespace, e.pod, e.uid, e.container); err != nil {
+		return fmt.Errorf("write sim pod logs dir: %w", err)
+	}
+	return nil
+}
+
+// removeEntry removes what writeEntry wrote: the entry's processes ended.
+func removeEntry(procDir, podLogsDir string, e *podEntry) error {
+	for _, pid := range e.pids {
+		if err := kubeletsim.RemoveProcess(procDir, pid); err != nil {
+			return fmt.Errorf("remove sim process: %w", err)
+		}
+	}
+	if err := kubeletsim.RemovePodLogs(podLogsDir, e.namespace, e.pod, e.uid); err != nil {
+		return fmt.Errorf("remove sim pod logs dir: %w", err)
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 
 func TestPods(t *testing.T) {
 	b := newDefault(t, Options{})
-	allocs, avail := b.Pods()
+	allocs, avail := b.PodsAt(0)
 	inv := b.inv
 	if len(allocs) != 14 {
 		t.Fatalf("%d allocations, want 14: %+v", len(allocs), allocs)
@@ -71,7 +71,7 @@ func TestPods(t *testing.T) {
 	}
 	// The caller owns the slices.
 	allocs[0].DeviceIDs[0] = "changed"
-	if again, _ := b.Pods(); again[0].DeviceIDs[0] == "changed" {
+	if again, _ := b.PodsAt(0); again[0].DeviceIDs[0] == "changed" {
 		t.Error("Pods returned shared slices")
 	}
 }
@@ -85,7 +85,7 @@ func TestPodsMergesDevicesOfOneContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allocs, _ := b.Pods()
+	allocs, _ := b.PodsAt(0)
 	if len(allocs) != 3 || allocs[0].Pod != "pretrain-0" || len(allocs[0].DeviceIDs) != 3 {
 		t.Fatalf("allocations %+v, want pretrain-0 with 3 GPUs first", allocs)
 	}
@@ -98,7 +98,7 @@ func TestWriteProcFS(t *testing.T) {
 	if err := b.WriteProcFS(proc, logs); err != nil {
 		t.Fatal(err)
 	}
-	allocs, _ := b.Pods()
+	allocs, _ := b.PodsAt(0)
 	uidOf := map[string]string{}
 	for _, a := range allocs {
 		uidOf[a.Namespace+"/"+a.Pod] = a.UID

@@ -18,11 +18,15 @@ func criticalXID(xid uint64) bool {
 }
 
 // Sample fills s with the readings at now. It reuses the slices in s and does not
-// allocate once they have grown to size. Nothing fails: errs is not used.
+// allocate once they have grown to size. It fails, with ErrBackendFailing, only
+// inside a `backend: failing` event's window; errs is not used.
 func (b *Backend) Sample(_ context.Context, now time.Time, s *collector.Sample, _ collector.ErrorCounter) error {
 	t := now.UnixNano()
 	if !b.started {
-		b.start, b.started = t, true
+		b.pin(t)
+	}
+	if b.backendFailing.contains(t - b.start) {
+		return ErrBackendFailing
 	}
 	if len(s.GPUs) != len(b.gpus) {
 		s.GPUs = make([]collector.GPUReading, len(b.gpus))
@@ -89,7 +93,7 @@ func (g *simGPU) read(r *collector.GPUReading, start, t, k int64, frac float64) 
 			iv := &r.Instances[i]
 			var a, used float64
 			var p profile
-			if l := in.load; l != nil {
+			if l := in.load; l != nil && l.running(since) {
 				a = l.activityAt(k, frac)
 				used = fbUsedMiB(l.pattern, l.fbKey, l.fbMiB, ts, a)
 				p = l.prof
@@ -110,12 +114,16 @@ func (g *simGPU) read(r *collector.GPUReading, start, t, k int64, frac float64) 
 		}
 	} else {
 		var sum float64
-		for i := range g.loads {
-			sum += g.loads[i].activityAt(k, frac)
+		for _, l := range g.loads {
+			if l.running(since) {
+				sum += l.activityAt(k, frac)
+			}
 		}
 		scale := 1 / math.Max(1, sum) // time-sliced pods share one GPU's time
-		for i := range g.loads {
-			l := &g.loads[i]
+		for _, l := range g.loads {
+			if !l.running(since) {
+				continue
+			}
 			a := l.activityAt(k, frac) * scale
 			used := fbUsedMiB(l.pattern, l.fbKey, l.fbMiB, ts, a)
 			r.Processes = appendProcesses(r.Processes, l, -1, used, a)
@@ -191,20 +199,24 @@ func appendProcesses(ps []collector.Process, l *load, gi int, usedMiB, util floa
 	return ps
 }
 
-// knotActivity is the GPU's activity at knot k: the sum of its pods' (time-sliced
-// pods share the GPU, so at most 1), or the compute-weighted sum over MIG instances.
+// knotActivity is the GPU's activity at knot k: the sum of its running pods'
+// (time-sliced pods share the GPU, so at most 1), or the compute-weighted sum
+// over MIG instances.
 func (g *simGPU) knotActivity(k int64) float64 {
+	since := k*knotNanos - g.start
 	var a float64
 	if g.migMode {
 		for i := range g.instances {
-			if l := g.instances[i].load; l != nil {
+			if l := g.instances[i].load; l != nil && l.window.active(since) {
 				a += l.activity(k) * g.instances[i].computeShare
 			}
 		}
 		return a
 	}
-	for i := range g.loads {
-		a += g.loads[i].activity(k)
+	for _, l := range g.loads {
+		if l.window.active(since) {
+			a += l.activity(k)
+		}
 	}
 	return math.Min(1, a)
 }

@@ -41,9 +41,23 @@
 //	    device: {gpu: 0}              # {gpu: N} | {gpu: N, replica: R} | {gpu: N, instance: I}
 //	    workload: llm-train
 //	    pids: [4242]                  # optional; one PID derived from the seed otherwise
-//	events:
-//	  - {at: 2h, gpu: 3, xid: 13}     # an XID error, at a duration after the start
+//	    start: 2h                     # optional: the pod runs from this long after the start …
+//	    end: 30h                      # … until this long after it (default: the whole run)
+//	jobs:                             # a pod every `every`, running for `run` of it
+//	  - namespace: ci
+//	    name: build                   # pods build-0, build-1, … (UIDs and PIDs from the seed)
+//	    container: main
+//	    resource: nvidia.com/gpu      # and device: as for pods
+//	    device: {gpu: 3}
+//	    workload: ci-build
+//	    every: 10m                    # pod n runs from n×every to n×every+run
+//	    run: 2m                       # 0 < run ≤ every
+//	events:                           # `at` is a duration after the start
+//	  - {at: 2h, gpu: 3, xid: 13}     # an XID error
 //	  - {at: 26h, gpu: 5, lost: true} # the GPU falls off the bus (XID 79)
+//	  - {at: 1h, kubelet: down, for: 2h}       # the kubelet does not answer
+//	  - {at: 5h, backend: failing, for: 30m}   # Sample returns ErrBackendFailing
+//	  - {at: 10h, exporter: stopped, for: 6h}  # history only: no samples, no scrapes, then a restart
 //
 // The patterns: training runs at 85–97 % activity with its framebuffer full;
 // inference follows the time of day (low at 03:00 UTC, peak at 15:00 UTC) with noise;
@@ -54,6 +68,19 @@
 //
 // A container holding several devices is listed once per device. `instance` counts
 // the GPU's MIG layout from 0 and the resource must name that instance's profile.
+// A device is held by one pod entry or one job for the whole run, whatever their
+// start and end; a pod outside its window, and a job between two runs, leave their
+// device unallocated and idle, and are absent from the kubelet's answer and from
+// the process table.
+//
+// # Lifecycles and faults
+//
+// Pod windows and jobs change what the simulated kubelet answers (see Kubelet) and
+// which processes run. A job's pods run one at a time, so a job holds one PID at a
+// time, taken from a block of its own. Kubelet, backend and exporter events are
+// windows [at, at+for); two windows of one kind must not overlap. Exporter stops
+// are played by the history (package history): an exporter serving in real time
+// cannot stop itself, so Backend.HistoryOnlyEvents counts them for a log line.
 package sim
 
 import (
@@ -83,6 +110,7 @@ type Scenario struct {
 	GPUs      []GPUGroup `yaml:"gpus"`
 	Workloads []Workload `yaml:"workloads"`
 	Pods      []Pod      `yaml:"pods"`
+	Jobs      []Job      `yaml:"jobs"`
 	Events    []Event    `yaml:"events"`
 
 	name  string         // file name for error messages
@@ -140,6 +168,23 @@ type Pod struct {
 	Device    Device `yaml:"device"`
 	Workload  string `yaml:"workload"`
 	PIDs      []int  `yaml:"pids"` // empty: one PID derived from the seed
+	// Start and End bound when the pod runs, as durations after the backend's
+	// start: from Start (0: the start) until End (0: the end of the run).
+	Start time.Duration `yaml:"start"`
+	End   time.Duration `yaml:"end"`
+}
+
+// Job is a pod created every Every that runs for Run (0 < Run ≤ Every): pod n
+// (named "<Name>-<n>") runs from n×Every to n×Every+Run after the backend's start.
+type Job struct {
+	Namespace string        `yaml:"namespace"`
+	Name      string        `yaml:"name"`
+	Container string        `yaml:"container"`
+	Resource  string        `yaml:"resource"`
+	Device    Device        `yaml:"device"`
+	Workload  string        `yaml:"workload"`
+	Every     time.Duration `yaml:"every"`
+	Run       time.Duration `yaml:"run"`
 }
 
 // Device points at a whole GPU, a time-slicing replica of one, or a MIG instance.
@@ -149,12 +194,20 @@ type Device struct {
 	Instance *int `yaml:"instance"` // for nvidia.com/mig-<profile>: index in the GPU's layout
 }
 
-// Event is something that happens to a GPU At a duration after the backend's start.
+// Event is something that happens At a duration after the backend's start: to a
+// GPU (GPU with XID or Lost), or, for For, to the kubelet (Kubelet "down"), the
+// backend (Backend "failing") or the exporter (Exporter "stopped"). An event has
+// exactly one of GPU, Kubelet, Backend and Exporter.
 type Event struct {
 	At   time.Duration `yaml:"at"`
-	GPU  int           `yaml:"gpu"`
+	GPU  *int          `yaml:"gpu"`
 	XID  int           `yaml:"xid"`  // an XID error of this code
 	Lost bool          `yaml:"lost"` // the GPU falls off the bus (counts as XID 79)
+
+	Kubelet  string        `yaml:"kubelet"`  // "down": the kubelet does not answer
+	Backend  string        `yaml:"backend"`  // "failing": Sample returns ErrBackendFailing
+	Exporter string        `yaml:"exporter"` // "stopped": no samples nor scrapes (history only)
+	For      time.Duration `yaml:"for"`      // length of a kubelet, backend or exporter window
 }
 
 //go:embed default.yaml

@@ -88,7 +88,11 @@ func (sc *Scenario) validate() error {
 	if err != nil {
 		return err
 	}
-	if err := sc.validatePods(gpus, workloads); err != nil {
+	held, err := sc.validatePods(gpus, workloads)
+	if err != nil {
+		return err
+	}
+	if err := sc.validateJobs(gpus, workloads, held); err != nil {
 		return err
 	}
 	return sc.validateEvents(len(gpus))
@@ -209,12 +213,34 @@ func usableMiB(g gpuFacts, instance int) int {
 // instanceReservedMiB is the framebuffer the driver keeps in a MIG instance.
 func instanceReservedMiB(memMiB uint64) int { return int(memMiB / 200) }
 
-func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload) error {
-	if len(sc.Pods) > maxPods {
-		return sc.errAt("pods", "more than %d pods", maxPods)
+// heldDevices is what pods and jobs take of the node during validation.
+type heldDevices struct {
+	holder map[devKey]string // device → the entry holding it, e.g. "pods[2] (ml/train-0)"
+	fbMiB  map[devKey]int    // device (replicas collapsed) → framebuffer its holders need
+	pods   map[string]int    // namespace/pod → the first pod entry naming it
+}
+
+// take records that entry p holds key with workload w, or says why it cannot.
+func (sc *Scenario) take(h *heldDevices, p string, key devKey, w *Workload, gpus []gpuFacts, name string) error {
+	if other, held := h.holder[key]; held {
+		return sc.errAt(p+".device", "%s is already held by %s", describeDevice(key), other)
 	}
-	holder := map[devKey]int{}      // device → first pod entry holding it
-	fbOnGPU := map[devKey]int{}     // device → framebuffer its holders need, MiB
+	h.holder[key] = p + " (" + name + ")"
+	memKey := key
+	memKey.replica = -1 // replicas share the GPU's framebuffer
+	h.fbMiB[memKey] += w.FBMiB
+	if usable := usableMiB(gpus[key.gpu], key.instance); h.fbMiB[memKey] > usable {
+		return sc.errAt(p+".workload", "workload %q needs %d MiB, but %s has %d MiB left for it",
+			w.Name, w.FBMiB, describeDevice(memKey), usable-(h.fbMiB[memKey]-w.FBMiB))
+	}
+	return nil
+}
+
+func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload) (*heldDevices, error) {
+	if len(sc.Pods) > maxPods {
+		return nil, sc.errAt("pods", "more than %d pods", maxPods)
+	}
+	held := &heldDevices{holder: map[devKey]string{}, fbMiB: map[devKey]int{}, pods: map[string]int{}}
 	uidOf := map[string]string{}    // namespace/pod → UID
 	podOfUID := map[string]string{} // UID → namespace/pod
 	pids := map[int]int{}           // PID → pod entry
@@ -222,74 +248,82 @@ func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload
 		pod := &sc.Pods[i]
 		p := fmt.Sprintf("pods[%d]", i)
 		if !dnsLabel.MatchString(pod.Namespace) || len(pod.Namespace) > 63 {
-			return sc.errAt(p+".namespace", "%q is not a valid namespace name", pod.Namespace)
+			return nil, sc.errAt(p+".namespace", "%q is not a valid namespace name", pod.Namespace)
 		}
 		if !dnsSubdomain.MatchString(pod.Pod) || len(pod.Pod) > 253 {
-			return sc.errAt(p+".pod", "%q is not a valid pod name", pod.Pod)
+			return nil, sc.errAt(p+".pod", "%q is not a valid pod name", pod.Pod)
 		}
 		if !dnsLabel.MatchString(pod.Container) || len(pod.Container) > 63 {
-			return sc.errAt(p+".container", "%q is not a valid container name", pod.Container)
+			return nil, sc.errAt(p+".container", "%q is not a valid container name", pod.Container)
 		}
 		full := pod.Namespace + "/" + pod.Pod
 		if pod.UID != "" {
 			if !uidPattern.MatchString(pod.UID) {
-				return sc.errAt(p+".uid", "%q is not a lower-case UUID", pod.UID)
+				return nil, sc.errAt(p+".uid", "%q is not a lower-case UUID", pod.UID)
 			}
 			if other, ok := podOfUID[pod.UID]; ok && other != full {
-				return sc.errAt(p+".uid", "UID %s already belongs to pod %s", pod.UID, other)
+				return nil, sc.errAt(p+".uid", "UID %s already belongs to pod %s", pod.UID, other)
 			}
 			if uid, ok := uidOf[full]; ok && uid != pod.UID {
-				return sc.errAt(p+".uid", "pod %s already has UID %s", full, uid)
+				return nil, sc.errAt(p+".uid", "pod %s already has UID %s", full, uid)
 			}
 			uidOf[full] = pod.UID
 			podOfUID[pod.UID] = full
 		}
-		if sc.lines != nil && !sc.has(p+".device.gpu") {
-			return sc.errAt(p+".device.gpu", "required")
-		}
-		key, err := sc.checkDevice(p, pod, gpus)
+		key, err := sc.checkDevice(p, pod.Resource, pod.Device, gpus)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if j, held := holder[key]; held {
-			return sc.errAt(p+".device", "%s is already held by pods[%d] (%s/%s)",
-				describeDevice(key), j, sc.Pods[j].Namespace, sc.Pods[j].Pod)
+		w, err := sc.workloadOf(p, pod.Workload, workloads)
+		if err != nil {
+			return nil, err
 		}
-		holder[key] = i
-		if pod.Workload == "" {
-			return sc.errAt(p+".workload", "required")
+		if err := sc.take(held, p, key, w, gpus, full); err != nil {
+			return nil, err
 		}
-		w, ok := workloads[pod.Workload]
-		if !ok {
-			return sc.errAt(p+".workload", "no workload named %q", pod.Workload)
+		if err := sc.checkWindow(p, pod.Start, pod.End); err != nil {
+			return nil, err
 		}
-		memKey := key
-		memKey.replica = -1 // replicas share the GPU's framebuffer
-		fbOnGPU[memKey] += w.FBMiB
-		if usable := usableMiB(gpus[key.gpu], key.instance); fbOnGPU[memKey] > usable {
-			return sc.errAt(p+".workload", "workload %q needs %d MiB, but %s has %d MiB left for it",
-				w.Name, w.FBMiB, describeDevice(memKey), usable-(fbOnGPU[memKey]-w.FBMiB))
+		if j, ok := held.pods[full]; !ok {
+			held.pods[full] = i
+		} else if other := &sc.Pods[j]; other.Start != pod.Start || other.End != pod.End {
+			return nil, sc.errAt(p+".start", "pod %s runs %s in pods[%d]: the containers of a pod run together", full, describeWindow(other.Start, other.End), j)
 		}
 		if len(pod.PIDs) > maxPIDsPerPod {
-			return sc.errAt(p+".pids", "more than %d PIDs", maxPIDsPerPod)
+			return nil, sc.errAt(p+".pids", "more than %d PIDs", maxPIDsPerPod)
 		}
 		for k, pid := range pod.PIDs {
 			pp := fmt.Sprintf("%s.pids[%d]", p, k)
 			if pid < 1 || pid > maxPID {
-				return sc.errAt(pp, "PID must be between 1 and %d, got %d", maxPID, pid)
+				return nil, sc.errAt(pp, "PID must be between 1 and %d, got %d", maxPID, pid)
 			}
 			if j, dup := pids[pid]; dup {
-				return sc.errAt(pp, "PID %d is already used by pods[%d]", pid, j)
+				return nil, sc.errAt(pp, "PID %d is already used by pods[%d]", pid, j)
 			}
 			pids[pid] = i
 		}
 	}
-	return nil
+	return held, nil
 }
 
-// checkDevice validates a pod's resource against the device it points at.
-func (sc *Scenario) checkDevice(p string, pod *Pod, gpus []gpuFacts) (devKey, error) {
-	d := pod.Device
+// workloadOf returns the workload entry p names.
+func (sc *Scenario) workloadOf(p, name string, workloads map[string]*Workload) (*Workload, error) {
+	if name == "" {
+		return nil, sc.errAt(p+".workload", "required")
+	}
+	w, ok := workloads[name]
+	if !ok {
+		return nil, sc.errAt(p+".workload", "no workload named %q", name)
+	}
+	return w, nil
+}
+
+// checkDevice validates the resource entry p requests against the device it
+// points at.
+func (sc *Scenario) checkDevice(p, resource string, d Device, gpus []gpuFacts) (devKey, error) {
+	if sc.lines != nil && !sc.has(p+".device.gpu") {
+		return devKey{}, sc.errAt(p+".device.gpu", "required")
+	}
 	if d.GPU < 0 || d.GPU >= len(gpus) {
 		return devKey{}, sc.errAt(p+".device.gpu", "no GPU %d (the node has GPUs 0 to %d)", d.GPU, len(gpus)-1)
 	}
@@ -297,7 +331,7 @@ func (sc *Scenario) checkDevice(p string, pod *Pod, gpus []gpuFacts) (devKey, er
 	group := sc.GPUs[g.group]
 	key := devKey{gpu: d.GPU, replica: -1, instance: -1}
 	switch {
-	case pod.Resource == resourceGPU:
+	case resource == resourceGPU:
 		if d.Replica != nil || d.Instance != nil {
 			return key, sc.errAt(p+".device", "%s takes a whole GPU: give only gpu", resourceGPU)
 		}
@@ -307,7 +341,7 @@ func (sc *Scenario) checkDevice(p string, pod *Pod, gpus []gpuFacts) (devKey, er
 		if group.Replicas > 0 {
 			return key, sc.errAt(p+".resource", "GPU %d is time-sliced (replicas: %d): request %s", d.GPU, group.Replicas, resourceShared)
 		}
-	case pod.Resource == resourceShared:
+	case resource == resourceShared:
 		if group.Replicas == 0 {
 			return key, sc.errAt(p+".resource", "GPU %d is not time-sliced: set replicas on gpus[%d] or request %s", d.GPU, g.group, resourceGPU)
 		}
@@ -321,7 +355,7 @@ func (sc *Scenario) checkDevice(p string, pod *Pod, gpus []gpuFacts) (devKey, er
 			return key, sc.errAt(p+".device.replica", "GPU %d has replicas 0 to %d, got %d", d.GPU, group.Replicas-1, *d.Replica)
 		}
 		key.replica = *d.Replica
-	case strings.HasPrefix(pod.Resource, resourceMIGPrefix):
+	case strings.HasPrefix(resource, resourceMIGPrefix):
 		if g.mig == nil {
 			return key, sc.errAt(p+".resource", "GPU %d is not in MIG mode", d.GPU)
 		}
@@ -329,19 +363,19 @@ func (sc *Scenario) checkDevice(p string, pod *Pod, gpus []gpuFacts) (devKey, er
 			return key, sc.errAt(p+".device.replica", "time-slicing MIG instances is not simulated")
 		}
 		if d.Instance == nil {
-			return key, sc.errAt(p+".device.instance", "required for %s", pod.Resource)
+			return key, sc.errAt(p+".device.instance", "required for %s", resource)
 		}
 		if *d.Instance < 0 || *d.Instance >= len(g.layout) {
 			return key, sc.errAt(p+".device.instance", "GPU %d has %d MIG instances, got instance %d", d.GPU, len(g.layout), *d.Instance)
 		}
-		if want := resourceMIGPrefix + g.layout[*d.Instance]; pod.Resource != want {
+		if want := resourceMIGPrefix + g.layout[*d.Instance]; resource != want {
 			return key, sc.errAt(p+".resource", "instance %d of GPU %d is a %s: request %s", *d.Instance, d.GPU, g.layout[*d.Instance], want)
 		}
 		key.instance = *d.Instance
-	case pod.Resource == "":
+	case resource == "":
 		return key, sc.errAt(p+".resource", "required")
 	default:
-		return key, sc.errAt(p+".resource", "unknown resource %q (want %s, %s or %s<profile>)", pod.Resource, resourceGPU, resourceShared, resourceMIGPrefix)
+		return key, sc.errAt(p+".resource", "unknown resource %q (want %s, %s or %s<profile>)", resource, resourceGPU, resourceShared, resourceMIGPrefix)
 	}
 	return key, nil
 }
@@ -354,41 +388,4 @@ func describeDevice(k devKey) string {
 		return fmt.Sprintf("MIG instance %d of GPU %d", k.instance, k.gpu)
 	}
 	return fmt.Sprintf("GPU %d", k.gpu)
-}
-
-func (sc *Scenario) validateEvents(numGPUs int) error {
-	if len(sc.Events) > maxEvents {
-		return sc.errAt("events", "more than %d events", maxEvents)
-	}
-	lost := map[int]int{}
-	for i, e := range sc.Events {
-		p := fmt.Sprintf("events[%d]", i)
-		if sc.lines != nil && !sc.has(p+".at") {
-			return sc.errAt(p+".at", "required")
-		}
-		if e.At < 0 || e.At > maxEventOffset {
-			return sc.errAt(p+".at", "must be between 0s and %v, got %v", maxEventOffset, e.At)
-		}
-		if sc.lines != nil && !sc.has(p+".gpu") {
-			return sc.errAt(p+".gpu", "required")
-		}
-		if e.GPU < 0 || e.GPU >= numGPUs {
-			return sc.errAt(p+".gpu", "no GPU %d (the node has GPUs 0 to %d)", e.GPU, numGPUs-1)
-		}
-		switch {
-		case e.Lost && e.XID != 0:
-			return sc.errAt(p, "give xid or lost, not both")
-		case e.Lost:
-			if j, dup := lost[e.GPU]; dup {
-				return sc.errAt(p+".lost", "GPU %d is already lost by events[%d]", e.GPU, j)
-			}
-			lost[e.GPU] = i
-		case e.XID < 1 || e.XID > maxXID:
-			if e.XID == 0 && !sc.has(p+".xid") {
-				return sc.errAt(p, "give xid or lost")
-			}
-			return sc.errAt(p+".xid", "must be between 1 and %d, got %d", maxXID, e.XID)
-		}
-	}
-	return nil
 }

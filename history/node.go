@@ -1,0 +1,128 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gpuledger/gpuledger/cost"
+)
+
+// node is the simulated node in virtual time: its backend and kubelet, which
+// run throughout, and the exporter process, which the scenario may stop and
+// start again. Only the run's goroutine uses it.
+type node struct {
+	backend *sim.Backend
+	kubelet *sim.Kubelet
+	book    *cost.Store
+	clock   *virtualClock
+	opts    *Options
+
+	ex     *exporterProcess // nil while stopped
+	starts int              // exporter starts so far
+	// nextRefresh is when the attribution interval next asks the kubelet,
+	// nextChange when the scenario next changes its answer, nextScrape when
+	// the next scrape is due.
+	nextRefresh, nextChange, nextScrape time.Time
+}
+
+// exporterProcess is what one run of the exporter holds: the counters of its
+// ledger and the state of its attribution client live and die with it.
+type exporterProcess struct {
+	client  *attribution.Client
+	sampler *collector.Sampler
+}
+
+// tick takes the sample at t and returns its snapshot, or nil while the
+// exporter is stopped; started is true at the first sample after a start.
+func (n *node) tick(ctx context.Context, t time.Time) (snap *collector.Snapshot, started bool, err error) {
+	if n.backend.ExporterStopped(t) {
+		n.stop()
+		return nil, false, nil
+	}
+	if n.ex == nil {
+		if err := n.start(); err != nil {
+			return nil, false, err
+		}
+		started = true
+		n.nextRefresh, n.nextScrape = t, t
+	}
+	if n.refreshDue(t) {
+		if err := n.kubelet.Sync(t); err != nil {
+			return nil, false, err
+		}
+		// A kubelet that is down fails the refresh: the client keeps its last
+		// holders until StaleAfter, as on a real node.
+		if err := n.ex.client.Refresh(ctx); err != nil && !n.backend.KubeletDown(t) {
+			return nil, false, fmt.Errorf("simulated kubelet at %s: %w", t.Format(time.RFC3339), err)
+		}
+		n.nextRefresh = t.Add(n.opts.AttributionInterval)
+		n.nextChange = t.Add(n.opts.Duration + n.opts.SampleInterval) // after the end: no change
+		if next, ok := n.backend.NextKubeletChange(t); ok {
+			n.nextChange = next
+		}
+	}
+	// A failing backend fails the tick; the sampler publishes it (Up false).
+	if err := n.ex.sampler.Tick(ctx, t); err != nil && !errors.Is(err, sim.ErrBackendFailing) {
+		return nil, false, fmt.Errorf("sample at %s: %w", t.Format(time.RFC3339), err)
+	}
+	return n.ex.sampler.Snapshot(), started, nil
+}
+
+// refreshDue reports whether the kubelet is to be asked at t: the attribution
+// interval passed, the scenario changed its answer since the last refresh, it
+// is down (each sample sees how stale the holders got), or it goes down before
+// the next sample (the last answer is as fresh as a real exporter's).
+func (n *node) refreshDue(t time.Time) bool {
+	return !t.Before(n.nextRefresh) || !t.Before(n.nextChange) ||
+		n.backend.KubeletDown(t) || n.backend.KubeletDown(t.Add(n.opts.SampleInterval))
+}
+
+// scrapeDue reports whether a scrape is due at t, and if so schedules the next.
+func (n *node) scrapeDue(t time.Time) bool {
+	if t.Before(n.nextScrape) {
+		return false
+	}
+	n.nextScrape = t.Add(n.opts.ScrapeInterval)
+	return true
+}
+
+// start starts the exporter: a new attribution client, process resolver,
+// ledger and sampler, as a new process would have.
+func (n *node) start() error {
+	o := n.opts
+	client, err := attribution.New(attribution.Config{
+		Socket: n.kubelet.Socket, StaleAfter: o.StaleAfter, Clock: n.clock, Logger: o.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	inv, err := n.backend.Inventory(context.Background())
+	if err != nil {
+		client.Close()
+		return err
+	}
+	client.SetDevices(collector.AttributionDevices(inv))
+	sampler := collector.NewSampler(n.backend, collector.SamplerOptions{
+		Interval: o.SampleInterval, Now: n.clock.Now, Logger: o.Logger,
+		Holders: client, Ledger: cost.NewLedger(n.book),
+		Processes: collector.NewPodProcesses(attribution.NewProcessResolver(attribution.ProcessConfig{
+			ProcRoot: n.kubelet.ProcRoot, PodLogsDir: n.kubelet.PodLogsDir, Clock: n.clock, Logger: o.Logger,
+		})),
+	})
+	n.ex = &exporterProcess{client: client, sampler: sampler}
+	n.starts++
+	return nil
+}
+
+// stop stops the exporter, if it runs.
+func (n *node) stop() {
+	if n.ex != nil {
+		n.ex.client.Close()
+		n.ex = nil
+	}
+}
