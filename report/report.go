@@ -108,8 +108,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("step %s and resolution %s must be positive", c.Step, c.Resolution)
 	case c.Range <= 0 || c.Range%c.Step != 0:
 		return fmt.Errorf("range %s must be a positive multiple of the step %s", c.Range, c.Step)
-	case c.Resolution > c.Step:
-		return fmt.Errorf("resolution %s must not exceed the step %s", c.Resolution, c.Step)
+	case c.Resolution > c.Step || c.Step%c.Resolution != 0 || c.Resolution < 2*time.Second:
+		return fmt.Errorf("resolution %s must be at least 2s and divide the step %s", c.Resolution, c.Step)
 	case c.Format != FormatHTML && c.Format != FormatMarkdown && c.Format != FormatCSV && c.Format != FormatJSON:
 		return fmt.Errorf("format %q: want html, md, csv or json", c.Format)
 	case c.Out == "":
