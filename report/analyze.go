@@ -123,22 +123,22 @@ type Apply struct {
 
 // Report is the weekly report. It is a plain value: renderers only read it.
 type Report struct {
-	Start           time.Time        `json:"start"`
-	End             time.Time        `json:"end"`
-	Step            string           `json:"step"`
-	Source          string           `json:"source"`
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end"`
+	Step   string    `json:"step"`
+	Source string    `json:"source"`
 	// Partial is true when more than 1 % of the device-hours the range should
 	// hold are missing (no data) or unknown; Coverage says where.
-	Partial         bool             `json:"partial"`
-	Coverage        Coverage         `json:"coverage"`
-	Warnings        []string         `json:"warnings,omitempty"`
-	Fleet           Group            `json:"fleet"`
-	GPUs            int              `json:"gpus"`
-	Teams           []Group          `json:"teams"`
-	Namespaces      []Group          `json:"namespaces"`
-	Models          []Group          `json:"models"`
-	Nodes           []Group          `json:"nodes"`
-	Holdings        []Holding        `json:"holdings"`
+	Partial    bool      `json:"partial"`
+	Coverage   Coverage  `json:"coverage"`
+	Warnings   []string  `json:"warnings,omitempty"`
+	Fleet      Group     `json:"fleet"`
+	GPUs       int       `json:"gpus"`
+	Teams      []Group   `json:"teams"`
+	Namespaces []Group   `json:"namespaces"`
+	Models     []Group   `json:"models"`
+	Nodes      []Group   `json:"nodes"`
+	Holdings   []Holding `json:"holdings"`
 	// BrokenGPUs are the GPUs that fell off the bus: repair or replace them.
 	// No other advice is made for their holdings.
 	BrokenGPUs      []BrokenGPU      `json:"broken_gpus,omitempty"`

@@ -50,9 +50,9 @@ type holdingKey struct {
 // ledgerEntry is what the ledger recorded for one holding over the range.
 type ledgerEntry struct {
 	model, host, profile, gpu string
-	seconds              [numStates]float64
-	eur                  [numStates]float64
-	busyPerBucket        []float32 // busy device-seconds per step bucket
+	seconds                   [numStates]float64
+	eur                       [numStates]float64
+	busyPerBucket             []float32 // busy device-seconds per step bucket
 }
 
 type allocInfo struct{ resource, sharing string }
