@@ -171,11 +171,13 @@ func RunDemo(ctx context.Context, cfg Config, history io.Reader, logger *slog.Lo
 // RunDemoStore is Run over the samples of st (filled through a StoreBuilder,
 // e.g. straight from a simulation) evaluated by the embedded PromQL engine.
 // When cfg.End is zero the period ends at the last sample; when the data spans
-// less than cfg.Range the range shrinks to the steps it spans, rounded.
+// less than cfg.Range the range shrinks to the steps it spans, rounded. A demo
+// is there to be looked at: a partial one is written, marked partial.
 func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	cfg.AllowPartial = true
 	first, last, ok := st.TimeRange()
 	if !ok {
 		return errors.New("no GPU data: the simulated history holds no samples")
