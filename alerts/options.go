@@ -73,6 +73,18 @@ type Options struct {
 	StaleFor time.Duration
 	// AttributionDownFor is how long pod attribution must fail.
 	AttributionDownFor time.Duration
+
+	// LostWindow is the rate window over which a lost GPU's EUR must grow for
+	// GPULostAccruingCost.
+	LostWindow time.Duration
+
+	// UnknownRatio is the share (0–1) of a node's device-seconds over
+	// UnknownWindow booked as `unknown` above which GPUTimeUnknown fires.
+	UnknownRatio float64
+	// UnknownWindow is the range over which the unknown share is measured.
+	UnknownWindow time.Duration
+	// UnknownFor is how long the share must stay above UnknownRatio.
+	UnknownFor time.Duration
 }
 
 // DefaultOptions returns the thresholds the committed rules file uses.
@@ -97,6 +109,15 @@ func DefaultOptions() Options {
 		StaleAfter:         30 * time.Second,
 		StaleFor:           2 * time.Minute,
 		AttributionDownFor: 10 * time.Minute,
+		LostWindow:         15 * time.Minute,
+		// 10 % of an hour is 6 minutes of a node's GPU time whose holder or
+		// activity nobody measured: more than a kubelet restart (held over
+		// by --attribution.stale-after) or a backend hiccup (2 intervals at
+		// the last reading) produce, and far below the 1 % of a week (1.7 h)
+		// that makes the weekly report partial, so it fires first.
+		UnknownRatio:  0.1,
+		UnknownWindow: time.Hour,
+		UnknownFor:    5 * time.Minute,
 	}
 }
 
@@ -128,6 +149,7 @@ func (o Options) Validate() error {
 	ratio("IdleRatio", o.IdleRatio)
 	ratio("ThrottleRatio", o.ThrottleRatio)
 	ratio("FramebufferRatio", o.FramebufferRatio)
+	ratio("UnknownRatio", o.UnknownRatio)
 	if o.IdleMinEURPerHour < 0 {
 		errs = append(errs, fmt.Errorf("IdleMinEURPerHour %v: want ≥ 0", o.IdleMinEURPerHour))
 	}
@@ -139,6 +161,8 @@ func (o Options) Validate() error {
 	window("ThrottleWindow", o.ThrottleWindow)
 	window("MissingLookback", o.MissingLookback)
 	window("StaleAfter", o.StaleAfter)
+	window("LostWindow", o.LostWindow)
+	window("UnknownWindow", o.UnknownWindow)
 	hold("IdleFor", o.IdleFor)
 	hold("ThrottleFor", o.ThrottleFor)
 	hold("TemperatureFor", o.TemperatureFor)
@@ -147,6 +171,7 @@ func (o Options) Validate() error {
 	hold("ExporterDownFor", o.ExporterDownFor)
 	hold("StaleFor", o.StaleFor)
 	hold("AttributionDownFor", o.AttributionDownFor)
+	hold("UnknownFor", o.UnknownFor)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("alert options: %w", err)
 	}

@@ -22,7 +22,8 @@ const (
 	// FB_USED / (FB_USED + FB_FREE), ratio 0–1. Labels: those of the source series.
 	RuleFramebufferUsed = "device:gpuledger_framebuffer_used:ratio"
 	// RuleCostEURPerHour is the cost accrual in EUR per hour over 5m, by
-	// Hostname, modelName, namespace and state (busy, idle, unallocated).
+	// Hostname, modelName, namespace and state (busy, idle, unallocated, lost,
+	// unknown).
 	RuleCostEURPerHour = "node_model_namespace_state:gpuledger_cost_eur_per_hour:rate5m"
 	// RuleGPUsByState is the number of device-equivalents (GPU-seconds per
 	// second) over 5m, by Hostname, modelName, namespace and state.
@@ -103,7 +104,7 @@ func Build(opts Options) (File, error) {
 	}
 	return File{Groups: []Group{
 		{Name: "gpuledger.recording", Rules: recordingRules()},
-		{Name: "gpuledger.alerts", Rules: alertingRules(opts)},
+		{Name: "gpuledger.alerts", Rules: append(alertingRules(opts), faultRules(opts)...)},
 	}}, nil
 }
 
@@ -267,8 +268,40 @@ func alertingRules(o Options) []Rule {
 			Labels: severity("warning"),
 			Annotations: annotations(
 				"gpuledger on {{ $labels.instance }} cannot map GPUs to pods",
-				fmt.Sprintf("gpuledger on {{ $labels.instance }} has failed to read the kubelet pod-resources API for %s. Device metrics continue, but GPU time and cost are booked as unallocated instead of to the pods that hold the GPUs.", dur(o.AttributionDownFor)),
+				fmt.Sprintf("gpuledger on {{ $labels.instance }} has failed to read the kubelet pod-resources API for %s. Device metrics continue; the last known holders keep their GPU time until --attribution.stale-after, after which the node's GPU time and cost are booked as unknown instead of to the pods that hold the GPUs.", dur(o.AttributionDownFor)),
 				"Check that the pod mounts /var/lib/kubelet/pod-resources and that the socket path matches --attribution.kubelet-socket; read the exporter log for the error. A kubelet restart recreates the socket, which gpuledger reconnects to.",
+			),
+		},
+	}
+}
+
+// faultRules are the alerts on the ledger's fault states, lost and unknown.
+func faultRules(o Options) []Rule {
+	return []Rule{
+		{
+			Alert:  "GPULostAccruingCost",
+			Expr:   fmt.Sprintf(`sum by (Hostname, UUID, gpu, modelName) (rate(gpuledger_cost_eur_total{state="lost"}[%s])) * 3600 > 0`, dur(o.LostWindow)),
+			Labels: severity("warning"),
+			Annotations: annotations(
+				"Lost GPU {{ $labels.UUID }} on {{ $labels.Hostname }} costs {{ $value | printf \"%.2f\" }} EUR per hour",
+				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} (gpu {{ $labels.gpu }}) on {{ $labels.Hostname }} fell off the bus (XID 79 / GPU lost) and its capital kept accruing as state lost over the last %s: {{ $value | printf \"%%.2f\" }} EUR per hour that buys no GPU time.", dur(o.LostWindow)),
+				"Cordon and drain the node, then reboot it or reset the GPU; if it stays lost, reseat or replace it. The weekly report lists it under Broken hardware with its EUR for the period. The alert resolves once the lost EUR stops growing (the GPU is back or the exporter no longer sees it).",
+			),
+		},
+		{
+			Alert: "GPUTimeUnknown",
+			Expr: strings.Join([]string{
+				fmt.Sprintf(`sum by (Hostname) (rate(gpuledger_gpu_seconds_total{state="unknown"}[%s]))`, dur(o.UnknownWindow)),
+				`/`,
+				fmt.Sprintf(`sum by (Hostname) (rate(gpuledger_gpu_seconds_total[%s]))`, dur(o.UnknownWindow)),
+				fmt.Sprintf(`> %s`, num(o.UnknownRatio)),
+			}, "\n"),
+			For:    dur(o.UnknownFor),
+			Labels: severity("warning"),
+			Annotations: annotations(
+				"{{ $value | humanizePercentage }} of {{ $labels.Hostname }}'s GPU time is unknown",
+				fmt.Sprintf("Over the last %s, {{ $value | humanizePercentage }} (more than %s) of the GPU time on {{ $labels.Hostname }} was booked as unknown: who held its GPUs or how busy they were was not measured (kubelet pod-resources failing past --attribution.stale-after, the GPU backend failing, or DRA claims that cannot be mapped). Cost reports for this node are partial and make no drain advice for it.", dur(o.UnknownWindow), pct(o.UnknownRatio)),
+				"Check GPUAttributionDown and GPULedgerSamplesStale for the same node and read the exporter's log: it names the failing kubelet socket, backend or DRA claim. Once attribution and sampling work again the share falls back to 0 within the window.",
 			),
 		},
 	}

@@ -237,6 +237,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"bad job regex", func(o *Options) { o.ExporterJob = "gpu(" }, "ExporterJob"},
 		{"quote in job", func(o *Options) { o.ExporterJob = `a"b` }, "ExporterJob"},
 		{"negative idle cost", func(o *Options) { o.IdleMinEURPerHour = -1 }, "IdleMinEURPerHour"},
+		{"unknown ratio above one", func(o *Options) { o.UnknownRatio = 1.1 }, "UnknownRatio"},
+		{"zero lost window", func(o *Options) { o.LostWindow = 0 }, "LostWindow"},
+		{"zero unknown window", func(o *Options) { o.UnknownWindow = 0 }, "UnknownWindow"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := DefaultOptions()

@@ -26,12 +26,24 @@ func migSaving() string {
 		activity(whole+", "+owned), framebufferUsed(whole+", "+owned))
 }
 
+// faultCost is the EUR accrued over the range in the fault states, lost (GPUs
+// that fell off the bus) and unknown (holder or activity not measured), by the
+// labels in by and state; both states show 0, not no value, where none accrued.
+func faultCost(by string) string {
+	zero := fmt.Sprintf(`0 * sum by (%s) (increase(gpuledger_cost_eur_total{%s}[$__range]))`, by, fleet)
+	return fmt.Sprintf(`sum by (%[1]s, state) (increase(gpuledger_cost_eur_total{state=~"lost|unknown", %[2]s}[$__range]))
+or
+label_replace(%[3]s, "state", "lost", "", "")
+or
+label_replace(%[3]s, "state", "unknown", "", "")`, by, fleet, zero)
+}
+
 func costAndIdle() *dashboard.DashboardBuilder {
 	return newDashboard("gpuledger-cost", "GPU cost & idle",
 		"Where GPU money burns idle, who holds it, and what MIG or time-slicing would save.",
 		"now-7d", true).
 		WithRow(row("Cost")).
-		WithPanel(stacked(timeSeries("Cost by state", "EUR per hour: busy, idle-but-allocated and unallocated GPU time.", euroPerHour,
+		WithPanel(stacked(timeSeries("Cost by state", "EUR per hour: busy, idle-but-allocated and unallocated GPU time; lost (GPUs that fell off the bus: their capital) and unknown (holder or activity not measured).", euroPerHour,
 			rangeQuery(fmt.Sprintf("sum by (state) (%s{%s})", alerts.RuleCostEURPerHour, owned), "{{state}}")))).
 		WithPanel(stacked(timeSeries("Cost by namespace", "EUR per hour by namespace (unallocated time has an empty namespace).", euroPerHour,
 			rangeQuery(fmt.Sprintf("sum by (namespace) (%s{%s})", alerts.RuleCostEURPerHour, owned), "{{namespace}}")))).
@@ -42,6 +54,10 @@ func costAndIdle() *dashboard.DashboardBuilder {
 /
 sum by (modelName) (rate(gpuledger_gpu_seconds_total{state=~"idle|unallocated", %[1]s}[$__range]))
 * 3600`, fleet), ""))).
+		WithPanel(singleStat("Lost and unknown cost over the range", "EUR accrued over the range by GPUs that fell off the bus (lost: repair or replace them) and by time whose holder or activity was not measured (unknown: kubelet or backend failing). Neither is idle capacity.", unitEUR,
+			instantQuery(fmt.Sprintf("sum by (state) (%s)", faultCost("Hostname")), "{{state}}"))).
+		WithPanel(tableOf("Lost and unknown cost by node over the range", "EUR accrued over the range in the lost and unknown states, per node. A node with unknown time gets no drain advice in the weekly report.", unitEUR,
+			instantQuery(faultCost("Hostname"), ""))).
 		WithRow(row("Who holds idle GPUs")).
 		WithPanel(tableOf("Top idle holders over the range", "Containers whose allocated GPUs accrued the most idle EUR over the range.", unitEUR,
 			instantQuery(fmt.Sprintf(`topk(20, sum by (namespace, pod, container, modelName, Hostname) (increase(gpuledger_cost_eur_total{state="idle", %s}[$__range])))`, owned), ""))).

@@ -17,15 +17,19 @@ const hoursPerMonth = 30 * 24
 // Totals are GPU-hours and EUR of a group over the range. Hours are device-hours
 // (a MIG instance or a time-sliced share counts as its part of a GPU).
 type Totals struct {
-	GPUHours         float64 `json:"gpu_hours"`  // busy + idle + unallocated
+	GPUHours         float64 `json:"gpu_hours"`  // busy + idle + unallocated + lost + unknown
 	HeldHours        float64 `json:"held_hours"` // busy + idle
 	BusyHours        float64 `json:"busy_hours"`
 	IdleHours        float64 `json:"idle_hours"` // allocated but idle
 	UnallocatedHours float64 `json:"unallocated_hours"`
+	LostHours        float64 `json:"lost_hours"`    // on GPUs that fell off the bus
+	UnknownHours     float64 `json:"unknown_hours"` // holder or activity not measured
 	CostEUR          float64 `json:"cost_eur"`
 	BusyEUR          float64 `json:"busy_eur"`
 	IdleEUR          float64 `json:"idle_eur"` // allocated but idle
 	UnallocatedEUR   float64 `json:"unallocated_eur"`
+	LostEUR          float64 `json:"lost_eur"`
+	UnknownEUR       float64 `json:"unknown_eur"`
 	BusyShare        float64 `json:"busy_share"` // busy hours / held hours, 0–1
 }
 
@@ -33,15 +37,19 @@ func (t *Totals) add(e *ledgerEntry) {
 	t.BusyHours += e.seconds[stateBusy] / 3600
 	t.IdleHours += e.seconds[stateIdle] / 3600
 	t.UnallocatedHours += e.seconds[stateUnallocated] / 3600
+	t.LostHours += e.seconds[stateLost] / 3600
+	t.UnknownHours += e.seconds[stateUnknown] / 3600
 	t.BusyEUR += e.eur[stateBusy]
 	t.IdleEUR += e.eur[stateIdle]
 	t.UnallocatedEUR += e.eur[stateUnallocated]
+	t.LostEUR += e.eur[stateLost]
+	t.UnknownEUR += e.eur[stateUnknown]
 }
 
 func (t *Totals) finish() {
 	t.HeldHours = t.BusyHours + t.IdleHours
-	t.GPUHours = t.HeldHours + t.UnallocatedHours
-	t.CostEUR = t.BusyEUR + t.IdleEUR + t.UnallocatedEUR
+	t.GPUHours = t.HeldHours + t.UnallocatedHours + t.LostHours + t.UnknownHours
+	t.CostEUR = t.BusyEUR + t.IdleEUR + t.UnallocatedEUR + t.LostEUR + t.UnknownEUR
 	if t.HeldHours > 0 {
 		t.BusyShare = t.BusyHours / t.HeldHours
 	}
@@ -101,6 +109,8 @@ type TimelinePoint struct {
 	BusyHours        float64   `json:"busy_hours"`
 	IdleHours        float64   `json:"idle_hours"`
 	UnallocatedHours float64   `json:"unallocated_hours"`
+	LostHours        float64   `json:"lost_hours"`
+	UnknownHours     float64   `json:"unknown_hours"`
 	Missing          bool      `json:"missing,omitempty"`
 }
 
@@ -113,19 +123,25 @@ type Apply struct {
 
 // Report is the weekly report. It is a plain value: renderers only read it.
 type Report struct {
-	Start           time.Time        `json:"start"`
-	End             time.Time        `json:"end"`
-	Step            string           `json:"step"`
-	Source          string           `json:"source"`
-	Partial         bool             `json:"partial"`
-	Warnings        []string         `json:"warnings,omitempty"`
-	Fleet           Group            `json:"fleet"`
-	GPUs            int              `json:"gpus"`
-	Teams           []Group          `json:"teams"`
-	Namespaces      []Group          `json:"namespaces"`
-	Models          []Group          `json:"models"`
-	Nodes           []Group          `json:"nodes"`
-	Holdings        []Holding        `json:"holdings"`
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end"`
+	Step   string    `json:"step"`
+	Source string    `json:"source"`
+	// Partial is true when more than 1 % of the device-hours the range should
+	// hold are missing (no data) or unknown; Coverage says where.
+	Partial    bool      `json:"partial"`
+	Coverage   Coverage  `json:"coverage"`
+	Warnings   []string  `json:"warnings,omitempty"`
+	Fleet      Group     `json:"fleet"`
+	GPUs       int       `json:"gpus"`
+	Teams      []Group   `json:"teams"`
+	Namespaces []Group   `json:"namespaces"`
+	Models     []Group   `json:"models"`
+	Nodes      []Group   `json:"nodes"`
+	Holdings   []Holding `json:"holdings"`
+	// BrokenGPUs are the GPUs that fell off the bus: repair or replace them.
+	// No other advice is made for their holdings.
+	BrokenGPUs      []BrokenGPU      `json:"broken_gpus,omitempty"`
 	Recommendations []Recommendation `json:"recommendations"`
 	Packing         []Packing        `json:"mig_packing,omitempty"`
 	SavingsPerMonth float64          `json:"savings_eur_per_month"`
@@ -243,10 +259,11 @@ func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
 	if len(d.ledger) == 0 {
 		return nil, fmt.Errorf(errNoDataFmt, r.Start.Format(time.RFC3339), r.End.Format(time.RFC3339))
 	}
-	if gaps := gapSpans(d); len(gaps) > 0 {
-		msg := fmt.Sprintf("the range has gaps without GPU data: %s", joinSpans(gaps))
+	r.Coverage = coverageOf(d)
+	if r.Coverage.partial() {
+		msg := r.Coverage.summary()
 		if !allowPartial {
-			return nil, fmt.Errorf("%s (pass --partial to report on what there is)", msg)
+			return nil, fmt.Errorf("%s (pass --allow-partial to report on what there is)", msg)
 		}
 		r.Partial = true
 		r.Warnings = append(r.Warnings, msg)
@@ -257,6 +274,8 @@ func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
 			BusyHours:        d.timeline[i][stateBusy] / 3600,
 			IdleHours:        d.timeline[i][stateIdle] / 3600,
 			UnallocatedHours: d.timeline[i][stateUnallocated] / 3600,
+			LostHours:        d.timeline[i][stateLost] / 3600,
+			UnknownHours:     d.timeline[i][stateUnknown] / 3600,
 			Missing:          !d.present[i],
 		})
 	}
@@ -307,6 +326,8 @@ func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
 	r.Models = models.groups(withPrev)
 	r.Nodes = nodes.groups(withPrev)
 	r.Holdings = a.holdings(d)
+	r.BrokenGPUs = brokenGPUs(d)
+	r.Warnings = append(r.Warnings, unknownNodeWarnings(r)...)
 	a.recommend(r, d)
 	return r, nil
 }
@@ -348,38 +369,4 @@ func (a *analysis) holdings(d *dataset) []Holding {
 			cmp.Compare(a.Container, b.Container), cmp.Compare(a.UUID, b.UUID), cmp.Compare(a.MIGID, b.MIGID))
 	})
 	return out
-}
-
-type span struct{ from, to time.Time }
-
-// gapSpans returns the runs of step buckets without ledger data.
-func gapSpans(d *dataset) []span {
-	var out []span
-	for i := 0; i < len(d.present); i++ {
-		if d.present[i] {
-			continue
-		}
-		j := i
-		for j+1 < len(d.present) && !d.present[j+1] {
-			j++
-		}
-		out = append(out, span{from: d.start.Add(time.Duration(i) * d.step), to: d.start.Add(time.Duration(j+1) * d.step)})
-		i = j
-	}
-	return out
-}
-
-func joinSpans(spans []span) string {
-	s := ""
-	for i, sp := range spans {
-		if i == 5 {
-			s += fmt.Sprintf(" and %d more", len(spans)-5)
-			break
-		}
-		if i > 0 {
-			s += ", "
-		}
-		s += sp.from.UTC().Format(time.RFC3339) + " – " + sp.to.UTC().Format(time.RFC3339)
-	}
-	return s
 }

@@ -14,6 +14,8 @@ const (
 	stateBusy = iota
 	stateIdle
 	stateUnallocated
+	stateLost    // the GPU fell off the bus: its capital, no holder
+	stateUnknown // holder or activity not measured
 	numStates
 )
 
@@ -25,6 +27,10 @@ func stateIndex(s string) (int, bool) {
 		return stateIdle, true
 	case "unallocated":
 		return stateUnallocated, true
+	case "lost":
+		return stateLost, true
+	case "unknown":
+		return stateUnknown, true
 	}
 	return 0, false
 }
@@ -43,10 +49,10 @@ type holdingKey struct {
 
 // ledgerEntry is what the ledger recorded for one holding over the range.
 type ledgerEntry struct {
-	model, host, profile string
-	seconds              [numStates]float64
-	eur                  [numStates]float64
-	busyPerBucket        []float32 // busy device-seconds per step bucket
+	model, host, profile, gpu string
+	seconds                   [numStates]float64
+	eur                       [numStates]float64
+	busyPerBucket             []float32 // busy device-seconds per step bucket
 }
 
 type allocInfo struct{ resource, sharing string }
@@ -70,13 +76,24 @@ type dataset struct {
 	}
 	podTeams map[holderKey]string        // from kube_pod_labels
 	previous map[holdingKey]*ledgerEntry // nil when the previous period has no data
+	gpus     map[string]*gpuSeen         // by UUID: what the range saw of each GPU
+}
+
+// gpuSeen is what the ledger recorded of one physical GPU over the range.
+type gpuSeen struct {
+	host, gpu, model string
+	seen             []float64 // device-seconds over all states per step bucket
+	unknown          []float64 // of them unknown, per step bucket
+	firstLost        int       // first bucket with lost seconds; -1: none
 }
 
 const byDevice = "UUID, GPU_I_ID, namespace, pod, container"
 
-func ledgerQuery(metric string, step time.Duration) string {
-	return fmt.Sprintf("sum by (UUID, GPU_I_ID, GPU_I_PROFILE, modelName, Hostname, namespace, pod, container, state) (increase(%s[%s]))",
-		metric, model.Duration(step))
+// ledgerQuery reads a ledger counter's exact increase per step bucket (see
+// increase.go) per holding and state.
+func ledgerQuery(metric string, step, resolution time.Duration) string {
+	return bucketIncreaseExpr(metric, "gpuledger_gpu_seconds_total",
+		"UUID, GPU_I_ID, GPU_I_PROFILE, modelName, Hostname, gpu, namespace, pod, container, state", step, resolution)
 }
 
 func holdingOf(m model.Metric) holdingKey {
@@ -111,6 +128,7 @@ func (c *collector) collect(ctx context.Context, start, end time.Time, step, res
 		activity: map[holdingKey][]float32{},
 		fbMiB:    map[holdingKey][]float32{},
 		podTeams: map[holderKey]string{},
+		gpus:     map[string]*gpuSeen{},
 	}
 	c.plan(d)
 	defer c.run.finish()
@@ -219,7 +237,7 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 		k := holdingOf(m)
 		e := out[k]
 		if e == nil {
-			e = &ledgerEntry{model: string(m["modelName"]), host: string(m["Hostname"]), profile: string(m["GPU_I_PROFILE"])}
+			e = &ledgerEntry{model: string(m["modelName"]), host: string(m["Hostname"]), profile: string(m["GPU_I_PROFILE"]), gpu: string(m["gpu"])}
 			if fill {
 				e.busyPerBucket = make([]float32, d.buckets)
 			}
@@ -235,11 +253,15 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 	if !fill {
 		name += " (previous period)"
 	}
-	err := c.run.run(ctx, name, ledgerQuery("gpuledger_gpu_seconds_total", d.step), first, end, d.step, func(m model.Matrix) {
+	err := c.run.run(ctx, name, ledgerQuery("gpuledger_gpu_seconds_total", d.step, d.resolution), first, end, d.step, func(m model.Matrix) {
 		for _, s := range m {
 			e, st, ok := entry(s.Metric)
 			if !ok {
 				continue
+			}
+			var g *gpuSeen
+			if fill {
+				g = d.gpu(string(s.Metric["UUID"]), e)
 			}
 			for _, p := range s.Values {
 				v := float64(p.Value)
@@ -250,6 +272,13 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 				if b := bucket(p.Timestamp); b >= 0 && b < d.buckets {
 					d.present[b] = true
 					d.timeline[b][st] += v
+					g.seen[b] += v
+					switch {
+					case st == stateUnknown:
+						g.unknown[b] += v
+					case st == stateLost && v > 0 && (g.firstLost < 0 || b < g.firstLost):
+						g.firstLost = b
+					}
 					if st == stateBusy {
 						e.busyPerBucket[b] += float32(v)
 					}
@@ -264,7 +293,7 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 	if !fill {
 		name += " (previous period)"
 	}
-	err = c.run.run(ctx, name, ledgerQuery("gpuledger_cost_eur_total", d.step), first, end, d.step, func(m model.Matrix) {
+	err = c.run.run(ctx, name, ledgerQuery("gpuledger_cost_eur_total", d.step, d.resolution), first, end, d.step, func(m model.Matrix) {
 		for _, s := range m {
 			e, st, ok := entry(s.Metric)
 			if !ok {
@@ -279,6 +308,16 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 		return nil, err
 	}
 	return out, nil
+}
+
+// gpu returns what the range saw of the GPU uuid, which e is on.
+func (d *dataset) gpu(uuid string, e *ledgerEntry) *gpuSeen {
+	g := d.gpus[uuid]
+	if g == nil {
+		g = &gpuSeen{host: e.host, gpu: e.gpu, model: e.model, seen: make([]float64, d.buckets), unknown: make([]float64, d.buckets), firstLost: -1}
+		d.gpus[uuid] = g
+	}
+	return g
 }
 
 func (c *collector) previous(ctx context.Context, d *dataset) error {

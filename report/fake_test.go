@@ -31,9 +31,17 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 	if f.err != nil {
 		return nil, nil, f.err
 	}
+	// The query's first metric is the one it reads (the ledger queries name
+	// gpuledger_gpu_seconds_total again later, to gate new series).
+	first := ""
+	for _, s := range f.series {
+		if i := metricAt(q, s.metric); i >= 0 && (first == "" || i < metricAt(q, first)) {
+			first = s.metric
+		}
+	}
 	var m model.Matrix
 	for _, s := range f.series {
-		if !strings.Contains(q, s.metric+"[") && !strings.Contains(q, s.metric+"{") {
+		if s.metric != first {
 			continue
 		}
 		ss := &model.SampleStream{Metric: model.Metric{}}
@@ -50,6 +58,15 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 		}
 	}
 	return m, nil, nil
+}
+
+// metricAt returns where q first selects metric, -1 if nowhere.
+func metricAt(q, metric string) int {
+	i, j := strings.Index(q, metric+"["), strings.Index(q, metric+"{")
+	if i < 0 || j >= 0 && j < i {
+		return j
+	}
+	return i
 }
 
 // fakeGPU is one GPU of the test fleet, held by at most one container.

@@ -14,6 +14,7 @@ import (
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"eur": eur, "hours": hours, "pct": pct, "activity": activity, "mib": mib, "change": change,
 	"rectitle": recTitle, "inc": func(i int) int { return i + 1 }, "orNone": orNone, "layouts": layoutsText,
+	"rfc3339": func(t time.Time) string { return t.Format(time.RFC3339) }, "heldBy": heldBy, "coverageLine": coverageLine,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -29,13 +30,13 @@ h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2rem;border-bottom:1px sol
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem;font-size:.9rem}th,td{border-bottom:1px solid #e6e9ed;padding:.3rem .5rem;text-align:right;vertical-align:top}
 th:first-child,td:first-child,td.l,th.l{text-align:left}th{background:#f4f6f8}
 pre{background:#f4f6f8;padding:.8rem;overflow-x:auto;font-size:.85rem}svg{max-width:100%;height:auto}
-svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unallocated{fill:#9e9e9e}.bar{fill:#e65100}
+svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unallocated{fill:#9e9e9e}.lost{fill:#b71c1c}.unknown{fill:#7e57c2}.bar{fill:#e65100}
 </style>
 </head>
 <body>
 <h1>GPU utilization and cost report</h1>
 <p class="sub">{{.Period}} · steps of {{.R.Step}} · source: {{.R.Source}}</p>
-{{if .R.Partial}}<p class="partial" id="partial">Partial report: the range has gaps without data.</p>{{end}}
+{{if .R.Partial}}<p class="partial" id="partial">Partial report: {{hours .Missing}} of the device-hours are missing or unknown (more than {{pct .PartialAbove}}); see Coverage.</p>{{end}}
 {{range .R.Warnings}}<p class="warn">warning: {{.}}</p>{{end}}
 {{with .R.Fleet}}<div class="kpis">
 <div class="kpi">GPUs<b>{{$.R.GPUs}}</b></div>
@@ -44,10 +45,30 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 <div class="kpi">cost<b>{{eur .Totals.CostEUR}} EUR</b></div>
 <div class="kpi">idle, allocated<b>{{eur .Totals.IdleEUR}} EUR</b></div>
 <div class="kpi">unallocated<b>{{eur .Totals.UnallocatedEUR}} EUR</b></div>
+<div class="kpi">lost (broken GPUs)<b>{{eur .Totals.LostEUR}} EUR</b></div>
+<div class="kpi">unknown<b>{{eur .Totals.UnknownEUR}} EUR</b></div>
+<div class="kpi">coverage<b>{{pct $.R.Coverage.Ratio}}</b></div>
 <div class="kpi">savings offered<b>{{eur $.R.SavingsPerMonth}} EUR/month</b></div>
 </div>
 <p>p95 activity {{activity .Usage}}, framebuffer peak {{mib .Usage.HasFB .Usage.PeakFBMiB}} MiB, p99 {{mib .Usage.HasFB .Usage.P99FBMiB}} MiB.
 {{with .Previous}}Against the previous period: cost {{change $.R.Fleet.Totals.CostEUR .CostEUR}}, idle EUR {{change $.R.Fleet.Totals.IdleEUR .IdleEUR}}, unallocated EUR {{change $.R.Fleet.Totals.UnallocatedEUR .UnallocatedEUR}}.{{end}}</p>{{end}}
+
+<h2>Coverage</h2>
+{{with .R.Coverage}}<p id="coverage">{{coverageLine .}}</p>
+{{if .Nodes}}<table id="coverage-nodes"><tr><th class="l">node</th><th>GPUs</th><th>coverage</th><th>missing device-hours</th><th>unknown device-hours</th></tr>
+{{range .Nodes}}<tr><td>{{orNone .Node}}</td><td>{{.GPUs}}</td><td>{{pct .Ratio}}</td><td>{{hours .MissingHours}}</td><td>{{hours .UnknownHours}}</td></tr>
+{{end}}</table>{{end}}{{end}}
+{{with .Uncovered}}<p>GPUs not fully covered (every other GPU was):</p>
+<table id="coverage-gpus"><tr><th class="l">node</th><th class="l">GPU</th><th class="l">UUID</th><th>coverage</th><th>missing device-hours</th><th>unknown device-hours</th></tr>
+{{range .}}<tr><td>{{orNone .Node}}</td><td class="l">{{.GPU}}</td><td class="l">{{.UUID}}</td><td>{{pct .Ratio}}</td><td>{{hours .MissingHours}}</td><td>{{hours .UnknownHours}}</td></tr>
+{{end}}</table>{{end}}
+{{with .R.Coverage.Gaps}}<p>Gaps without data:</p>
+<table id="gaps"><tr><th class="l">node</th><th class="l">GPU</th><th class="l">UUID</th><th class="l">from</th><th class="l">to</th><th>device-hours</th></tr>
+{{range .}}<tr><td>{{orNone .Node}}</td><td class="l">{{.GPU}}</td><td class="l">{{.UUID}}</td><td class="l">{{rfc3339 .From}}</td><td class="l">{{rfc3339 .To}}</td><td>{{hours .Hours}}</td></tr>
+{{end}}</table>{{end}}
+{{with .R.BrokenGPUs}}<h2>Broken hardware</h2>
+<ul id="broken-gpus">{{range .}}<li>{{.Advice}} ({{.Model}}, lost since {{rfc3339 .Since}}, {{hours .LostHours}} device-hours{{heldBy .Holdings}})</li>
+{{end}}</ul>{{end}}
 
 <h2>Recommendations</h2>
 {{if .R.Recommendations}}<table id="recommendations"><tr><th>#</th><th class="l">change</th><th class="l">target</th><th>EUR/month</th><th class="l">evidence</th></tr>
@@ -59,11 +80,11 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 {{.IdleChart}}
 <h2>Activity by hour of week (UTC)</h2>
 {{.Heatmap}}
-<h2>Busy, idle and unallocated over the range</h2>
+<h2>Busy, idle, unallocated, lost and unknown over the range</h2>
 {{.Timeline}}
 
 {{range .Tables}}<h2>{{.Title}}</h2>
-<table><tr><th class="l">name</th><th>GPU-hours held</th><th>busy share</th><th>cost EUR</th><th>idle EUR</th>{{if .Unalloc}}<th>unallocated EUR</th>{{end}}<th>p95 activity</th><th>peak FB MiB</th><th>p99 FB MiB</th>{{if .Prev}}<th>held vs prev</th><th>idle EUR vs prev</th>{{end}}</tr>
+<table><tr><th class="l">name</th><th>GPU-hours held</th><th>busy share</th><th>cost EUR</th><th>idle EUR</th><th>unknown EUR</th>{{if .Unalloc}}<th>unallocated EUR</th><th>lost EUR</th>{{end}}<th>p95 activity</th><th>peak FB MiB</th><th>p99 FB MiB</th>{{if .Prev}}<th>held vs prev</th><th>idle EUR vs prev</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
 {{end}}
@@ -85,9 +106,9 @@ func groupRows(gs []Group, unalloc, prev bool) [][]string {
 	rows := make([][]string, 0, len(gs))
 	for _, g := range gs {
 		t := g.Totals
-		row := []string{orNone(g.Name), hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR)}
+		row := []string{orNone(g.Name), hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR), eur(t.UnknownEUR)}
 		if unalloc {
-			row = append(row, eur(t.UnallocatedEUR))
+			row = append(row, eur(t.UnallocatedEUR), eur(t.LostEUR))
 		}
 		row = append(row, activity(g.Usage), mib(g.Usage.HasFB, g.Usage.PeakFBMiB), mib(g.Usage.HasFB, g.Usage.P99FBMiB))
 		if prev && g.Previous != nil {
@@ -116,8 +137,11 @@ func renderHTML(w io.Writer, r *Report) error {
 		IdleChart, Heatmap, Timeline template.HTML
 		Tables                       []htmlTable
 		ApplyAny                     bool
+		Missing, PartialAbove        float64
+		Uncovered                    []GPUCoverage
 	}{
 		R: r, Period: period(r), Tables: tables, ApplyAny: r.Apply != (Apply{}),
+		Missing: r.Coverage.MissingHours + r.Coverage.UnknownHours, PartialAbove: partialAbove, Uncovered: uncovered(&r.Coverage),
 		IdleChart: idleChart(r.Namespaces), Heatmap: heatmapChart(r.Heatmap), Timeline: timelineChart(r.Timeline),
 	}
 	if err := htmlTemplate.Execute(w, data); err != nil {
@@ -191,14 +215,14 @@ func heatColor(v float64) string {
 	return fmt.Sprintf("#%02x%02x%02x", lerp(0xff, 0x1b), lerp(0xf7, 0x5e), lerp(0xbc, 0x20))
 }
 
-// timelineChart stacks busy, idle and unallocated device-hours per step.
+// timelineChart stacks busy, idle, unallocated, lost and unknown device-hours per step.
 func timelineChart(tl []TimelinePoint) template.HTML {
 	const width, height, left, bottom = 900, 240, 50, 30
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg id="chart-timeline" role="img" aria-label="busy, idle and unallocated device-hours" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`, width, height, width, height)
+	fmt.Fprintf(&b, `<svg id="chart-timeline" role="img" aria-label="busy, idle, unallocated, lost and unknown device-hours" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`, width, height, width, height)
 	maxH := 0.0
 	for _, p := range tl {
-		maxH = math.Max(maxH, p.BusyHours+p.IdleHours+p.UnallocatedHours)
+		maxH = math.Max(maxH, p.BusyHours+p.IdleHours+p.UnallocatedHours+p.LostHours+p.UnknownHours)
 	}
 	plotH := float64(height - bottom - 10)
 	if maxH > 0 && len(tl) > 0 {
@@ -209,7 +233,7 @@ func timelineChart(tl []TimelinePoint) template.HTML {
 			for _, part := range []struct {
 				class string
 				v     float64
-			}{{"busy", p.BusyHours}, {"idle", p.IdleHours}, {"unallocated", p.UnallocatedHours}} {
+			}{{"busy", p.BusyHours}, {"idle", p.IdleHours}, {"unallocated", p.UnallocatedHours}, {"lost", p.LostHours}, {"unknown", p.UnknownHours}} {
 				if part.v <= 0 {
 					continue
 				}
@@ -225,9 +249,9 @@ func timelineChart(tl []TimelinePoint) template.HTML {
 	} else {
 		b.WriteString(`<text x="10" y="20">no data</text>`)
 	}
-	lx := width - 330
-	for i, c := range []string{"busy", "idle", "unallocated"} {
-		fmt.Fprintf(&b, `<rect class="%s legend" x="%d" y="4" width="10" height="10"></rect><text x="%d" y="13">%s</text>`, c, lx+i*100, lx+i*100+14, c)
+	lx := width - 450
+	for i, c := range []string{"busy", "idle", "unallocated", "lost", "unknown"} {
+		fmt.Fprintf(&b, `<rect class="%s legend" x="%d" y="4" width="10" height="10"></rect><text x="%d" y="13">%s</text>`, c, lx+i*90, lx+i*90+14, c)
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())

@@ -33,11 +33,11 @@ func pct(x float64) string { return fmt.Sprintf("%.1f %%", 100*x) }
 // recommend fills r.Recommendations, r.Packing, r.Apply and r.SavingsPerMonth.
 func (a *analysis) recommend(r *Report, d *dataset) {
 	f := r.MonthFactor()
-	used := map[int]bool{}
+	used := adviceExcluded(r) // faults.go
 	// Release: held, (almost) never busy.
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.release {
+		if used[i] || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.release {
 			continue
 		}
 		used[i] = true
@@ -235,7 +235,7 @@ func (a *analysis) migSizing(r *Report, used map[int]bool, f float64) map[string
 func (a *analysis) drainNodes(r *Report, f float64) {
 	for _, n := range r.Nodes {
 		t := n.Totals
-		if t.GPUHours <= 0 || t.UnallocatedHours/t.GPUHours < a.drain {
+		if drainBlocked(r, n.Name) || t.GPUHours <= 0 || t.UnallocatedHours/t.GPUHours < a.drain {
 			continue
 		}
 		r.Recommendations = append(r.Recommendations, Recommendation{

@@ -66,7 +66,8 @@ func renderMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# GPU utilization and cost report\n\n%s (steps of %s) · source: %s\n\n", period(r), r.Step, mdCell(r.Source))
 	if r.Partial {
-		b.WriteString("**PARTIAL REPORT: the range has gaps without data.**\n\n")
+		fmt.Fprintf(&b, "**PARTIAL REPORT: %s of the device-hours are missing or unknown (more than %s); see Coverage.**\n\n",
+			hours(r.Coverage.MissingHours+r.Coverage.UnknownHours), pct(partialAbove))
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "> warning: %s\n", mdCell(w))
@@ -75,14 +76,23 @@ func renderMarkdown(w io.Writer, r *Report) error {
 		b.WriteString("\n")
 	}
 	f := r.Fleet.Totals
-	fmt.Fprintf(&b, "## Fleet\n\n%d GPUs, %s device-hours: %s busy, %s idle but allocated, %s unallocated. Busy share of held time %s.\n\n",
-		r.GPUs, hours(f.GPUHours), hours(f.BusyHours), hours(f.IdleHours), hours(f.UnallocatedHours), pct(f.BusyShare))
-	fmt.Fprintf(&b, "Cost %s EUR: busy %s, **idle %s** (allocated), **unallocated %s**. p95 activity %s, framebuffer peak %s MiB, p99 %s MiB.\n\n",
-		eur(f.CostEUR), eur(f.BusyEUR), eur(f.IdleEUR), eur(f.UnallocatedEUR), activity(r.Fleet.Usage),
+	fmt.Fprintf(&b, "## Fleet\n\n%d GPUs, %s device-hours: %s busy, %s idle but allocated, %s unallocated, %s lost (broken GPUs), %s unknown. Busy share of held time %s.\n\n",
+		r.GPUs, hours(f.GPUHours), hours(f.BusyHours), hours(f.IdleHours), hours(f.UnallocatedHours), hours(f.LostHours), hours(f.UnknownHours), pct(f.BusyShare))
+	fmt.Fprintf(&b, "Cost %s EUR: busy %s, **idle %s** (allocated), **unallocated %s**, lost %s, unknown %s. p95 activity %s, framebuffer peak %s MiB, p99 %s MiB.\n\n",
+		eur(f.CostEUR), eur(f.BusyEUR), eur(f.IdleEUR), eur(f.UnallocatedEUR), eur(f.LostEUR), eur(f.UnknownEUR), activity(r.Fleet.Usage),
 		mib(r.Fleet.Usage.HasFB, r.Fleet.Usage.PeakFBMiB), mib(r.Fleet.Usage.HasFB, r.Fleet.Usage.P99FBMiB))
 	if p := r.Fleet.Previous; p != nil {
 		fmt.Fprintf(&b, "Against the previous period: cost %s, idle EUR %s, unallocated EUR %s, busy share %s → %s.\n\n",
 			change(f.CostEUR, p.CostEUR), change(f.IdleEUR, p.IdleEUR), change(f.UnallocatedEUR, p.UnallocatedEUR), pct(p.BusyShare), pct(f.BusyShare))
+	}
+	mdCoverage(&b, r)
+	if len(r.BrokenGPUs) > 0 {
+		b.WriteString("## Broken hardware\n\n")
+		for _, g := range r.BrokenGPUs {
+			fmt.Fprintf(&b, "- %s (%s, lost since %s, %s device-hours%s)\n", mdCell(g.Advice()), mdCell(g.Model),
+				g.Since.Format(time.RFC3339), hours(g.LostHours), mdCell(heldBy(g.Holdings)))
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "## Recommendations: %s EUR/month\n\n", eur(r.SavingsPerMonth))
 	if len(r.Recommendations) == 0 {
@@ -140,11 +150,11 @@ func mdGroups(b *strings.Builder, title string, gs []Group, prev, unalloc bool) 
 	if len(gs) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "## %s\n\n| name | GPU-hours held | busy share | cost EUR | idle EUR |", title)
-	sep := "|---|---:|---:|---:|---:|"
+	fmt.Fprintf(b, "## %s\n\n| name | GPU-hours held | busy share | cost EUR | idle EUR | unknown EUR |", title)
+	sep := "|---|---:|---:|---:|---:|---:|"
 	if unalloc {
-		b.WriteString(" unallocated EUR |")
-		sep += "---:|"
+		b.WriteString(" unallocated EUR | lost EUR |")
+		sep += "---:|---:|"
 	}
 	b.WriteString(" p95 activity | peak FB MiB | p99 FB MiB |")
 	sep += "---:|---:|---:|"
@@ -155,9 +165,9 @@ func mdGroups(b *strings.Builder, title string, gs []Group, prev, unalloc bool) 
 	b.WriteString("\n" + sep + "\n")
 	for _, g := range gs {
 		t := g.Totals
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |", mdCell(orNone(g.Name)), hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |", mdCell(orNone(g.Name)), hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR), eur(t.UnknownEUR))
 		if unalloc {
-			fmt.Fprintf(b, " %s |", eur(t.UnallocatedEUR))
+			fmt.Fprintf(b, " %s | %s |", eur(t.UnallocatedEUR), eur(t.LostEUR))
 		}
 		fmt.Fprintf(b, " %s | %s | %s |", activity(g.Usage), mib(g.Usage.HasFB, g.Usage.PeakFBMiB), mib(g.Usage.HasFB, g.Usage.P99FBMiB))
 		if prev && g.Previous != nil {
@@ -177,7 +187,23 @@ func orNone(s string) string {
 
 var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hours", "idle_hours", "unallocated_hours",
 	"busy_share", "cost_eur", "idle_eur", "unallocated_eur", "p95_activity", "peak_fb_mib", "p99_fb_mib",
-	"kind", "savings_eur_per_month", "evidence"}
+	"kind", "savings_eur_per_month", "evidence",
+	"lost_hours", "unknown_hours", "lost_eur", "unknown_eur", "coverage", "missing_hours", "from", "to"}
+
+// Columns of csvHeader the rows fill by name.
+const (
+	csvKind = 14 + iota
+	csvSavings
+	csvEvidence
+	csvLostHours
+	csvUnknownHours
+	csvLostEUR
+	csvUnknownEUR
+	csvCoverage
+	csvMissingHours
+	csvFrom
+	csvTo
+)
 
 // f64 formats x rounded to 6 decimals.
 func f64(x float64) string { return strconv.FormatFloat(math.Round(x*1e6)/1e6, 'f', -1, 64) }
@@ -199,8 +225,12 @@ func renderCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	rows := [][]string{csvHeader}
 	row := func(section, name string, t Totals, u Usage) {
-		rows = append(rows, append(append([]string{section, name, f64(t.GPUHours), f64(t.HeldHours), f64(t.BusyHours), f64(t.IdleHours),
-			f64(t.UnallocatedHours), f64(t.BusyShare), f64(t.CostEUR), f64(t.IdleEUR), f64(t.UnallocatedEUR)}, usageCells(u)...), "", "", ""))
+		cells := append(append([]string{section, name, f64(t.GPUHours), f64(t.HeldHours), f64(t.BusyHours), f64(t.IdleHours),
+			f64(t.UnallocatedHours), f64(t.BusyShare), f64(t.CostEUR), f64(t.IdleEUR), f64(t.UnallocatedEUR)}, usageCells(u)...),
+			make([]string, len(csvHeader)-csvKind)...)
+		cells[csvLostHours], cells[csvUnknownHours] = f64(t.LostHours), f64(t.UnknownHours)
+		cells[csvLostEUR], cells[csvUnknownEUR] = f64(t.LostEUR), f64(t.UnknownEUR)
+		rows = append(rows, cells)
 	}
 	row("fleet", "fleet", r.Fleet.Totals, r.Fleet.Usage)
 	for _, s := range []struct {
@@ -221,9 +251,10 @@ func renderCSV(w io.Writer, r *Report) error {
 	for _, rec := range r.Recommendations {
 		cells := make([]string, len(csvHeader))
 		cells[0], cells[1] = "recommendation", rec.Target
-		cells[14], cells[15], cells[16] = recTitle(rec), f64(rec.SavingsEURPerMonth), rec.Evidence
+		cells[csvKind], cells[csvSavings], cells[csvEvidence] = recTitle(rec), f64(rec.SavingsEURPerMonth), rec.Evidence
 		rows = append(rows, cells)
 	}
+	rows = append(rows, csvFaultRows(r)...)
 	if err := cw.WriteAll(rows); err != nil {
 		return fmt.Errorf("write csv: %w", err)
 	}

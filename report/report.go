@@ -108,8 +108,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("step %s and resolution %s must be positive", c.Step, c.Resolution)
 	case c.Range <= 0 || c.Range%c.Step != 0:
 		return fmt.Errorf("range %s must be a positive multiple of the step %s", c.Range, c.Step)
-	case c.Resolution > c.Step:
-		return fmt.Errorf("resolution %s must not exceed the step %s", c.Resolution, c.Step)
+	case c.Resolution > c.Step || c.Step%c.Resolution != 0 || c.Resolution < 2*time.Second:
+		return fmt.Errorf("resolution %s must be at least 2s and divide the step %s", c.Resolution, c.Step)
 	case c.Format != FormatHTML && c.Format != FormatMarkdown && c.Format != FormatCSV && c.Format != FormatJSON:
 		return fmt.Errorf("format %q: want html, md, csv or json", c.Format)
 	case c.Out == "":
@@ -171,11 +171,13 @@ func RunDemo(ctx context.Context, cfg Config, history io.Reader, logger *slog.Lo
 // RunDemoStore is Run over the samples of st (filled through a StoreBuilder,
 // e.g. straight from a simulation) evaluated by the embedded PromQL engine.
 // When cfg.End is zero the period ends at the last sample; when the data spans
-// less than cfg.Range the range shrinks to the steps it spans, rounded.
+// less than cfg.Range the range shrinks to the steps it spans, rounded. A demo
+// is there to be looked at: a partial one is written, marked partial.
 func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	cfg.AllowPartial = true
 	first, last, ok := st.TimeRange()
 	if !ok {
 		return errors.New("no GPU data: the simulated history holds no samples")

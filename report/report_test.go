@@ -159,7 +159,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"no data", &fakeQuerier{}, false, "no GPU data"},
 		{"query error", &fakeQuerier{err: errors.New("bad_data: parse error")}, false, "gpuledger_gpu_seconds_total: bad_data: parse error"},
-		{"gaps", fleetQuerier(gappy, time.Hour), false, "gaps without GPU data: 2026-01-05T00:00:00Z – 2026-01-06T23:00:00Z"},
+		{"gaps", fleetQuerier(gappy, time.Hour), false, "gaps without GPU data: node-a GPU 0 (GPU-0) 2026-01-05T00:00:00Z – 2026-01-06T23:00:00Z (47.0 h)"},
 		{"gaps allowed", fleetQuerier(gappy, time.Hour), true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,11 +210,11 @@ func TestBoundedRequests(t *testing.T) {
 	}
 	for q, n := range points {
 		want := 168
-		if strings.Contains(q, "[5m]") {
-			want = 7 * 24 * 12
-		}
-		if strings.Contains(q, "gpuledger_gpu_seconds_total") || strings.Contains(q, "gpuledger_cost_eur_total") {
+		switch {
+		case strings.Contains(q, "gpuledger_gpu_seconds_total") || strings.Contains(q, "gpuledger_cost_eur_total"):
 			want *= 2 // this period and the previous one
+		case strings.Contains(q, "[5m]"):
+			want = 7 * 24 * 12
 		}
 		if n != want {
 			t.Errorf("%s: %d points in all, want %d", q, n, want)

@@ -1,0 +1,104 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// unknownBlocksAdvice is the share of a node's device-hours that may be
+// unknown before no drain advice is made for it: 1 %. Unknown time says
+// nothing about who held the GPUs, so it must not read as free capacity.
+const unknownBlocksAdvice = 0.01
+
+// BrokenGPU is a GPU that fell off the bus (XID 79, GPU lost) during the range:
+// from then on its capital accrued as `lost`.
+type BrokenGPU struct {
+	Node      string    `json:"node"`
+	UUID      string    `json:"uuid"`
+	GPU       string    `json:"gpu"` // index on its node
+	Model     string    `json:"model"`
+	Since     time.Time `json:"since"` // start of the first step bucket with lost time
+	LostHours float64   `json:"lost_hours"`
+	LostEUR   float64   `json:"lost_eur"`
+	Holdings  []string  `json:"holdings,omitempty"` // namespace/pod/container that held it in the range
+}
+
+// Advice is the one thing to do about a broken GPU.
+func (b BrokenGPU) Advice() string {
+	return fmt.Sprintf("repair or replace GPU %s (gpu %s) on node %s: %s EUR this period", b.UUID, b.GPU, b.Node, eur(b.LostEUR))
+}
+
+// brokenGPUs lists the GPUs with lost time, most EUR first.
+func brokenGPUs(d *dataset) []BrokenGPU {
+	byUUID := map[string]*BrokenGPU{}
+	for _, k := range sortedKeys(d.ledger) {
+		e := d.ledger[k]
+		if e.seconds[stateLost] <= 0 {
+			continue
+		}
+		b := byUUID[k.dev.UUID]
+		if b == nil {
+			b = &BrokenGPU{Node: e.host, UUID: k.dev.UUID, GPU: e.gpu, Model: e.model}
+			if g := d.gpus[k.dev.UUID]; g != nil && g.firstLost >= 0 {
+				b.Since = d.start.Add(time.Duration(g.firstLost) * d.step).UTC()
+			}
+			byUUID[k.dev.UUID] = b
+		}
+		b.LostHours += e.seconds[stateLost] / 3600
+		b.LostEUR += e.eur[stateLost]
+	}
+	for _, k := range sortedKeys(d.ledger) {
+		if b := byUUID[k.dev.UUID]; b != nil && k.holder != (holderKey{}) {
+			b.Holdings = append(b.Holdings, k.holder.Namespace+"/"+k.holder.Pod+"/"+k.holder.Container)
+		}
+	}
+	out := make([]BrokenGPU, 0, len(byUUID))
+	for _, b := range byUUID {
+		b.Holdings = slices.Compact(b.Holdings)
+		out = append(out, *b)
+	}
+	slices.SortFunc(out, func(x, y BrokenGPU) int {
+		return cmp.Or(cmp.Compare(y.LostEUR, x.LostEUR), cmp.Compare(x.Node, y.Node), cmp.Compare(x.UUID, y.UUID))
+	})
+	return out
+}
+
+// adviceExcluded marks the holdings no advice may be made for: those on a
+// broken GPU (the advice for it is to repair or replace it).
+func adviceExcluded(r *Report) map[int]bool {
+	broken := map[string]bool{}
+	for _, b := range r.BrokenGPUs {
+		broken[b.UUID] = true
+	}
+	out := map[int]bool{}
+	for i := range r.Holdings {
+		if broken[r.Holdings[i].UUID] {
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// drainBlocked reports whether node has too much unknown time for drain advice.
+func drainBlocked(r *Report, node string) bool {
+	for _, n := range r.Coverage.Nodes {
+		if n.Node == node {
+			return n.UnknownShare() > unknownBlocksAdvice
+		}
+	}
+	return false
+}
+
+// unknownNodeWarnings names the nodes whose unknown time blocks advice.
+func unknownNodeWarnings(r *Report) []string {
+	var out []string
+	for _, n := range r.Coverage.Nodes {
+		if n.UnknownShare() > unknownBlocksAdvice {
+			out = append(out, fmt.Sprintf("node %s: %s of %s device-hours unknown (%s, above %s): who held its GPUs or how busy they were was not measured; no drain advice for it",
+				n.Node, hours(n.UnknownHours), hours(n.SeenHours), pct(n.UnknownShare()), pct(unknownBlocksAdvice)))
+		}
+	}
+	return out
+}
