@@ -206,7 +206,7 @@ func Generate(ctx context.Context, cfg Config, q Querier, logger *slog.Logger) (
 			return nil, err
 		}
 	}
-	run := &rangeRunner{q: q, maxPoints: cfg.MaxPointsPerQuery, progress: cfg.Progress, redraw: isTerminal(cfg.Progress)}
+	run := &rangeRunner{q: q, maxPoints: cfg.MaxPointsPerQuery, progress: NewProgress(cfg.Progress)}
 	c := &collector{run: run, teamLabel: cfg.TeamLabel}
 	start := cfg.End.Add(-cfg.Range)
 	began := cfg.now()

@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/gpuledger/gpuledger/history"
 	"github.com/gpuledger/gpuledger/report"
 )
 
@@ -78,15 +76,5 @@ func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// The simulated week streams into the embedded engine through a pipe.
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := history.Write(ctx, pw, history.Options{
-			Scenario: sc, Duration: c.cfg.Range, ScrapeInterval: time.Duration(*c.demoScrape),
-			SampleInterval: min(10*time.Second, time.Duration(*c.demoScrape)), Logger: logger,
-		})
-		pw.CloseWithError(err)
-	}()
-	defer pr.Close()
-	return report.RunDemo(ctx, c.cfg, pr, logger)
+	return runDemo(ctx, c.cfg, sc, time.Duration(*c.demoScrape), logger)
 }
