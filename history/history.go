@@ -9,6 +9,7 @@ package history
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -216,13 +217,20 @@ func (o *Options) defaults() error {
 }
 
 // scraper gathers the metrics of handed snapshots, in order, on its own
-// goroutine, and hands them to a Sink.
+// goroutine, and hands them to a Sink on a third, so that sampling, gathering
+// and writing overlap: each is about a third of a run's CPU.
 type scraper struct {
 	snaps   chan *collector.Snapshot
 	done    chan error
 	err     error
 	once    bool
 	samples int // samples handed over, NaN excluded; read after stop
+}
+
+// gathered is one scrape on its way to the sink.
+type gathered struct {
+	mfs []*dto.MetricFamily
+	t   time.Time
 }
 
 // pinned is a SnapshotSource of the snapshot being scraped; only the scraper's
@@ -236,7 +244,10 @@ func newScraper(hostname string, sink Sink) *scraper {
 	src := &pinned{}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collector.NewCollector(src, hostname, func() time.Time { return src.snap.Time }))
+	scrapes := make(chan gathered, 8)
+	gatherErr := make(chan error, 1)
 	go func() {
+		defer close(scrapes)
 		var err error
 		for snap := range s.snaps {
 			if err != nil {
@@ -248,10 +259,20 @@ func newScraper(hostname string, sink Sink) *scraper {
 				err = fmt.Errorf("gather at %s: %w", snap.Time.Format(time.RFC3339), err)
 				continue
 			}
-			s.samples += dropNaN(mfs)
-			err = sink.AddScrape(mfs, snap.Time)
+			scrapes <- gathered{mfs, snap.Time}
 		}
-		s.done <- err
+		gatherErr <- err
+	}()
+	go func() {
+		var err error
+		for g := range scrapes {
+			if err != nil {
+				continue // drain after a failure
+			}
+			s.samples += dropNaN(g.mfs)
+			err = sink.AddScrape(g.mfs, g.t)
+		}
+		s.done <- cmp.Or(<-gatherErr, err)
 	}()
 	return s
 }
@@ -259,8 +280,8 @@ func newScraper(hostname string, sink Sink) *scraper {
 // scrape hands snap to the scraper; stop reports what failed.
 func (s *scraper) scrape(snap *collector.Snapshot) { s.snaps <- snap }
 
-// stop waits for the handed snapshots to be written and returns the first
-// error. It may be called more than once.
+// stop waits for the handed snapshots to be written and returns what failed,
+// a gather's error before the sink's. It may be called more than once.
 func (s *scraper) stop() error {
 	if !s.once {
 		s.once = true
