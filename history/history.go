@@ -413,6 +413,11 @@ func (fw *familyWriter) writeTo(w io.Writer) error {
 			return fmt.Errorf("history: %w", err)
 		}
 		fmt.Fprintf(bw, "# TYPE %s %s\n", n, f.typ)
+		// With nothing buffered, the copy goes straight from the family's file
+		// to w (copy_file_range or splice when w is a file or a pipe).
+		if err := bw.Flush(); err != nil {
+			return fmt.Errorf("write history: %w", err)
+		}
 		if _, err := io.Copy(bw, f.file); err != nil {
 			return fmt.Errorf("history: %w", err)
 		}
