@@ -9,8 +9,8 @@
 // JSON, and can post the Markdown to a Slack/Mattermost webhook.
 //
 // Queries go through a Querier: the Prometheus HTTP API (PrometheusQuerier), or
-// Prometheus' PromQL engine over an in-memory Store loaded from OpenMetrics
-// (EngineQuerier, for --demo). Every query is a range query split into requests
+// Prometheus' PromQL engine over an in-memory Store (EngineQuerier), loaded
+// from OpenMetrics or, for --demo, filled straight from a simulation's scrapes. Every query is a range query split into requests
 // of bounded size; the report needs only raw metrics, no recording rules.
 package report
 
