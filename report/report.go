@@ -10,8 +10,9 @@
 //
 // Queries go through a Querier: the Prometheus HTTP API (PrometheusQuerier), or
 // Prometheus' PromQL engine over an in-memory Store (EngineQuerier), loaded
-// from OpenMetrics or, for --demo, filled straight from a simulation's scrapes. Every query is a range query split into requests
-// of bounded size; the report needs only raw metrics, no recording rules.
+// from OpenMetrics or, for --demo, filled straight from a simulation's
+// scrapes. Every query is a range query split into requests of bounded size;
+// the report needs only raw metrics, no recording rules.
 package report
 
 import (
