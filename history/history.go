@@ -147,7 +147,7 @@ func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
-		if opts.Progress != nil && !t.Before(nextHour) {
+		if opts.Progress != nil && !t.Before(nextHour) && t.Before(res.End) {
 			opts.Progress(t.Sub(opts.Start).Truncate(time.Hour), opts.Duration)
 			nextHour = nextHour.Add(time.Hour)
 		}
