@@ -1,74 +1,77 @@
 package history
 
 import (
-	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
+	"slices"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/gpuledger/gpuledger/collector/sim"
 )
 
 // WriteFleet runs every node of nodes in virtual time over the same period,
-// as Write does for one (opts.Scenario is ignored), and writes their metrics
-// to w as one OpenMetrics stream: each family once, holding every node's
-// samples, each labelled instance="<hostname>" as a Prometheus scraping the
-// nodes' exporters would. Each node keeps its own seed unless opts.Seed is set, when node i
-// gets opts.Seed + i. Nodes must differ in hostname and seed (GPU UUIDs
-// derive from the seed). The Result adds up the nodes' samples, totals and
-// rates.
+// as Write does for one, and writes their metrics to w as one OpenMetrics
+// stream: each family once, holding every node's samples. See RunFleet for
+// the nodes, their labels and the Result.
 func WriteFleet(ctx context.Context, w io.Writer, opts Options, nodes []*sim.Scenario) (Result, error) {
+	out, err := newFamilyWriter()
+	if err != nil {
+		return Result{}, err
+	}
+	defer out.close()
+	res, err := RunFleet(ctx, opts, nodes, out)
+	if err != nil {
+		return Result{}, err
+	}
+	return res, out.writeTo(w)
+}
+
+// RunFleet runs every node of nodes in virtual time over the same period, as
+// Run does for one (opts.Scenario is ignored), one node after the other, and
+// hands all their scrapes to sink: node 1's whole period, then node 2's. So
+// the scrapes of one series come in time order, but not the scrapes of the
+// fleet. With more than one node, each sample gets the label
+// instance="<hostname>", as a Prometheus scraping the nodes' exporters adds,
+// so that the exporters' own series (which carry no Hostname) stay apart.
+// Each node keeps its own seed unless opts.Seed is set, when node i gets
+// opts.Seed + i. Nodes must differ in hostname and seed (GPU UUIDs derive
+// from the seed). opts.Progress, if set, is told the virtual time of the
+// whole fleet: n nodes of a week are n weeks. The Result adds up the nodes'
+// samples, restarts, totals and rates.
+func RunFleet(ctx context.Context, opts Options, nodes []*sim.Scenario, sink Sink) (Result, error) {
 	if err := CheckFleet(nodes, opts.Seed); err != nil {
 		return Result{}, err
 	}
 	opts.Scenario = nodes[0]
 	if len(nodes) == 1 {
-		return Write(ctx, w, opts)
+		return Run(ctx, opts, sink)
 	}
 	if err := opts.defaults(); err != nil {
 		return Result{}, err
 	}
-	runs := make([]Options, len(nodes))
-	for i, sc := range nodes {
-		runs[i] = opts
-		runs[i].Scenario = sc
-		if opts.Seed != 0 {
-			runs[i].Seed = opts.Seed + int64(i)
-		}
-	}
-	dir, err := os.MkdirTemp("", "gpuledger-fleet")
-	if err != nil {
-		return Result{}, fmt.Errorf("fleet: %w", err)
-	}
-	defer os.RemoveAll(dir)
 	var res Result
-	files := make([]*os.File, len(runs))
-	defer func() {
-		for _, f := range files {
-			if f != nil {
-				f.Close()
+	for i, sc := range nodes {
+		o := opts
+		o.Scenario = sc
+		if opts.Seed != 0 {
+			o.Seed = opts.Seed + int64(i)
+		}
+		if opts.Progress != nil {
+			before := time.Duration(i) * opts.Duration
+			o.Progress = func(done, _ time.Duration) {
+				opts.Progress(before+done, time.Duration(len(nodes))*opts.Duration)
 			}
 		}
-	}()
-	for i, o := range runs {
-		f, err := os.CreateTemp(dir, "node")
+		host := cmp.Or(sc.Node.Hostname, sim.DefaultHostname)
+		r, err := Run(ctx, o, &instanceSink{sink: sink, instance: &dto.LabelPair{Name: proto.String("instance"), Value: proto.String(host)}})
 		if err != nil {
-			return Result{}, fmt.Errorf("fleet: %w", err)
-		}
-		files[i] = f
-		bw := bufio.NewWriterSize(f, 64<<10)
-		r, err := Write(ctx, bw, o)
-		if err != nil {
-			return Result{}, fmt.Errorf("node %s: %w", o.Scenario.Node.Hostname, err)
-		}
-		if err := bw.Flush(); err != nil {
-			return Result{}, fmt.Errorf("fleet: %w", err)
-		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return Result{}, fmt.Errorf("fleet: %w", err)
+			return Result{}, fmt.Errorf("node %s: %w", host, err)
 		}
 		res.Start, res.End = r.Start, r.End
 		res.Samples += r.Samples
@@ -76,16 +79,26 @@ func WriteFleet(ctx context.Context, w io.Writer, opts Options, nodes []*sim.Sce
 		res.Totals = append(res.Totals, r.Totals...)
 		res.Rates = append(res.Rates, r.Rates...)
 	}
-	readers := make([]io.Reader, len(files))
-	instances := make([]string, len(files))
-	for i, f := range files {
-		readers[i] = f
-		instances[i] = runs[i].Scenario.Node.Hostname
-		if instances[i] == "" {
-			instances[i] = sim.DefaultHostname
+	return res, nil
+}
+
+// instanceSink hands scrapes on to sink with the label pair instance added
+// to every sample, in its sorted place among the sample's labels. The label
+// slices are new: the gathered ones may share their arrays with the
+// collector's.
+type instanceSink struct {
+	sink     Sink
+	instance *dto.LabelPair
+}
+
+func (s *instanceSink) AddScrape(mfs []*dto.MetricFamily, t time.Time) error {
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			at, _ := slices.BinarySearchFunc(m.Label, "instance", func(p *dto.LabelPair, name string) int { return cmp.Compare(p.GetName(), name) })
+			m.Label = slices.Insert(slices.Clip(m.Label), at, s.instance)
 		}
 	}
-	return res, mergeFamilies(w, readers, instances)
+	return s.sink.AddScrape(mfs, t)
 }
 
 // CheckFleet reports nodes that WriteFleet cannot run together: two with
@@ -112,99 +125,6 @@ func CheckFleet(nodes []*sim.Scenario, seed int64) error {
 			return fmt.Errorf("fleet: nodes %d and %d have the same seed %d, so the same GPU UUIDs", j+1, i+1, s)
 		}
 		hosts[host], seeds[s] = i, i
-	}
-	return nil
-}
-
-// familyStream reads one Write output family by family, adding an instance
-// label to each sample.
-type familyStream struct {
-	r        *bufio.Reader
-	instance string // `instance="<node>"`
-	header   string // the current family's "# TYPE" line; "" at the end
-}
-
-func (s *familyStream) next() error {
-	line, err := s.r.ReadString('\n')
-	switch {
-	case err != nil:
-		return fmt.Errorf("fleet: unexpected end of a node's metrics: %w", err)
-	case line == "# EOF\n":
-		s.header = ""
-	case strings.HasPrefix(line, "# TYPE "):
-		s.header = line
-	default:
-		return fmt.Errorf("fleet: want a # TYPE line, got %q", strings.TrimSpace(line))
-	}
-	return nil
-}
-
-// copyFamily copies the samples of the current family to w and reads the
-// next header.
-func (s *familyStream) copyFamily(w *bufio.Writer) error {
-	for {
-		b, err := s.r.Peek(1)
-		if err != nil {
-			return fmt.Errorf("fleet: unexpected end of a node's metrics: %w", err)
-		}
-		if b[0] == '#' {
-			return s.next()
-		}
-		line, err := s.r.ReadString('\n')
-		if err != nil {
-			return fmt.Errorf("fleet: unexpected end of a node's metrics: %w", err)
-		}
-		name := strings.IndexAny(line, "{ ")
-		if name < 0 {
-			return fmt.Errorf("fleet: not a sample: %q", strings.TrimSpace(line))
-		}
-		w.WriteString(line[:name])
-		if line[name] == '{' {
-			w.WriteString("{" + s.instance + ",")
-			w.WriteString(line[name+1:])
-		} else {
-			w.WriteString("{" + s.instance + "}")
-			w.WriteString(line[name:])
-		}
-	}
-}
-
-// mergeFamilies merges OpenMetrics streams whose families are sorted by name
-// (as Write writes them) into one, each family once, and "# EOF". Every
-// sample of in[i] gets the label instance="<instances[i]>", as Prometheus
-// adds to what it scrapes, so that the exporters' own series (which carry no
-// Hostname) stay apart.
-func mergeFamilies(w io.Writer, in []io.Reader, instances []string) error {
-	streams := make([]*familyStream, len(in))
-	for i, r := range in {
-		streams[i] = &familyStream{r: bufio.NewReaderSize(r, 64<<10), instance: `instance="` + labelEscaper.Replace(instances[i]) + `"`}
-		if err := streams[i].next(); err != nil {
-			return err
-		}
-	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	for {
-		first := ""
-		for _, s := range streams {
-			if s.header != "" && (first == "" || s.header < first) {
-				first = s.header
-			}
-		}
-		if first == "" {
-			break
-		}
-		bw.WriteString(first)
-		for _, s := range streams {
-			if s.header == first {
-				if err := s.copyFamily(bw); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	bw.WriteString("# EOF\n")
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write history: %w", err)
 	}
 	return nil
 }

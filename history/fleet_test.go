@@ -2,11 +2,15 @@ package history
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gpuledger/gpuledger/collector/sim"
 )
@@ -82,3 +86,60 @@ func TestWriteFleetRejectsClashingNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestRunFleetHandsNodesInTurn: RunFleet hands node 1's scrapes, then node
+// 2's, each sample labelled with its node's instance; the progress counts the
+// fleet's virtual time, two nodes × 2 h.
+func TestRunFleetHandsNodesInTurn(t *testing.T) {
+	a, b := sim.Default(), sim.Default()
+	b.Seed++
+	b.Node.Hostname = "sim-node-1"
+	var order []string
+	var progress []time.Duration
+	sink := sinkFunc(func(mfs []*dto.MetricFamily, _ time.Time) error {
+		instances := map[string]bool{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				n := 0
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "instance" {
+						instances[l.GetValue()] = true
+						n++
+					}
+				}
+				if n != 1 {
+					t.Fatalf("%s sample with %d instance labels", mf.GetName(), n)
+				}
+			}
+		}
+		if len(instances) != 1 {
+			t.Fatalf("one scrape of instances %v, want one", instances)
+		}
+		for i := range instances {
+			if len(order) == 0 || order[len(order)-1] != i {
+				order = append(order, i)
+			}
+		}
+		return nil
+	})
+	_, err := RunFleet(context.Background(), Options{Start: start, Duration: 2 * time.Hour, ScrapeInterval: time.Minute,
+		Progress: func(done, total time.Duration) {
+			if total != 4*time.Hour {
+				t.Errorf("progress total %s, want 4h", total)
+			}
+			progress = append(progress, done)
+		}}, []*sim.Scenario{a, b}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{cmp.Or(a.Node.Hostname, sim.DefaultHostname), "sim-node-1"}; !slices.Equal(order, want) {
+		t.Errorf("scrapes came from %v in turn, want %v", order, want)
+	}
+	if want := []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour, 4 * time.Hour}; !slices.Equal(progress, want) {
+		t.Errorf("progress %v, want %v", progress, want)
+	}
+}
+
+type sinkFunc func(mfs []*dto.MetricFamily, t time.Time) error
+
+func (f sinkFunc) AddScrape(mfs []*dto.MetricFamily, t time.Time) error { return f(mfs, t) }

@@ -1,12 +1,15 @@
 // Package history runs a simulated node in virtual time — the real sampler,
 // pod attribution, process accounting, ledger and collector, driven by a
-// virtual clock instead of sleeping — and writes what Prometheus would have
-// scraped as OpenMetrics with timestamps, for `promtool tsdb
-// create-blocks-from openmetrics` or an embedded PromQL engine.
+// virtual clock instead of sleeping — and hands what Prometheus would have
+// scraped to a Sink: Write renders it as OpenMetrics with timestamps, for
+// `promtool tsdb create-blocks-from openmetrics`; Run hands the gathered
+// families to any other sink, such as the report's in-memory store for
+// `report --demo`, without a text round trip.
 package history
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +52,20 @@ type Options struct {
 	StaleAfter time.Duration
 	Book       *cost.Book // default cost.Default()
 	Logger     *slog.Logger
+	// Progress (optional) is called on the run's goroutine after every whole
+	// hour of virtual time and at the end, with the virtual time simulated so
+	// far and the run's Duration.
+	Progress func(done, total time.Duration)
+}
+
+// Sink receives the scrapes of a run, in time order, on one goroutine (not
+// the run's). mfs are the families gathered from the collector at t, as a
+// registry gathers them for an HTTP scrape; a sink may keep them, and must not
+// modify the label pairs, which are shared between scrapes. A sample whose
+// value is NaN (a reading that is absent) is not one Prometheus would store:
+// the run drops it before the sink sees the families.
+type Sink interface {
+	AddScrape(mfs []*dto.MetricFamily, t time.Time) error
 }
 
 // Result summarises a run.
@@ -65,7 +82,23 @@ type Result struct {
 }
 
 // Write runs the node of opts in virtual time and writes its metrics to w as
-// OpenMetrics, one metric family after another, ending with "# EOF".
+// OpenMetrics, one metric family after another, ending with "# EOF". The
+// families are kept in temporary files until the end, so memory stays
+// constant however long the run. See Run for the faults.
+func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
+	out, err := newFamilyWriter()
+	if err != nil {
+		return Result{}, err
+	}
+	defer out.close()
+	res, err := Run(ctx, opts, out)
+	if err != nil {
+		return Result{}, err
+	}
+	return res, out.writeTo(w)
+}
+
+// Run runs the node of opts in virtual time and hands every scrape to sink.
 //
 // The scenario's faults play as they would on a node: inside a `kubelet: down`
 // window the kubelet fails every call and the real attribution client keeps its
@@ -73,7 +106,7 @@ type Result struct {
 // window every sample fails; inside an `exporter: stopped` window nothing is
 // sampled or scraped, and the exporter then starts again with a new ledger,
 // attribution client and process resolver, so its counters start from 0.
-func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
+func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 	if err := opts.defaults(); err != nil {
 		return Result{}, err
 	}
@@ -98,14 +131,9 @@ func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	out, err := newFamilyWriter()
-	if err != nil {
-		return Result{}, err
-	}
-	defer out.close()
-	// Scrapes are gathered and written by a second goroutine while the next
-	// samples are taken: each scrape reads the snapshot it was handed.
-	scraper := newScraper(backend.Hostname(), out)
+	// Scrapes are gathered and handed to the sink by a second goroutine while
+	// the next samples are taken: each scrape reads the snapshot it was handed.
+	scraper := newScraper(backend.Hostname(), sink)
 	defer scraper.stop()
 
 	clock := &virtualClock{now: opts.Start}
@@ -114,9 +142,14 @@ func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
 	res := Result{Start: opts.Start, End: opts.Start.Add(opts.Duration)}
 	var sums tally
 	var rates []cost.GPURate
+	nextHour := opts.Start.Add(time.Hour)
 	for t := opts.Start; !t.After(res.End); t = t.Add(opts.SampleInterval) {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
+		}
+		if opts.Progress != nil && !t.Before(nextHour) && t.Before(res.End) {
+			opts.Progress(t.Sub(opts.Start).Truncate(time.Hour), opts.Duration)
+			nextHour = nextHour.Add(time.Hour)
 		}
 		clock.now = t
 		snap, started, err := node.tick(ctx, t)
@@ -138,9 +171,12 @@ func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
 	if err := scraper.stop(); err != nil {
 		return Result{}, err
 	}
-	res.Samples, res.Restarts = out.samples, max(node.starts-1, 0)
+	if opts.Progress != nil {
+		opts.Progress(opts.Duration, opts.Duration)
+	}
+	res.Samples, res.Restarts = scraper.samples, max(node.starts-1, 0)
 	res.Totals, res.Rates = sums.totals(), rates
-	return res, out.writeTo(w)
+	return res, nil
 }
 
 func (o *Options) defaults() error {
@@ -181,12 +217,20 @@ func (o *Options) defaults() error {
 }
 
 // scraper gathers the metrics of handed snapshots, in order, on its own
-// goroutine, and appends them to a familyWriter.
+// goroutine, and hands them to a Sink on a third, so that sampling, gathering
+// and writing overlap: each is about a third of a run's CPU.
 type scraper struct {
-	snaps chan *collector.Snapshot
-	done  chan error
-	err   error
-	once  bool
+	snaps   chan *collector.Snapshot
+	done    chan error
+	err     error
+	once    bool
+	samples int // samples handed over, NaN excluded; read after stop
+}
+
+// gathered is one scrape on its way to the sink.
+type gathered struct {
+	mfs []*dto.MetricFamily
+	t   time.Time
 }
 
 // pinned is a SnapshotSource of the snapshot being scraped; only the scraper's
@@ -195,12 +239,15 @@ type pinned struct{ snap *collector.Snapshot }
 
 func (p *pinned) Snapshot() *collector.Snapshot { return p.snap }
 
-func newScraper(hostname string, out *familyWriter) *scraper {
+func newScraper(hostname string, sink Sink) *scraper {
 	s := &scraper{snaps: make(chan *collector.Snapshot, 8), done: make(chan error, 1)}
 	src := &pinned{}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collector.NewCollector(src, hostname, func() time.Time { return src.snap.Time }))
+	scrapes := make(chan gathered, 8)
+	gatherErr := make(chan error, 1)
 	go func() {
+		defer close(scrapes)
 		var err error
 		for snap := range s.snaps {
 			if err != nil {
@@ -212,9 +259,20 @@ func newScraper(hostname string, out *familyWriter) *scraper {
 				err = fmt.Errorf("gather at %s: %w", snap.Time.Format(time.RFC3339), err)
 				continue
 			}
-			err = out.add(mfs, snap.Time)
+			scrapes <- gathered{mfs, snap.Time}
 		}
-		s.done <- err
+		gatherErr <- err
+	}()
+	go func() {
+		var err error
+		for g := range scrapes {
+			if err != nil {
+				continue // drain after a failure
+			}
+			s.samples += dropNaN(g.mfs)
+			err = sink.AddScrape(g.mfs, g.t)
+		}
+		s.done <- cmp.Or(<-gatherErr, err)
 	}()
 	return s
 }
@@ -222,8 +280,8 @@ func newScraper(hostname string, out *familyWriter) *scraper {
 // scrape hands snap to the scraper; stop reports what failed.
 func (s *scraper) scrape(snap *collector.Snapshot) { s.snaps <- snap }
 
-// stop waits for the handed snapshots to be written and returns the first
-// error. It may be called more than once.
+// stop waits for the handed snapshots to be written and returns what failed,
+// a gather's error before the sink's. It may be called more than once.
 func (s *scraper) stop() error {
 	if !s.once {
 		s.once = true
@@ -247,8 +305,15 @@ func (c *virtualClock) NewTicker(time.Duration) (<-chan time.Time, func()) { ret
 type familyWriter struct {
 	dir      string
 	families map[string]*family
-	samples  int
+	// pairs holds each label pair rendered as `name="escaped value"`. The
+	// collector interns its pairs across scrapes, so most lookups hit; the map
+	// is emptied when it grows past maxRenderedPairs, so that pods that ended
+	// leave nothing behind and memory stays constant over a long run.
+	pairs map[*dto.LabelPair]string
 }
+
+// maxRenderedPairs bounds familyWriter.pairs: a few scrapes of a big node.
+const maxRenderedPairs = 1 << 16
 
 type family struct {
 	typ  string
@@ -261,7 +326,7 @@ func newFamilyWriter() (*familyWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	return &familyWriter{dir: dir, families: map[string]*family{}}, nil
+	return &familyWriter{dir: dir, families: map[string]*family{}, pairs: map[*dto.LabelPair]string{}}, nil
 }
 
 func (fw *familyWriter) close() {
@@ -271,30 +336,45 @@ func (fw *familyWriter) close() {
 	os.RemoveAll(fw.dir)
 }
 
-// add appends the samples of mfs at time t.
-func (fw *familyWriter) add(mfs []*dto.MetricFamily, t time.Time) error {
+// AddScrape appends the samples of mfs at time t; it implements Sink.
+func (fw *familyWriter) AddScrape(mfs []*dto.MetricFamily, t time.Time) error {
 	ts := strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', -1, 64)
+	var num []byte
 	for _, mf := range mfs {
 		f, err := fw.family(mf)
 		if err != nil {
 			return err
 		}
 		for _, m := range mf.GetMetric() {
-			v := value(mf.GetType(), m)
-			if math.IsNaN(v) {
-				continue
-			}
 			f.buf.WriteString(mf.GetName())
-			writeLabels(f.buf, m.GetLabel())
+			fw.writeLabels(f.buf, m.GetLabel())
 			f.buf.WriteByte(' ')
-			f.buf.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+			num = strconv.AppendFloat(num[:0], value(mf.GetType(), m), 'g', -1, 64)
+			f.buf.Write(num)
 			f.buf.WriteByte(' ')
 			f.buf.WriteString(ts)
 			f.buf.WriteByte('\n')
-			fw.samples++
 		}
 	}
 	return nil
+}
+
+// dropNaN removes the samples whose value is NaN from mfs and returns how
+// many samples are left.
+func dropNaN(mfs []*dto.MetricFamily) int {
+	n := 0
+	for _, mf := range mfs {
+		keep := mf.Metric[:0]
+		for _, m := range mf.Metric {
+			if !math.IsNaN(value(mf.GetType(), m)) {
+				keep = append(keep, m)
+			}
+		}
+		clear(mf.Metric[len(keep):])
+		mf.Metric = keep
+		n += len(keep)
+	}
+	return n
 }
 
 func (fw *familyWriter) family(mf *dto.MetricFamily) (*family, error) {
@@ -333,6 +413,11 @@ func (fw *familyWriter) writeTo(w io.Writer) error {
 			return fmt.Errorf("history: %w", err)
 		}
 		fmt.Fprintf(bw, "# TYPE %s %s\n", n, f.typ)
+		// With nothing buffered, the copy goes straight from the family's file
+		// to w (copy_file_range or splice when w is a file or a pipe).
+		if err := bw.Flush(); err != nil {
+			return fmt.Errorf("write history: %w", err)
+		}
 		if _, err := io.Copy(bw, f.file); err != nil {
 			return fmt.Errorf("history: %w", err)
 		}
@@ -344,6 +429,8 @@ func (fw *familyWriter) writeTo(w io.Writer) error {
 	return nil
 }
 
+// value returns the value of m, a sample of a family of type t: its counter's,
+// gauge's or untyped value.
 func value(t dto.MetricType, m *dto.Metric) float64 {
 	switch t {
 	case dto.MetricType_COUNTER:
@@ -357,7 +444,7 @@ func value(t dto.MetricType, m *dto.Metric) float64 {
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
 
-func writeLabels(w *bufio.Writer, labels []*dto.LabelPair) {
+func (fw *familyWriter) writeLabels(w *bufio.Writer, labels []*dto.LabelPair) {
 	if len(labels) == 0 {
 		return
 	}
@@ -366,10 +453,20 @@ func writeLabels(w *bufio.Writer, labels []*dto.LabelPair) {
 		if i > 0 {
 			w.WriteByte(',')
 		}
-		w.WriteString(l.GetName())
-		w.WriteString(`="`)
-		labelEscaper.WriteString(w, l.GetValue())
-		w.WriteByte('"')
+		w.WriteString(fw.rendered(l))
 	}
 	w.WriteByte('}')
+}
+
+// rendered returns l as `name="escaped value"`.
+func (fw *familyWriter) rendered(l *dto.LabelPair) string {
+	if r, ok := fw.pairs[l]; ok {
+		return r
+	}
+	if len(fw.pairs) >= maxRenderedPairs {
+		clear(fw.pairs)
+	}
+	r := l.GetName() + `="` + labelEscaper.Replace(l.GetValue()) + `"`
+	fw.pairs[l] = r
+	return r
 }

@@ -25,7 +25,8 @@ const samplesPerChunk = 240
 
 // Store is an append-once, in-memory time-series store that the embedded
 // PromQL engine reads: samples are XOR-compressed in chunks as Prometheus' own
-// head block does. Build it with LoadOpenMetrics or a StoreBuilder; once built it
+// head block does. Build it with LoadOpenMetrics or a StoreBuilder (which
+// takes a simulation's scrapes directly, see AddScrape); once built it
 // is read-only and safe for concurrent use.
 type Store struct {
 	byName     map[string][]*memSeries // sorted by labels
@@ -44,6 +45,10 @@ type StoreBuilder struct {
 	mint   int64
 	maxt   int64
 	n      int
+	// byKey finds the series of a scraped sample by its name and label
+	// pairs (AddScrape); key is the buffer its keys are rendered in.
+	byKey map[string]*memSeries
+	key   []byte
 }
 
 // NewStoreBuilder returns an empty builder.
@@ -56,27 +61,33 @@ func NewStoreBuilder() *StoreBuilder {
 // empty value is no label, as in Prometheus' storage.
 func (b *StoreBuilder) Append(lset labels.Labels, t int64, v float64) error {
 	lset = lset.WithoutEmpty()
+	return b.appendTo(b.seriesOf(lset), t, v)
+}
+
+// seriesOf returns the series lset, created empty if it is new.
+func (b *StoreBuilder) seriesOf(lset labels.Labels) *memSeries {
 	h := lset.Hash()
-	var s *memSeries
 	for _, c := range b.series[h] {
 		if labels.Equal(c.lset, lset) {
-			s = c
-			break
+			return c
 		}
 	}
-	if s == nil {
-		s = &memSeries{lset: lset}
-		b.series[h] = append(b.series[h], s)
-	}
+	s := &memSeries{lset: lset}
+	b.series[h] = append(b.series[h], s)
+	return s
+}
+
+// appendTo adds one sample to s, a series of b.
+func (b *StoreBuilder) appendTo(s *memSeries, t int64, v float64) error {
 	if n := len(s.chunks); n > 0 && t <= s.chunks[n-1].MaxTime {
 		return fmt.Errorf("series %s: sample at %s is not after the previous one at %s",
-			lset, time.UnixMilli(t).UTC().Format(time.RFC3339), time.UnixMilli(s.chunks[n-1].MaxTime).UTC().Format(time.RFC3339))
+			s.lset, time.UnixMilli(t).UTC().Format(time.RFC3339), time.UnixMilli(s.chunks[n-1].MaxTime).UTC().Format(time.RFC3339))
 	}
 	if n := len(s.chunks); n == 0 || s.chunks[n-1].Chunk.NumSamples() >= samplesPerChunk {
 		c := chunkenc.NewXORChunk()
 		app, err := c.Appender()
 		if err != nil {
-			return fmt.Errorf("series %s: new chunk: %w", lset, err)
+			return fmt.Errorf("series %s: new chunk: %w", s.lset, err)
 		}
 		s.chunks = append(s.chunks, chunks.Meta{MinTime: t, Chunk: c})
 		s.app = app
@@ -105,7 +116,7 @@ func (b *StoreBuilder) Store() *Store {
 	for _, list := range st.byName {
 		slices.SortFunc(list, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
 	}
-	b.series = nil
+	b.series, b.byKey = nil, nil
 	return st
 }
 

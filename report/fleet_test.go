@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -17,8 +16,8 @@ import (
 )
 
 // TestDemoFleetHeadline runs the demo fleet (testdata/scenarios/fleet/, four
-// nodes, flat prices from testdata/prices/fleet.yaml) through the simulator
-// and the embedded engine, and checks the report against the hand
+// nodes, flat prices from testdata/prices/fleet.yaml) through the simulator,
+// the store report --demo fills and the embedded engine, and checks the report against the hand
 // computation of docs/report.md ("The demo fleet"): freed = (1.80 + 1.80 +
 // 2 × 1.80 + 0.60) EUR/h × 730.5 h = 5697.90 EUR/month. A flat-priced GPU
 // costs its rate × the hours measured, whatever the range, so one simulated
@@ -42,11 +41,12 @@ func TestDemoFleetHeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var om bytes.Buffer
-	if _, err := history.WriteFleet(context.Background(), &om, history.Options{
+	// As report --demo does: the nodes' scrapes straight into the store.
+	store := NewStoreBuilder()
+	if _, err := history.RunFleet(context.Background(), history.Options{
 		Start: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC), Duration: 24 * time.Hour,
 		SampleInterval: 10 * time.Second, ScrapeInterval: 60 * time.Second, Book: book,
-	}, nodes); err != nil {
+	}, nodes, store); err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
@@ -55,7 +55,7 @@ func TestDemoFleetHeadline(t *testing.T) {
 	cfg.Out = filepath.Join(t.TempDir(), "fleet.json")
 	cfg.ApplyDir = filepath.Join(t.TempDir(), "apply")
 	cfg.MIGWeight = book.MIGWeight
-	if err := RunDemo(context.Background(), cfg, &om, discard()); err != nil {
+	if err := RunDemoStore(context.Background(), cfg, store.Store(), discard()); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(cfg.Out)

@@ -78,9 +78,8 @@ func (p *PrometheusQuerier) QueryRange(ctx context.Context, query string, start,
 type rangeRunner struct {
 	q         Querier
 	maxPoints int
-	progress  io.Writer // nil: no progress line
-	redraw    bool      // progress is a terminal: one line redrawn, not a line per request
-	total     int       // requests planned
+	progress  *Progress
+	total     int // requests planned
 	done      int
 	warnings  []string
 }
@@ -118,20 +117,12 @@ func (r *rangeRunner) run(ctx context.Context, name, query string, start, end ti
 		r.warnings = append(r.warnings, warnings...)
 		each(m)
 		r.done++
-		switch line := fmt.Sprintf("report: %d/%d queries (%s)", r.done, r.total, name); {
-		case r.progress == nil:
-		case r.redraw:
-			fmt.Fprintf(r.progress, "\r%-72s", line)
-		default:
-			fmt.Fprintln(r.progress, line)
-		}
+		r.progress.Update(fmt.Sprintf("report: %d/%d queries (%s)", r.done, r.total, name))
 	}
 	return nil
 }
 
 // finish ends the progress line.
 func (r *rangeRunner) finish() {
-	if r.progress != nil && r.redraw && r.done > 0 {
-		fmt.Fprintln(r.progress)
-	}
+	r.progress.End()
 }

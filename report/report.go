@@ -12,9 +12,10 @@
 // webhook.
 //
 // Queries go through a Querier: the Prometheus HTTP API (PrometheusQuerier), or
-// Prometheus' PromQL engine over an in-memory Store loaded from OpenMetrics
-// (EngineQuerier, for --demo). Every query is a range query split into requests
-// of bounded size; the report needs only raw metrics, no recording rules.
+// Prometheus' PromQL engine over an in-memory Store (EngineQuerier), loaded
+// from OpenMetrics or, for --demo, filled straight from a simulation's
+// scrapes. Every query is a range query split into requests of bounded size;
+// the report needs only raw metrics, no recording rules.
 package report
 
 import (
@@ -120,8 +121,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("step %s and resolution %s must be positive", c.Step, c.Resolution)
 	case c.Range <= 0 || c.Range%c.Step != 0:
 		return fmt.Errorf("range %s must be a positive multiple of the step %s", c.Range, c.Step)
-	case c.Resolution > c.Step:
-		return fmt.Errorf("resolution %s must not exceed the step %s", c.Resolution, c.Step)
+	case c.Resolution > c.Step || c.Step%c.Resolution != 0 || c.Resolution < 2*time.Second:
+		return fmt.Errorf("resolution %s must be at least 2s and divide the step %s", c.Resolution, c.Step)
 	case c.Format != FormatHTML && c.Format != FormatMarkdown && c.Format != FormatCSV && c.Format != FormatJSON:
 		return fmt.Errorf("format %q: want html, md, csv or json", c.Format)
 	case c.Out == "":
@@ -218,7 +219,7 @@ func Generate(ctx context.Context, cfg Config, q Querier, logger *slog.Logger) (
 			return nil, err
 		}
 	}
-	run := &rangeRunner{q: q, maxPoints: cfg.MaxPointsPerQuery, progress: cfg.Progress, redraw: isTerminal(cfg.Progress)}
+	run := &rangeRunner{q: q, maxPoints: cfg.MaxPointsPerQuery, progress: NewProgress(cfg.Progress)}
 	c := &collector{run: run, teamLabel: cfg.TeamLabel}
 	start := cfg.End.Add(-cfg.Range)
 	began := cfg.now()

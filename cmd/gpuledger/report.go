@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -93,15 +92,5 @@ func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if err := history.CheckFleet(nodes, 0); err != nil {
 		return badInput(err)
 	}
-	// The simulated week streams into the embedded engine through a pipe.
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := history.WriteFleet(ctx, pw, history.Options{
-			Duration: c.cfg.Range, ScrapeInterval: time.Duration(*c.demoScrape), Book: book,
-			SampleInterval: min(10*time.Second, time.Duration(*c.demoScrape)), Logger: logger,
-		}, nodes)
-		pw.CloseWithError(err)
-	}()
-	defer pr.Close()
-	return report.RunDemo(ctx, c.cfg, pr, logger)
+	return runDemo(ctx, c.cfg, nodes, book, time.Duration(*c.demoScrape), logger)
 }
