@@ -49,6 +49,8 @@ type SliceDevice struct {
 type SliceSource interface {
 	// Device returns what the slices publish for ref, and whether they publish it.
 	Device(ref DRADeviceRef) (SliceDevice, bool)
+	// Status says whether the source is current.
+	Status() SliceStatus
 }
 
 // MIGSlot is one MIG instance of the backend's inventory, with where it sits on

@@ -22,6 +22,10 @@ func (f fakeSlices) Device(ref attribution.DRADeviceRef) (attribution.SliceDevic
 	return d, ok
 }
 
+func (f fakeSlices) Status() attribution.SliceStatus {
+	return attribution.SliceStatus{Up: true, Devices: len(f)}
+}
+
 func nvRef(device string) attribution.DRADeviceRef {
 	return attribution.DRADeviceRef{Driver: nvDriver, Pool: nodePool, Device: device}
 }

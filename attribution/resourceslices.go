@@ -1,0 +1,358 @@
+package attribution
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// ResourceSliceVersions are the resource.k8s.io versions a SliceWatcher tries, in
+// order: the first the API server serves ResourceSlices under is watched.
+var ResourceSliceVersions = []string{"v1", "v1beta2", "v1beta1"}
+
+// SliceStatus is how current a SliceSource is.
+type SliceStatus struct {
+	Up      bool // the last list or watch of the slices succeeded
+	Devices int  // devices of tracked drivers the slices publish
+}
+
+// SliceWatcherConfig configures a SliceWatcher.
+type SliceWatcherConfig struct {
+	// Kubeconfig is the kubeconfig file to reach the API server with; "" uses the
+	// in-cluster service account.
+	Kubeconfig string
+	// REST, when set, is used instead of Kubeconfig (tests).
+	REST *rest.Config
+	// NodeName selects the slices of this node (spec.nodeName). Required.
+	NodeName string
+	// Drivers are the DRA drivers whose devices are indexed; empty means DefaultDRADriver.
+	Drivers []string
+	// RetryInterval is the wait between two API discoveries while the API server
+	// is unreachable or serves no ResourceSlices; 0 means 30s.
+	RetryInterval time.Duration
+	Logger        *slog.Logger
+}
+
+// SliceWatcher keeps the node's ResourceSlices in memory through one watch
+// (client-go informer, field selector spec.nodeName) and answers device lookups
+// from that cache. When the API server becomes unreachable the cache keeps the
+// last listed slices; Status says Up false. Device and Status are safe for
+// concurrent use; Run is called once.
+type SliceWatcher struct {
+	cfg     SliceWatcherConfig
+	log     *slog.Logger
+	rest    *rest.Config
+	drivers map[string]bool
+
+	up      atomic.Bool
+	failing atomic.Bool // a failure was logged and no recovery since
+
+	mu      sync.RWMutex
+	devices map[DRADeviceRef]SliceDevice
+	version string // resource.k8s.io version in use; "" before discovery
+}
+
+// NewSliceWatcher checks cfg and builds the API client; it contacts nothing.
+func NewSliceWatcher(cfg SliceWatcherConfig) (*SliceWatcher, error) {
+	if cfg.NodeName == "" {
+		return nil, errors.New("ResourceSlice watch: no node name (set --hostname or NODE_NAME)")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RetryInterval <= 0 {
+		cfg.RetryInterval = 30 * time.Second
+	}
+	if len(cfg.Drivers) == 0 {
+		cfg.Drivers = []string{DefaultDRADriver}
+	}
+	rc := cfg.REST
+	if rc == nil {
+		var err error
+		if cfg.Kubeconfig != "" {
+			rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		} else {
+			rc, err = rest.InClusterConfig()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ResourceSlice watch: API server configuration (in cluster, or --kubeconfig): %w", err)
+		}
+	}
+	rc = rest.CopyConfig(rc)
+	rc.UserAgent = "gpuledger"
+	w := &SliceWatcher{
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "resourceslices", "node", cfg.NodeName),
+		rest:    rc,
+		drivers: make(map[string]bool),
+		devices: make(map[DRADeviceRef]SliceDevice),
+	}
+	for _, d := range cfg.Drivers {
+		w.drivers[d] = true
+	}
+	return w, nil
+}
+
+// Device returns what the node's slices publish for ref.
+func (w *SliceWatcher) Device(ref DRADeviceRef) (SliceDevice, bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	d, ok := w.devices[ref]
+	return d, ok
+}
+
+// Status says whether the watch is current and how many devices it knows.
+func (w *SliceWatcher) Status() SliceStatus {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return SliceStatus{Up: w.up.Load(), Devices: len(w.devices)}
+}
+
+// Version returns the resource.k8s.io version being watched; "" before discovery.
+func (w *SliceWatcher) Version() string {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.version
+}
+
+// Run discovers the ResourceSlice API version, retrying every RetryInterval,
+// then watches the node's slices until ctx is done.
+func (w *SliceWatcher) Run(ctx context.Context) {
+	dc, err := discovery.NewDiscoveryClientForConfig(w.rest)
+	if err != nil {
+		w.fail("ResourceSlice watch: discovery client", err)
+		return
+	}
+	dyn, err := dynamic.NewForConfig(w.rest)
+	if err != nil {
+		w.fail("ResourceSlice watch: API client", err)
+		return
+	}
+	var version string
+	for {
+		if version, err = discoverSliceVersion(dc); err == nil {
+			break
+		}
+		w.fail("ResourceSlice API discovery failed; DRA devices stay unmapped until it succeeds", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(w.cfg.RetryInterval):
+		}
+	}
+	w.mu.Lock()
+	w.version = version
+	w.mu.Unlock()
+	w.log.Info("watching the node's ResourceSlices", "version", "resource.k8s.io/"+version)
+
+	res := dyn.Resource(schema.GroupVersionResource{Group: "resource.k8s.io", Version: version, Resource: "resourceslices"})
+	selector := fields.OneTermEqualSelector("spec.nodeName", w.cfg.NodeName).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = selector
+			l, err := res.List(ctx, opts)
+			w.observe("list", err)
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = selector
+			wi, err := res.Watch(ctx, opts)
+			w.observe("watch", err)
+			return wi, err
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		w.observe("watch", err)
+	})
+	rebuild := func(any) { w.rebuild(inf.GetStore().List()) }
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    rebuild,
+		UpdateFunc: func(_, o any) { rebuild(o) },
+		DeleteFunc: rebuild,
+	}); err != nil {
+		w.fail("ResourceSlice watch: event handler", err)
+		return
+	}
+	inf.RunWithContext(ctx)
+}
+
+// discoverSliceVersion returns the first of ResourceSliceVersions under which
+// the API server serves resourceslices.
+func discoverSliceVersion(dc discovery.DiscoveryInterface) (string, error) {
+	for _, v := range ResourceSliceVersions {
+		list, err := dc.ServerResourcesForGroupVersion("resource.k8s.io/" + v)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("discover resource.k8s.io/%s: %w", v, err)
+		}
+		if slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "resourceslices" }) {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("the API server serves no ResourceSlices under resource.k8s.io/%s (DRA needs Kubernetes 1.32 or later)",
+		strings.Join(ResourceSliceVersions, ", "))
+}
+
+// observe records the outcome of a list or watch call, logging a failure and
+// its recovery once each.
+func (w *SliceWatcher) observe(op string, err error) {
+	if err == nil {
+		w.up.Store(true)
+		if w.failing.CompareAndSwap(true, false) {
+			w.log.Info("ResourceSlice " + op + " recovered")
+		}
+		return
+	}
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	w.fail("ResourceSlice "+op+" failed; keeping the last listed slices", err)
+}
+
+func (w *SliceWatcher) fail(msg string, err error) {
+	w.up.Store(false)
+	if w.failing.CompareAndSwap(false, true) {
+		w.log.Warn(msg, "err", err)
+	}
+}
+
+// rebuild indexes the devices of tracked drivers of objs. Of several slices of
+// one pool, the newest generation wins.
+func (w *SliceWatcher) rebuild(objs []any) {
+	devs := make(map[DRADeviceRef]SliceDevice)
+	gen := make(map[[2]string]int64)
+	var parsed []resourceSlice
+	for _, o := range objs {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		var s resourceSlice
+		if err := decodeSlice(u, &s); err != nil {
+			w.log.Debug("skip malformed ResourceSlice", "name", u.GetName(), "err", err)
+			continue
+		}
+		if !w.drivers[s.Spec.Driver] {
+			continue
+		}
+		k := [2]string{s.Spec.Driver, s.Spec.Pool.Name}
+		gen[k] = max(gen[k], s.Spec.Pool.Generation)
+		parsed = append(parsed, s)
+	}
+	for _, s := range parsed {
+		if s.Spec.Pool.Generation < gen[[2]string{s.Spec.Driver, s.Spec.Pool.Name}] {
+			continue
+		}
+		for _, d := range s.Spec.Devices {
+			ref := DRADeviceRef{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
+			devs[ref] = d.sliceDevice(s.Spec.Driver)
+		}
+	}
+	w.mu.Lock()
+	w.devices = devs
+	w.mu.Unlock()
+}
+
+// decodeSlice decodes the fields of u that attribution reads.
+func decodeSlice(u *unstructured.Unstructured, s *resourceSlice) error {
+	b, err := u.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, s)
+}
+
+// resourceSlice is the part of a ResourceSlice (resource.k8s.io v1, v1beta2 or
+// v1beta1) that attribution reads.
+type resourceSlice struct {
+	Spec struct {
+		Driver string `json:"driver"`
+		Pool   struct {
+			Name       string `json:"name"`
+			Generation int64  `json:"generation"`
+		} `json:"pool"`
+		Devices []sliceDeviceJSON `json:"devices"`
+	} `json:"spec"`
+}
+
+type sliceDeviceJSON struct {
+	Name string `json:"name"`
+	deviceFields
+	Basic *deviceFields `json:"basic,omitempty"` // v1beta1 nests the fields here
+}
+
+type deviceFields struct {
+	Attributes       map[string]attributeJSON `json:"attributes,omitempty"`
+	ConsumesCounters []struct {
+		Counters map[string]any `json:"counters,omitempty"`
+	} `json:"consumesCounters,omitempty"`
+}
+
+type attributeJSON struct {
+	String *string `json:"string,omitempty"`
+	Int    *int64  `json:"int,omitempty"`
+}
+
+// migName matches the NVIDIA driver's dynamic MIG device names,
+// gpu-<parentMinor>-mig-<profile>-<giProfileID>-<placementStart>.
+var migName = regexp.MustCompile(`^gpu-\d+-mig-[a-z0-9.+]+-\d+-(\d+)$`)
+
+// sliceDevice reads the attributes of one device. Attribute names may carry the
+// driver's domain ("gpu.nvidia.com/uuid") or not ("uuid"). The placement start
+// of a MIG device is its lowest memorySlice<N> counter, else the last number of
+// a name of the driver's dynamic MIG form.
+func (d sliceDeviceJSON) sliceDevice(driver string) SliceDevice {
+	f := d.deviceFields
+	if d.Basic != nil {
+		f = *d.Basic
+	}
+	str := func(name string) string {
+		for _, k := range []string{name, driver + "/" + name} {
+			if a, ok := f.Attributes[k]; ok && a.String != nil {
+				return *a.String
+			}
+		}
+		return ""
+	}
+	sd := SliceDevice{
+		Type: str("type"), UUID: str("uuid"), ParentUUID: str("parentUUID"), Profile: str("profile"),
+		PlacementStart: -1,
+	}
+	for _, c := range f.ConsumesCounters {
+		for name := range c.Counters {
+			n, err := strconv.Atoi(strings.TrimPrefix(name, "memorySlice"))
+			if err == nil && strings.HasPrefix(name, "memorySlice") && (sd.PlacementStart < 0 || n < sd.PlacementStart) {
+				sd.PlacementStart = n
+			}
+		}
+	}
+	if m := migName.FindStringSubmatch(d.Name); sd.PlacementStart < 0 && m != nil && sd.ParentUUID != "" {
+		sd.PlacementStart, _ = strconv.Atoi(m[1])
+	}
+	return sd
+}

@@ -1,0 +1,109 @@
+package attribution
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+func sliceObj(driver, pool string, gen int64, devices ...map[string]any) *unstructured.Unstructured {
+	devs := make([]any, len(devices))
+	for i, d := range devices {
+		devs[i] = d
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+		"metadata": map[string]any{"name": driver + "-" + pool},
+		"spec": map[string]any{
+			"driver": driver, "nodeName": pool,
+			"pool":    map[string]any{"name": pool, "generation": gen, "resourceSliceCount": int64(1)},
+			"devices": devs,
+		},
+	}}
+}
+
+func strAttr(v string) map[string]any { return map[string]any{"string": v} }
+
+// TestSliceWatcherIndex: the attributes of v1 and v1beta1 devices, with and
+// without the driver's domain, the placement from memory-slice counters or the
+// device name, newer pool generations replacing older ones, other drivers skipped.
+func TestSliceWatcherIndex(t *testing.T) {
+	w := &SliceWatcher{drivers: map[string]bool{DefaultDRADriver: true}}
+	w.rebuild([]any{
+		sliceObj(DefaultDRADriver, "node-a", 2,
+			map[string]any{"name": "gpu-0", "attributes": map[string]any{
+				"type": strAttr("gpu"), "uuid": strAttr("GPU-0"), "productName": strAttr("NVIDIA H100 80GB HBM3")}},
+			map[string]any{"name": "gpu-1-mig-1g10gb-19-6", "attributes": map[string]any{
+				"gpu.nvidia.com/type": strAttr("mig"), "gpu.nvidia.com/parentUUID": strAttr("GPU-1"),
+				"gpu.nvidia.com/profile": strAttr("1g.10gb")}},
+			map[string]any{"name": "gpu-1-mig-2g20gb-14-2", "attributes": map[string]any{
+				"type": strAttr("mig"), "parentUUID": strAttr("GPU-1"), "profile": strAttr("2g.20gb")},
+				"consumesCounters": []any{map[string]any{"counterSet": "gpu-1-counters", "counters": map[string]any{
+					"memorySlice3": map[string]any{"value": "1"}, "memorySlice2": map[string]any{"value": "1"},
+					"multiprocessors": map[string]any{"value": "32"}}}}},
+		),
+		// An older generation of the same pool: ignored.
+		sliceObj(DefaultDRADriver, "node-a", 1,
+			map[string]any{"name": "gpu-7", "attributes": map[string]any{"uuid": strAttr("GPU-7")}}),
+		// v1beta1 nests the fields under basic.
+		sliceObj(DefaultDRADriver, "node-b", 1,
+			map[string]any{"name": "gpu-0-mig-0", "basic": map[string]any{"attributes": map[string]any{
+				"type": strAttr("mig"), "uuid": strAttr("MIG-0"), "parentUUID": strAttr("GPU-0"), "profile": strAttr("3g.40gb")}}}),
+		sliceObj("other.example.com", "node-a", 1,
+			map[string]any{"name": "gpu-0", "attributes": map[string]any{"uuid": strAttr("GPU-X")}}),
+	})
+	want := map[DRADeviceRef]SliceDevice{
+		{DefaultDRADriver, "node-a", "gpu-0"}:                 {Type: "gpu", UUID: "GPU-0", PlacementStart: -1},
+		{DefaultDRADriver, "node-a", "gpu-1-mig-1g10gb-19-6"}: {Type: "mig", ParentUUID: "GPU-1", Profile: "1g.10gb", PlacementStart: 6},
+		{DefaultDRADriver, "node-a", "gpu-1-mig-2g20gb-14-2"}: {Type: "mig", ParentUUID: "GPU-1", Profile: "2g.20gb", PlacementStart: 2},
+		{DefaultDRADriver, "node-b", "gpu-0-mig-0"}:           {Type: "mig", UUID: "MIG-0", ParentUUID: "GPU-0", Profile: "3g.40gb", PlacementStart: -1},
+	}
+	if got := w.Status().Devices; got != len(want) {
+		t.Errorf("%d devices indexed, want %d: %+v", got, len(want), w.devices)
+	}
+	for ref, wd := range want {
+		if d, ok := w.Device(ref); !ok || d != wd {
+			t.Errorf("Device(%s) = %+v, %v; want %+v", ref, d, ok, wd)
+		}
+	}
+	for _, ref := range []DRADeviceRef{{DefaultDRADriver, "node-a", "gpu-7"}, {"other.example.com", "node-a", "gpu-0"}} {
+		if d, ok := w.Device(ref); ok {
+			t.Errorf("Device(%s) = %+v, want none", ref, d)
+		}
+	}
+}
+
+func TestDiscoverSliceVersion(t *testing.T) {
+	group := func(v string, resources ...string) *metav1.APIResourceList {
+		l := &metav1.APIResourceList{GroupVersion: schema.GroupVersion{Group: "resource.k8s.io", Version: v}.String()}
+		for _, r := range resources {
+			l.APIResources = append(l.APIResources, metav1.APIResource{Name: r})
+		}
+		return l
+	}
+	tests := []struct {
+		name    string
+		served  []*metav1.APIResourceList
+		want    string
+		wantErr bool
+	}{
+		{"v1 preferred", []*metav1.APIResourceList{group("v1beta1", "resourceslices"), group("v1", "resourceslices", "resourceclaims")}, "v1", false},
+		{"v1beta2 next", []*metav1.APIResourceList{group("v1beta1", "resourceslices"), group("v1beta2", "resourceslices")}, "v1beta2", false},
+		{"v1beta1 last", []*metav1.APIResourceList{group("v1beta1", "resourceslices")}, "v1beta1", false},
+		{"a version without slices is skipped", []*metav1.APIResourceList{group("v1", "resourceclaims"), group("v1beta1", "resourceslices")}, "v1beta1", false},
+		{"none", nil, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: tc.served}}
+			got, err := discoverSliceVersion(dc)
+			if got != tc.want || (err != nil) != tc.wantErr {
+				t.Errorf("discoverSliceVersion = %q, %v; want %q, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
