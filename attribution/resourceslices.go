@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -112,6 +113,30 @@ func NewSliceWatcher(cfg SliceWatcherConfig) (*SliceWatcher, error) {
 	for _, d := range cfg.Drivers {
 		w.drivers[d] = true
 	}
+	return w, nil
+}
+
+// NewStaticSlices returns a SliceSource that answers from slices, decoded as a
+// SliceWatcher decodes watched ones, and is always up: the simulated node's
+// ResourceSlices, served in-process. Drivers empty means DefaultDRADriver.
+func NewStaticSlices(drivers []string, slices []resourcev1.ResourceSlice) (*SliceWatcher, error) {
+	if len(drivers) == 0 {
+		drivers = []string{DefaultDRADriver}
+	}
+	w := &SliceWatcher{log: slog.New(slog.DiscardHandler), drivers: make(map[string]bool)}
+	for _, d := range drivers {
+		w.drivers[d] = true
+	}
+	objs := make([]any, len(slices))
+	for i := range slices {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&slices[i])
+		if err != nil {
+			return nil, fmt.Errorf("ResourceSlice %s: %w", slices[i].Name, err)
+		}
+		objs[i] = &unstructured.Unstructured{Object: m}
+	}
+	w.rebuild(objs)
+	w.up.Store(true)
 	return w, nil
 }
 

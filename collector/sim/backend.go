@@ -29,6 +29,7 @@ type Backend struct {
 	gpus     []simGPU
 	entries  []podEntry // one per scenario pod entry
 	alloc    []Allocatable
+	draGPUs  map[int]bool // GPUs the DRA driver hands out (dra.go)
 
 	start   int64 // Unix ns
 	started bool
@@ -138,6 +139,7 @@ func New(sc *Scenario, opts Options) (*Backend, error) {
 			b.addGPU(seed, g, spec)
 		}
 	}
+	b.draGPUs = draGPUs(sc)
 	b.addPods(seed, sc)
 	b.addEvents(sc)
 	b.alloc = b.allocatable(sc)
@@ -183,6 +185,7 @@ func (b *Backend) addGPU(seed uint64, g *GPUGroup, spec modelSpec) {
 		model, _ := mig.ForModel(g.Model)
 		inv.MemoryTotalMiB = model.MemoryTotalMiB
 		ids := giIDs(model, g.MIG)
+		starts := placements(model, g.MIG)
 		for j, pname := range g.MIG {
 			p, _ := model.Profile(pname)
 			inv.Instances = append(inv.Instances, collector.MIGInstance{
@@ -192,6 +195,8 @@ func (b *Backend) addGPU(seed uint64, g *GPUGroup, spec modelSpec) {
 				ComputeSlices:  p.ComputeSlices,
 				MemorySlices:   p.MemorySlices,
 				MemoryTotalMiB: p.MemoryMiB,
+				PlacementStart: starts[j],
+				PlacementSize:  p.MemorySlices,
 			})
 			sg.instances = append(sg.instances, simInstance{
 				computeShare: float64(p.ComputeSlices) / mig.ComputeSlicesPerGPU,
@@ -317,6 +322,10 @@ func (b *Backend) addPods(seed uint64, sc *Scenario) {
 		default:
 			g.loads = append(g.loads, *l)
 		}
+		var draDevice string
+		if p.Resource == resourceDRA {
+			draDevice, deviceID = draDeviceName(gpu, p.Device.Instance), ""
+		}
 		c := keyOf(seed, "container", full, p.Container)
 		b.entries = append(b.entries, podEntry{
 			namespace:   p.Namespace,
@@ -325,6 +334,8 @@ func (b *Backend) addPods(seed uint64, sc *Scenario) {
 			container:   p.Container,
 			resource:    p.Resource,
 			deviceID:    deviceID,
+			claim:       p.Claim,
+			draDevice:   draDevice,
 			containerID: fmt.Sprintf("%016x%016x%016x%016x", mix(c), mix(c+1), mix(c+2), mix(c+3)),
 			pids:        pids,
 		})

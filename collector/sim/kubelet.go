@@ -79,6 +79,10 @@ func kubeletPods(allocs []Allocation) []kubeletsim.Pod {
 			c = len(p.Containers)
 			p.Containers = append(p.Containers, kubeletsim.Container{Name: a.Container})
 		}
+		if a.Claim != "" {
+			p.Containers[c].Claims = append(p.Containers[c].Claims, kubeletClaim(a))
+			continue
+		}
 		p.Containers[c].Devices = append(p.Containers[c].Devices, kubeletsim.Devices{Resource: a.Resource, IDs: a.DeviceIDs})
 	}
 	return pods

@@ -11,7 +11,8 @@ import (
 type podEntry struct {
 	namespace, pod, uid, container string
 	resource                       string
-	deviceID                       string // as the device plugin reports it
+	deviceID                       string // as the device plugin reports it; "" for DRA
+	claim, draDevice               string // DRA claim and device name (dra.go)
 	containerID                    string // 64 hex digits
 	pids                           []uint32
 }
@@ -26,6 +27,13 @@ type Allocation struct {
 	Container string
 	Resource  string
 	DeviceIDs []string
+	// Claim, Pool, DRADevices and ShareID describe a DRA allocation (Resource
+	// gpu.nvidia.com): the claim, the driver's pool (the node name), the devices
+	// as the driver names them, and the share ID when claims share the device.
+	Claim      string
+	Pool       string
+	DRADevices []string
+	ShareID    string
 }
 
 // Allocatable is what GetAllocatableResources reports for one resource.
@@ -39,18 +47,30 @@ type Allocatable struct {
 // of one resource is one Allocation. The slices are the caller's.
 func (b *Backend) Pods() ([]Allocation, []Allocatable) {
 	var allocs []Allocation
-	index := map[[4]string]int{}
+	index := map[[5]string]int{}
+	claims := draClaimsPerDevice(b.entries)
 	for _, e := range b.entries {
-		key := [4]string{e.namespace, e.pod, e.container, e.resource}
+		key := [5]string{e.namespace, e.pod, e.container, e.resource, e.claim}
 		if i, ok := index[key]; ok {
-			allocs[i].DeviceIDs = append(allocs[i].DeviceIDs, e.deviceID)
+			if e.draDevice != "" {
+				allocs[i].DRADevices = append(allocs[i].DRADevices, e.draDevice)
+			} else {
+				allocs[i].DeviceIDs = append(allocs[i].DeviceIDs, e.deviceID)
+			}
 			continue
 		}
 		index[key] = len(allocs)
-		allocs = append(allocs, Allocation{
+		a := Allocation{
 			Namespace: e.namespace, Pod: e.pod, UID: e.uid, Container: e.container,
 			Resource: e.resource, DeviceIDs: []string{e.deviceID},
-		})
+		}
+		if e.draDevice != "" {
+			a.DeviceIDs, a.Claim, a.Pool, a.DRADevices = nil, e.claim, b.hostname, []string{e.draDevice}
+			if claims[e.draDevice] > 1 {
+				a.ShareID = e.namespace + "-" + e.claim
+			}
+		}
+		allocs = append(allocs, a)
 	}
 	avail := make([]Allocatable, len(b.alloc))
 	for i, a := range b.alloc {
@@ -70,6 +90,7 @@ func (b *Backend) allocatable(sc *Scenario) []Allocatable {
 			gpu := b.inv.GPUs[i]
 			i++
 			switch {
+			case b.draGPUs[gpu.Index]: // the DRA driver's, not the device plugin's
 			case gpu.MIGEnabled:
 				for _, in := range gpu.Instances {
 					r := resourceMIGPrefix + in.Profile

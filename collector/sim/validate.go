@@ -251,7 +251,7 @@ func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload
 		if err != nil {
 			return err
 		}
-		if j, held := holder[key]; held {
+		if j, held := holder[key]; held && !sharedDRA(key, pod, &sc.Pods[j]) {
 			return sc.errAt(p+".device", "%s is already held by pods[%d] (%s/%s)",
 				describeDevice(key), j, sc.Pods[j].Namespace, sc.Pods[j].Pod)
 		}
@@ -338,10 +338,15 @@ func (sc *Scenario) checkDevice(p string, pod *Pod, gpus []gpuFacts) (devKey, er
 			return key, sc.errAt(p+".resource", "instance %d of GPU %d is a %s: request %s", *d.Instance, d.GPU, g.layout[*d.Instance], want)
 		}
 		key.instance = *d.Instance
+	case pod.Resource == resourceDRA:
+		return sc.checkDRADevice(p, pod, g, key)
 	case pod.Resource == "":
 		return key, sc.errAt(p+".resource", "required")
 	default:
-		return key, sc.errAt(p+".resource", "unknown resource %q (want %s, %s or %s<profile>)", pod.Resource, resourceGPU, resourceShared, resourceMIGPrefix)
+		return key, sc.errAt(p+".resource", "unknown resource %q (want %s, %s, %s<profile> or %s)", pod.Resource, resourceGPU, resourceShared, resourceMIGPrefix, resourceDRA)
+	}
+	if pod.Claim != "" {
+		return key, sc.errAt(p+".claim", "only for %s", resourceDRA)
 	}
 	return key, nil
 }
