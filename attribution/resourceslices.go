@@ -6,15 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -116,10 +112,10 @@ func NewSliceWatcher(cfg SliceWatcherConfig) (*SliceWatcher, error) {
 	return w, nil
 }
 
-// NewStaticSlices returns a SliceSource that answers from slices, decoded as a
-// SliceWatcher decodes watched ones, and is always up: the simulated node's
+// NewStaticSlices returns a SliceSource that answers from slices, indexed as a
+// SliceWatcher indexes watched ones, and is always up: the simulated node's
 // ResourceSlices, served in-process. Drivers empty means DefaultDRADriver.
-func NewStaticSlices(drivers []string, slices []resourcev1.ResourceSlice) (*SliceWatcher, error) {
+func NewStaticSlices(drivers []string, slices []ResourceSlice) *SliceWatcher {
 	if len(drivers) == 0 {
 		drivers = []string{DefaultDRADriver}
 	}
@@ -127,17 +123,9 @@ func NewStaticSlices(drivers []string, slices []resourcev1.ResourceSlice) (*Slic
 	for _, d := range drivers {
 		w.drivers[d] = true
 	}
-	objs := make([]any, len(slices))
-	for i := range slices {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&slices[i])
-		if err != nil {
-			return nil, fmt.Errorf("ResourceSlice %s: %w", slices[i].Name, err)
-		}
-		objs[i] = &unstructured.Unstructured{Object: m}
-	}
-	w.rebuild(objs)
+	w.rebuild(slices)
 	w.up.Store(true)
-	return w, nil
+	return w
 }
 
 // Device returns what the node's slices publish for ref.
@@ -165,11 +153,14 @@ func (w *SliceWatcher) Version() string {
 // Run discovers the ResourceSlice API version, retrying every RetryInterval,
 // then watches the node's slices until ctx is done.
 func (w *SliceWatcher) Run(ctx context.Context) {
-	dc, err := discovery.NewDiscoveryClientForConfig(w.rest)
+	// Discovery by hand: client-go's discovery package links every API group's
+	// types, several MiB of resident memory for the one group needed here.
+	raw, err := rest.UnversionedRESTClientFor(dynamic.ConfigFor(w.rest))
 	if err != nil {
-		w.fail("ResourceSlice watch: discovery client", err)
+		w.fail("ResourceSlice watch: API client", err)
 		return
 	}
+	get := func(path string) ([]byte, error) { return raw.Get().AbsPath(path).DoRaw(ctx) }
 	dyn, err := dynamic.NewForConfig(w.rest)
 	if err != nil {
 		w.fail("ResourceSlice watch: API client", err)
@@ -177,7 +168,7 @@ func (w *SliceWatcher) Run(ctx context.Context) {
 	}
 	var version string
 	for {
-		if version, err = discoverSliceVersion(dc); err == nil {
+		if version, err = discoverSliceVersion(get); err == nil {
 			break
 		}
 		w.fail("ResourceSlice API discovery failed; DRA devices stay unmapped until it succeeds", err)
@@ -212,7 +203,7 @@ func (w *SliceWatcher) Run(ctx context.Context) {
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		w.observe("watch", err)
 	})
-	rebuild := func(any) { w.rebuild(inf.GetStore().List()) }
+	rebuild := func(any) { w.rebuildFromStore(inf.GetStore().List()) }
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    rebuild,
 		UpdateFunc: func(_, o any) { rebuild(o) },
@@ -225,14 +216,18 @@ func (w *SliceWatcher) Run(ctx context.Context) {
 }
 
 // discoverSliceVersion returns the first of ResourceSliceVersions under which
-// the API server serves resourceslices.
-func discoverSliceVersion(dc discovery.DiscoveryInterface) (string, error) {
+// the API server serves resourceslices; get fetches an API path.
+func discoverSliceVersion(get func(path string) ([]byte, error)) (string, error) {
 	for _, v := range ResourceSliceVersions {
-		list, err := dc.ServerResourcesForGroupVersion("resource.k8s.io/" + v)
+		body, err := get("/apis/resource.k8s.io/" + v)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
+			return "", fmt.Errorf("discover resource.k8s.io/%s: %w", v, err)
+		}
+		var list metav1.APIResourceList
+		if err := json.Unmarshal(body, &list); err != nil {
 			return "", fmt.Errorf("discover resource.k8s.io/%s: %w", v, err)
 		}
 		if slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "resourceslices" }) {
@@ -266,31 +261,41 @@ func (w *SliceWatcher) fail(msg string, err error) {
 	}
 }
 
-// rebuild indexes the devices of tracked drivers of objs. Of several slices of
-// one pool, the newest generation wins.
-func (w *SliceWatcher) rebuild(objs []any) {
-	devs := make(map[DRADeviceRef]SliceDevice)
-	gen := make(map[[2]string]int64)
-	var parsed []resourceSlice
+// rebuildFromStore decodes the informer's objects and indexes them.
+func (w *SliceWatcher) rebuildFromStore(objs []any) {
+	slices := make([]ResourceSlice, 0, len(objs))
 	for _, o := range objs {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
 			continue
 		}
-		var s resourceSlice
-		if err := decodeSlice(u, &s); err != nil {
+		var s ResourceSlice
+		b, err := u.MarshalJSON()
+		if err == nil {
+			err = json.Unmarshal(b, &s)
+		}
+		if err != nil {
 			w.log.Debug("skip malformed ResourceSlice", "name", u.GetName(), "err", err)
 			continue
 		}
-		if !w.drivers[s.Spec.Driver] {
-			continue
-		}
-		k := [2]string{s.Spec.Driver, s.Spec.Pool.Name}
-		gen[k] = max(gen[k], s.Spec.Pool.Generation)
-		parsed = append(parsed, s)
+		slices = append(slices, s)
 	}
-	for _, s := range parsed {
-		if s.Spec.Pool.Generation < gen[[2]string{s.Spec.Driver, s.Spec.Pool.Name}] {
+	w.rebuild(slices)
+}
+
+// rebuild indexes the devices of tracked drivers of slices. Of several slices
+// of one pool, the newest generation wins.
+func (w *SliceWatcher) rebuild(slices []ResourceSlice) {
+	devs := make(map[DRADeviceRef]SliceDevice)
+	gen := make(map[[2]string]int64)
+	for _, s := range slices {
+		if w.drivers[s.Spec.Driver] {
+			k := [2]string{s.Spec.Driver, s.Spec.Pool.Name}
+			gen[k] = max(gen[k], s.Spec.Pool.Generation)
+		}
+	}
+	for _, s := range slices {
+		if !w.drivers[s.Spec.Driver] || s.Spec.Pool.Generation < gen[[2]string{s.Spec.Driver, s.Spec.Pool.Name}] {
 			continue
 		}
 		for _, d := range s.Spec.Devices {
@@ -301,83 +306,4 @@ func (w *SliceWatcher) rebuild(objs []any) {
 	w.mu.Lock()
 	w.devices = devs
 	w.mu.Unlock()
-}
-
-// decodeSlice decodes the fields of u that attribution reads.
-func decodeSlice(u *unstructured.Unstructured, s *resourceSlice) error {
-	b, err := u.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, s)
-}
-
-// resourceSlice is the part of a ResourceSlice (resource.k8s.io v1, v1beta2 or
-// v1beta1) that attribution reads.
-type resourceSlice struct {
-	Spec struct {
-		Driver string `json:"driver"`
-		Pool   struct {
-			Name       string `json:"name"`
-			Generation int64  `json:"generation"`
-		} `json:"pool"`
-		Devices []sliceDeviceJSON `json:"devices"`
-	} `json:"spec"`
-}
-
-type sliceDeviceJSON struct {
-	Name string `json:"name"`
-	deviceFields
-	Basic *deviceFields `json:"basic,omitempty"` // v1beta1 nests the fields here
-}
-
-type deviceFields struct {
-	Attributes       map[string]attributeJSON `json:"attributes,omitempty"`
-	ConsumesCounters []struct {
-		Counters map[string]any `json:"counters,omitempty"`
-	} `json:"consumesCounters,omitempty"`
-}
-
-type attributeJSON struct {
-	String *string `json:"string,omitempty"`
-	Int    *int64  `json:"int,omitempty"`
-}
-
-// migName matches the NVIDIA driver's dynamic MIG device names,
-// gpu-<parentMinor>-mig-<profile>-<giProfileID>-<placementStart>.
-var migName = regexp.MustCompile(`^gpu-\d+-mig-[a-z0-9.+]+-\d+-(\d+)$`)
-
-// sliceDevice reads the attributes of one device. Attribute names may carry the
-// driver's domain ("gpu.nvidia.com/uuid") or not ("uuid"). The placement start
-// of a MIG device is its lowest memorySlice<N> counter, else the last number of
-// a name of the driver's dynamic MIG form.
-func (d sliceDeviceJSON) sliceDevice(driver string) SliceDevice {
-	f := d.deviceFields
-	if d.Basic != nil {
-		f = *d.Basic
-	}
-	str := func(name string) string {
-		for _, k := range []string{name, driver + "/" + name} {
-			if a, ok := f.Attributes[k]; ok && a.String != nil {
-				return *a.String
-			}
-		}
-		return ""
-	}
-	sd := SliceDevice{
-		Type: str("type"), UUID: str("uuid"), ParentUUID: str("parentUUID"), Profile: str("profile"),
-		PlacementStart: -1,
-	}
-	for _, c := range f.ConsumesCounters {
-		for name := range c.Counters {
-			n, err := strconv.Atoi(strings.TrimPrefix(name, "memorySlice"))
-			if err == nil && strings.HasPrefix(name, "memorySlice") && (sd.PlacementStart < 0 || n < sd.PlacementStart) {
-				sd.PlacementStart = n
-			}
-		}
-	}
-	if m := migName.FindStringSubmatch(d.Name); sd.PlacementStart < 0 && m != nil && sd.ParentUUID != "" {
-		sd.PlacementStart, _ = strconv.Atoi(m[1])
-	}
-	return sd
 }

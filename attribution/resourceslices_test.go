@@ -1,13 +1,14 @@
 package attribution
 
 import (
+	"encoding/json"
+	"errors"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	fakediscovery "k8s.io/client-go/discovery/fake"
-	clienttesting "k8s.io/client-go/testing"
 )
 
 func sliceObj(driver, pool string, gen int64, devices ...map[string]any) *unstructured.Unstructured {
@@ -33,7 +34,7 @@ func strAttr(v string) map[string]any { return map[string]any{"string": v} }
 // device name, newer pool generations replacing older ones, other drivers skipped.
 func TestSliceWatcherIndex(t *testing.T) {
 	w := &SliceWatcher{drivers: map[string]bool{DefaultDRADriver: true}}
-	w.rebuild([]any{
+	w.rebuildFromStore([]any{
 		sliceObj(DefaultDRADriver, "node-a", 2,
 			map[string]any{"name": "gpu-0", "attributes": map[string]any{
 				"type": strAttr("gpu"), "uuid": strAttr("GPU-0"), "productName": strAttr("NVIDIA H100 80GB HBM3")}},
@@ -85,6 +86,16 @@ func TestDiscoverSliceVersion(t *testing.T) {
 		}
 		return l
 	}
+	fake := func(served []*metav1.APIResourceList) func(string) ([]byte, error) {
+		return func(path string) ([]byte, error) {
+			for _, l := range served {
+				if path == "/apis/"+l.GroupVersion {
+					return json.Marshal(l)
+				}
+			}
+			return nil, apierrors.NewNotFound(schema.GroupResource{}, path)
+		}
+	}
 	tests := []struct {
 		name    string
 		served  []*metav1.APIResourceList
@@ -99,11 +110,17 @@ func TestDiscoverSliceVersion(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: tc.served}}
-			got, err := discoverSliceVersion(dc)
+			got, err := discoverSliceVersion(fake(tc.served))
 			if got != tc.want || (err != nil) != tc.wantErr {
 				t.Errorf("discoverSliceVersion = %q, %v; want %q, error %v", got, err, tc.want, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestDiscoverSliceVersionFails(t *testing.T) {
+	down := errors.New("connection refused")
+	if _, err := discoverSliceVersion(func(string) ([]byte, error) { return nil, down }); !errors.Is(err, down) {
+		t.Errorf("error %v, want the API server's", err)
 	}
 }

@@ -38,7 +38,7 @@ func (f *draFlags) sliceSource(backend collector.Backend, node string, logger *s
 		return w, nil
 	}
 	if simulated, ok := backend.(*sim.Backend); ok {
-		return attribution.NewStaticSlices(f.drivers, simulated.ResourceSlices())
+		return attribution.NewStaticSlices(f.drivers, simulated.ResourceSlices()), nil
 	}
 	return nil, nil
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/prometheus/common/model"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -238,8 +241,19 @@ func TestDRAWithKubeAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range b.ResourceSlices() {
-		if _, err := admin.ResourceV1().ResourceSlices().Create(ctx, &s, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create ResourceSlice %s: %v", s.Name, err)
+		// Through k8s.io/api's type, decoded strictly: the simulator's slices are valid v1.
+		raw, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var typed resourcev1.ResourceSlice
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&typed); err != nil {
+			t.Fatalf("the simulated ResourceSlice is not resource.k8s.io/v1: %v\n%s", err, raw)
+		}
+		if _, err := admin.ResourceV1().ResourceSlices().Create(ctx, &typed, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create ResourceSlice %s: %v", typed.Name, err)
 		}
 	}
 	waitLong(t, "DRA holders attributed", func() bool {

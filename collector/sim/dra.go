@@ -4,10 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	resourcev1 "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
 	"github.com/gpuledger/gpuledger/collector"
@@ -114,17 +110,19 @@ func placements(m *mig.Model, layout []string) []int {
 // their UUID, MIG devices in the dynamic MIG form, without a UUID, with parent
 // UUID and profile; their placement start is the last number of their name (the
 // simulated node publishes no shared counters). Nil when no pod uses DRA.
-func (b *Backend) ResourceSlices() []resourcev1.ResourceSlice {
+func (b *Backend) ResourceSlices() []attribution.ResourceSlice {
 	if len(b.draGPUs) == 0 {
 		return nil
 	}
-	attr := func(s string) resourcev1.DeviceAttribute { return resourcev1.DeviceAttribute{StringValue: ptr.To(s)} }
-	slice := resourcev1.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: b.hostname + "-" + strings.ReplaceAll(resourceDRA, ".", "-")},
-		Spec: resourcev1.ResourceSliceSpec{
+	attr := func(s string) attribution.DeviceAttribute { return attribution.DeviceAttribute{String: &s} }
+	slice := attribution.ResourceSlice{
+		APIVersion: "resource.k8s.io/v1",
+		Kind:       "ResourceSlice",
+		Metadata:   attribution.ResourceSliceMeta{Name: b.hostname + "-" + strings.ReplaceAll(resourceDRA, ".", "-")},
+		Spec: attribution.ResourceSliceSpec{
 			Driver:   resourceDRA,
-			Pool:     resourcev1.ResourcePool{Name: b.hostname, Generation: 1, ResourceSliceCount: 1},
-			NodeName: ptr.To(b.hostname),
+			Pool:     attribution.ResourcePool{Name: b.hostname, Generation: 1, ResourceSliceCount: 1},
+			NodeName: b.hostname,
 		},
 	}
 	for _, g := range b.inv.GPUs {
@@ -132,24 +130,24 @@ func (b *Backend) ResourceSlices() []resourcev1.ResourceSlice {
 			continue
 		}
 		if !g.MIGEnabled {
-			slice.Spec.Devices = append(slice.Spec.Devices, resourcev1.Device{
+			slice.Spec.Devices = append(slice.Spec.Devices, attribution.DeviceSpec{
 				Name: draDeviceName(g, nil),
-				Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+				DeviceFields: attribution.DeviceFields{Attributes: map[string]attribution.DeviceAttribute{
 					"type": attr("gpu"), "uuid": attr(g.UUID), "productName": attr(g.Model),
-				},
+				}},
 			})
 			continue
 		}
 		for j, in := range g.Instances {
-			slice.Spec.Devices = append(slice.Spec.Devices, resourcev1.Device{
+			slice.Spec.Devices = append(slice.Spec.Devices, attribution.DeviceSpec{
 				Name: draDeviceName(g, &j),
-				Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+				DeviceFields: attribution.DeviceFields{Attributes: map[string]attribution.DeviceAttribute{
 					"type": attr("mig"), "parentUUID": attr(g.UUID), "profile": attr(in.Profile), "productName": attr(g.Model),
-				},
+				}},
 			})
 		}
 	}
-	return []resourcev1.ResourceSlice{slice}
+	return []attribution.ResourceSlice{slice}
 }
 
 // draClaimsPerDevice counts the distinct claims holding each DRA device.

@@ -103,7 +103,7 @@ func TestDRAPodsAndSlices(t *testing.T) {
 	// The slice: GPU 0 whole with its UUID; GPU 2's three MIG devices without
 	// UUID, placed at 0 (1g.10gb), 2 (2g.20gb, aligned to 2), 4 (3g.40gb, aligned to 4).
 	sl := b.ResourceSlices()
-	if len(sl) != 1 || sl[0].Spec.Pool.Name != "dra-node" || *sl[0].Spec.NodeName != "dra-node" || sl[0].Spec.Driver != resourceDRA {
+	if len(sl) != 1 || sl[0].Spec.Pool.Name != "dra-node" || sl[0].Spec.NodeName != "dra-node" || sl[0].Spec.Driver != resourceDRA {
 		t.Fatalf("slices %+v", sl)
 	}
 	var names []string
