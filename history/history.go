@@ -71,12 +71,14 @@ func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	clock := &virtualClock{now: opts.Start}
-	client, err := attribution.New(attribution.Config{Socket: kubelet.Socket, Clock: clock, Logger: opts.Logger})
+	client, err := attribution.New(attribution.Config{Socket: kubelet.Socket, Clock: clock, Logger: opts.Logger,
+		Slices: attribution.NewStaticSlices(nil, backend.ResourceSlices())})
 	if err != nil {
 		return Result{}, err
 	}
 	defer client.Close()
 	client.SetDevices(collector.AttributionDevices(inv))
+	client.SetMIGLayout(collector.MIGLayout(inv))
 	var models []cost.GPUModel
 	for _, g := range inv.GPUs {
 		models = append(models, cost.GPUModel{UUID: g.UUID, Model: g.Model})
