@@ -3,6 +3,7 @@ package attribution
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,4 +124,29 @@ func TestDiscoverSliceVersionFails(t *testing.T) {
 	if _, err := discoverSliceVersion(func(string) ([]byte, error) { return nil, down }); !errors.Is(err, down) {
 		t.Errorf("error %v, want the API server's", err)
 	}
+}
+
+// FuzzResourceSlice: any ResourceSlice JSON the API server could send is indexed
+// without panicking, and every indexed device has a placement of -1 or more and
+// belongs to a tracked driver.
+func FuzzResourceSlice(f *testing.F) {
+	f.Add([]byte(`{"spec":{"driver":"gpu.nvidia.com","pool":{"name":"n","generation":1},"devices":[{"name":"gpu-0-mig-1g10gb-19-6","attributes":{"parentUUID":{"string":"GPU-1"},"profile":{"string":"1g.10gb"}}}]}}`))
+	f.Add([]byte(`{"spec":{"driver":"gpu.nvidia.com","pool":{"name":"n"},"devices":[{"name":"x","consumesCounters":[{"counters":{"memorySlice-1":{},"memorySlice99999999999999999999":{},"memorySlice3":{"value":"1"}}}]}]}}`))
+	f.Add([]byte(`{"spec":{"driver":"gpu.nvidia.com","devices":[{"name":"d","basic":{"attributes":{"uuid":{"int":5}}}}]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			return
+		}
+		w := &SliceWatcher{log: slog.New(slog.DiscardHandler), drivers: map[string]bool{DefaultDRADriver: true}}
+		w.rebuildFromStore([]any{u})
+		for ref, d := range w.devices {
+			if d.PlacementStart < -1 {
+				t.Errorf("%s: placement %d", ref, d.PlacementStart)
+			}
+			if ref.Driver != DefaultDRADriver {
+				t.Errorf("%s: a device of an untracked driver", ref)
+			}
+		}
+	})
 }
