@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -305,5 +306,63 @@ func TestDRAWithKubeAPIServer(t *testing.T) {
 	}
 	if v, _ := sum(s, "gpuledger_dra_unmapped_allocations", nil); v != 0 {
 		t.Errorf("gpuledger_dra_unmapped_allocations = %v with the API server down, want 0", v)
+	}
+}
+
+// TestExporterServesDRAScenario: the simulated DRA node needs no API server: the
+// simulator answers the ResourceSlice lookups in process.
+func TestExporterServesDRAScenario(t *testing.T) {
+	e := startExporter(t, "--backend=sim", "--sim.scenario=../../testdata/scenarios/dra.yaml", "--collector.interval=200ms")
+	waitFor(t, func() bool {
+		_, n := sum(e.scrape(t), "gpuledger_gpu_allocation", model.LabelSet{"sharing": "dra", "resource": "gpu.nvidia.com"})
+		return n == 6
+	})
+	s := e.scrape(t)
+	for name, want := range map[string]float64{
+		"gpuledger_dra_resourceslices_up": 1, "gpuledger_dra_resourceslice_devices": 5, "gpuledger_dra_unmapped_allocations": 0,
+	} {
+		if v, n := sum(s, name, nil); n != 1 || v != want {
+			t.Errorf("%s = %v (%d series), want %v", name, v, n, want)
+		}
+	}
+	// A lone holder of a whole DRA GPU labels its device series; a shared one does not.
+	if _, n := sum(s, "DCGM_FI_DEV_GPU_UTIL", model.LabelSet{"pod": "train-0"}); n != 1 {
+		t.Errorf("train-0's whole GPU: %d device series with its pod labels, want 1", n)
+	}
+	if _, n := sum(s, "DCGM_FI_DEV_GPU_UTIL", model.LabelSet{"namespace": "lab"}); n != 0 {
+		t.Errorf("the GPU two claims share got pod labels on %d device series", n)
+	}
+}
+
+// TestDRAFlagErrors: DRA attribution without a way to reach the API server is a
+// bad-input exit naming the fix.
+func TestDRAFlagErrors(t *testing.T) {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KUBERNETES_SERVICE_") {
+			env = append(env, kv)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"not in a cluster", []string{"--attribution.dra.enabled"}, []string{"--attribution.dra.enabled", "--kubeconfig"}},
+		{"missing kubeconfig", []string{"--attribution.dra.enabled", "--kubeconfig=" + filepath.Join(t.TempDir(), "none")}, []string{"none"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(binary, append([]string{"exporter", "--backend=sim", "--web.listen-address=" + freeAddr(t)}, tc.args...)...)
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != 2 {
+				t.Fatalf("exit code %d (%v), want 2; output:\n%s", code, err, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("message lacks %q:\n%s", w, out)
+				}
+			}
+		})
 	}
 }
