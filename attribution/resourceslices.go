@@ -248,7 +248,9 @@ func (w *SliceWatcher) observe(op string, err error) {
 		}
 		return
 	}
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		// Shutdown, or a resource version compacted away: the reflector lists
+		// again, which is no failure of the API server.
 		return
 	}
 	w.fail("ResourceSlice "+op+" failed; keeping the last listed slices", err)

@@ -1,9 +1,11 @@
 package attribution
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -149,4 +151,34 @@ func FuzzResourceSlice(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSliceWatcherLogsFailureAndRecoveryOnce: a failing list or watch sets the
+// watcher down and is logged once however often it repeats, its recovery once; a
+// compacted resource version is no failure.
+func TestSliceWatcherLogsFailureAndRecoveryOnce(t *testing.T) {
+	var buf bytes.Buffer
+	w := &SliceWatcher{log: slog.New(slog.NewTextHandler(&buf, nil))}
+	w.observe("list", nil)
+	if !w.Status().Up {
+		t.Fatal("down after a successful list")
+	}
+	for range 3 {
+		w.observe("watch", errors.New("connection refused"))
+	}
+	if w.Status().Up {
+		t.Error("up after failed watches")
+	}
+	w.observe("list", nil)
+	w.observe("watch", nil)
+	w.observe("watch", apierrors.NewResourceExpired("too old resource version"))
+	if !w.Status().Up {
+		t.Error("down after a recovery and an expired resource version")
+	}
+	if n := strings.Count(buf.String(), "ResourceSlice watch failed"); n != 1 {
+		t.Errorf("failure logged %d times, want once:\n%s", n, buf.String())
+	}
+	if n := strings.Count(buf.String(), "recovered"); n != 1 {
+		t.Errorf("recovery logged %d times, want once:\n%s", n, buf.String())
+	}
 }
