@@ -2,6 +2,7 @@ package attribution_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -262,5 +263,29 @@ func TestClientDRAUnmappedCountsAndLogsOnce(t *testing.T) {
 	s = h.client.Current()
 	if s.Up || len(s.UnmappedDRA) != 1 || s.UnmappedDRATotal != 2 {
 		t.Errorf("kubelet failing: up %v, listed %d, total %d; want false, 1 (kept with the holders), 2", s.Up, len(s.UnmappedDRA), s.UnmappedDRATotal)
+	}
+}
+
+// BenchmarkRefresh500DRAPods: a refresh of 500 pods holding 500 DRA devices
+// (whole GPUs) mapped through the slices.
+func BenchmarkRefresh500DRAPods(b *testing.B) {
+	slices := fakeSlices{}
+	var pods []kubeletsim.Pod
+	for i := range 500 {
+		name := fmt.Sprintf("gpu-%d", i)
+		slices[nvRef(name)] = attribution.SliceDevice{Type: "gpu", UUID: fmt.Sprintf("GPU-%08d-aaaa-bbbb-cccc-000000000000", i), PlacementStart: -1}
+		pods = append(pods, pod("ns", fmt.Sprintf("p%d", i), claimCtr("c", fmt.Sprintf("claim-%d", i), nvDev(name))))
+	}
+	h := newHarness(b, func(c *attribution.Config) { c.Slices = slices })
+	h.client.SetDevices(nil)
+	h.sim.SetPods(pods)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := h.client.Refresh(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n := len(h.client.Current().Holders); n != 500 {
+		b.Fatalf("%d devices held, want 500", n)
 	}
 }
