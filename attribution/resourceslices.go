@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // ResourceSliceVersions are the resource.k8s.io versions a SliceWatcher tries, in
@@ -89,7 +88,7 @@ func NewSliceWatcher(cfg SliceWatcherConfig) (*SliceWatcher, error) {
 	if rc == nil {
 		var err error
 		if cfg.Kubeconfig != "" {
-			rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+			rc, err = loadKubeconfig(cfg.Kubeconfig)
 		} else {
 			rc, err = rest.InClusterConfig()
 		}

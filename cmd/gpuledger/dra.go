@@ -21,7 +21,7 @@ type draFlags struct {
 func (f *draFlags) register(cmd *kingpin.CmdClause) {
 	cmd.Flag("attribution.dra.enabled", "Map GPUs of DRA claims to pods through the node's ResourceSlices (needs API access: a service-account token with get/list/watch on resourceslices, or --kubeconfig).").BoolVar(&f.enabled)
 	cmd.Flag("attribution.dra.driver", "DRA driver whose devices are GPUs; repeatable.").Default(attribution.DefaultDRADriver).StringsVar(&f.drivers)
-	cmd.Flag("kubeconfig", "Kubeconfig file for the API server when running out of cluster; empty: the in-cluster service account.").StringVar(&f.kubeconfig)
+	cmd.Flag("kubeconfig", "Kubeconfig file (its current context) for the API server when running out of cluster; empty: the in-cluster service account.").StringVar(&f.kubeconfig)
 }
 
 // sliceSource returns where DRA devices are looked up: the node's ResourceSlices
