@@ -254,3 +254,10 @@ func (m *draMapper) note(unmapped []DRAAllocation) {
 		}
 	}
 }
+
+// HoldersKnown reports whether s says who holds every device of the node: false
+// before the first successful refresh, once the holders are stale (Holders nil),
+// and while some DRA allocation is unmapped (then some device is held, but which
+// is not known). Where it is false, the part of a device that no holder holds is
+// `unknown` time, never `unallocated` (docs/attribution.md).
+func (s *Snapshot) HoldersKnown() bool { return s.Holders != nil && len(s.UnmappedDRA) == 0 }

@@ -289,3 +289,20 @@ func BenchmarkRefresh500DRAPods(b *testing.B) {
 		b.Fatalf("%d devices held, want 500", n)
 	}
 }
+
+func TestSnapshotHoldersKnown(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    attribution.Snapshot
+		want bool
+	}{
+		{"before the first refresh", attribution.Snapshot{}, false},
+		{"nobody holds anything", attribution.Snapshot{Up: true, Holders: map[string][]attribution.Holder{}}, true},
+		{"kubelet failing, holders kept", attribution.Snapshot{Holders: map[string][]attribution.Holder{gpu0: {draHolder("a", "b", "c", "d", 1)}}}, true},
+		{"a DRA allocation unmapped", attribution.Snapshot{Up: true, Holders: map[string][]attribution.Holder{}, UnmappedDRA: []attribution.DRAAllocation{{Pod: "p"}}}, false},
+	} {
+		if got := tc.s.HoldersKnown(); got != tc.want {
+			t.Errorf("%s: HoldersKnown = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
