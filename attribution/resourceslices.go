@@ -39,8 +39,6 @@ type SliceWatcherConfig struct {
 	// Kubeconfig is the kubeconfig file to reach the API server with; "" uses the
 	// in-cluster service account.
 	Kubeconfig string
-	// REST, when set, is used instead of Kubeconfig (tests).
-	REST *rest.Config
 	// NodeName selects the slices of this node (spec.nodeName). Required.
 	NodeName string
 	// Drivers are the DRA drivers whose devices are indexed; empty means DefaultDRADriver.
@@ -67,7 +65,6 @@ type SliceWatcher struct {
 
 	mu      sync.RWMutex
 	devices map[DRADeviceRef]SliceDevice
-	version string // resource.k8s.io version in use; "" before discovery
 }
 
 // NewSliceWatcher checks cfg and builds the API client; it contacts nothing.
@@ -84,19 +81,16 @@ func NewSliceWatcher(cfg SliceWatcherConfig) (*SliceWatcher, error) {
 	if len(cfg.Drivers) == 0 {
 		cfg.Drivers = []string{DefaultDRADriver}
 	}
-	rc := cfg.REST
-	if rc == nil {
-		var err error
-		if cfg.Kubeconfig != "" {
-			rc, err = loadKubeconfig(cfg.Kubeconfig)
-		} else {
-			rc, err = rest.InClusterConfig()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("ResourceSlice watch: API server configuration (in cluster, or --kubeconfig): %w", err)
-		}
+	var rc *rest.Config
+	var err error
+	if cfg.Kubeconfig != "" {
+		rc, err = loadKubeconfig(cfg.Kubeconfig)
+	} else {
+		rc, err = rest.InClusterConfig()
 	}
-	rc = rest.CopyConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("ResourceSlice watch: API server configuration (in cluster, or --kubeconfig): %w", err)
+	}
 	rc.UserAgent = "gpuledger"
 	w := &SliceWatcher{
 		cfg:     cfg,
@@ -142,13 +136,6 @@ func (w *SliceWatcher) Status() SliceStatus {
 	return SliceStatus{Up: w.up.Load(), Devices: len(w.devices)}
 }
 
-// Version returns the resource.k8s.io version being watched; "" before discovery.
-func (w *SliceWatcher) Version() string {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	return w.version
-}
-
 // Run discovers the ResourceSlice API version, retrying every RetryInterval,
 // then watches the node's slices until ctx is done.
 func (w *SliceWatcher) Run(ctx context.Context) {
@@ -177,9 +164,6 @@ func (w *SliceWatcher) Run(ctx context.Context) {
 		case <-time.After(w.cfg.RetryInterval):
 		}
 	}
-	w.mu.Lock()
-	w.version = version
-	w.mu.Unlock()
 	w.log.Info("watching the node's ResourceSlices", "version", "resource.k8s.io/"+version)
 
 	res := dyn.Resource(schema.GroupVersionResource{Group: "resource.k8s.io", Version: version, Resource: "resourceslices"})
