@@ -45,7 +45,7 @@ type SliceDevice struct {
 
 // SliceSource looks devices up in the node's ResourceSlices. Implementations
 // answer from memory (a watch cache or the simulator), never block, and are safe
-// for concurrent use. *SliceWatcher is one.
+// for concurrent use. *SliceWatcher and *StaticSlices are two.
 type SliceSource interface {
 	// Device returns what the slices publish for ref, and whether they publish it.
 	Device(ref DRADeviceRef) (SliceDevice, bool)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,16 +54,13 @@ type SliceWatcherConfig struct {
 // last listed slices; Status says Up false. Device and Status are safe for
 // concurrent use; Run is called once.
 type SliceWatcher struct {
-	cfg     SliceWatcherConfig
-	log     *slog.Logger
-	rest    *rest.Config
-	drivers map[string]bool
+	*sliceIndex
+	cfg  SliceWatcherConfig
+	log  *slog.Logger
+	rest *rest.Config
 
 	up      atomic.Bool
 	failing atomic.Bool // a failure was logged and no recovery since
-
-	mu      sync.RWMutex
-	devices map[DRADeviceRef]SliceDevice
 }
 
 // NewSliceWatcher checks cfg and builds the API client; it contacts nothing.
@@ -78,9 +74,6 @@ func NewSliceWatcher(cfg SliceWatcherConfig) (*SliceWatcher, error) {
 	if cfg.RetryInterval <= 0 {
 		cfg.RetryInterval = 30 * time.Second
 	}
-	if len(cfg.Drivers) == 0 {
-		cfg.Drivers = []string{DefaultDRADriver}
-	}
 	var rc *rest.Config
 	var err error
 	if cfg.Kubeconfig != "" {
@@ -92,48 +85,17 @@ func NewSliceWatcher(cfg SliceWatcherConfig) (*SliceWatcher, error) {
 		return nil, fmt.Errorf("ResourceSlice watch: API server configuration (in cluster, or --kubeconfig): %w", err)
 	}
 	rc.UserAgent = "gpuledger"
-	w := &SliceWatcher{
-		cfg:     cfg,
-		log:     cfg.Logger.With("component", "resourceslices", "node", cfg.NodeName),
-		rest:    rc,
-		drivers: make(map[string]bool),
-		devices: make(map[DRADeviceRef]SliceDevice),
-	}
-	for _, d := range cfg.Drivers {
-		w.drivers[d] = true
-	}
-	return w, nil
-}
-
-// NewStaticSlices returns a SliceSource that answers from slices, indexed as a
-// SliceWatcher indexes watched ones, and is always up: the simulated node's
-// ResourceSlices, served in-process. Drivers empty means DefaultDRADriver.
-func NewStaticSlices(drivers []string, slices []ResourceSlice) *SliceWatcher {
-	if len(drivers) == 0 {
-		drivers = []string{DefaultDRADriver}
-	}
-	w := &SliceWatcher{log: slog.New(slog.DiscardHandler), drivers: make(map[string]bool)}
-	for _, d := range drivers {
-		w.drivers[d] = true
-	}
-	w.rebuild(slices)
-	w.up.Store(true)
-	return w
-}
-
-// Device returns what the node's slices publish for ref.
-func (w *SliceWatcher) Device(ref DRADeviceRef) (SliceDevice, bool) {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	d, ok := w.devices[ref]
-	return d, ok
+	return &SliceWatcher{
+		sliceIndex: newSliceIndex(cfg.Drivers),
+		cfg:        cfg,
+		log:        cfg.Logger.With("component", "resourceslices", "node", cfg.NodeName),
+		rest:       rc,
+	}, nil
 }
 
 // Status says whether the watch is current and how many devices it knows.
 func (w *SliceWatcher) Status() SliceStatus {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	return SliceStatus{Up: w.up.Load(), Devices: len(w.devices)}
+	return SliceStatus{Up: w.up.Load(), Devices: w.count()}
 }
 
 // Run discovers the ResourceSlice API version, retrying every RetryInterval,
@@ -266,29 +228,4 @@ func (w *SliceWatcher) rebuildFromStore(objs []any) {
 		slices = append(slices, s)
 	}
 	w.rebuild(slices)
-}
-
-// rebuild indexes the devices of tracked drivers of slices. Of several slices
-// of one pool, the newest generation wins.
-func (w *SliceWatcher) rebuild(slices []ResourceSlice) {
-	devs := make(map[DRADeviceRef]SliceDevice)
-	gen := make(map[[2]string]int64)
-	for _, s := range slices {
-		if w.drivers[s.Spec.Driver] {
-			k := [2]string{s.Spec.Driver, s.Spec.Pool.Name}
-			gen[k] = max(gen[k], s.Spec.Pool.Generation)
-		}
-	}
-	for _, s := range slices {
-		if !w.drivers[s.Spec.Driver] || s.Spec.Pool.Generation < gen[[2]string{s.Spec.Driver, s.Spec.Pool.Name}] {
-			continue
-		}
-		for _, d := range s.Spec.Devices {
-			ref := DRADeviceRef{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
-			devs[ref] = d.sliceDevice(s.Spec.Driver)
-		}
-	}
-	w.mu.Lock()
-	w.devices = devs
-	w.mu.Unlock()
 }

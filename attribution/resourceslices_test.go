@@ -36,7 +36,7 @@ func strAttr(v string) map[string]any { return map[string]any{"string": v} }
 // without the driver's domain, the placement from memory-slice counters or the
 // device name, newer pool generations replacing older ones, other drivers skipped.
 func TestSliceWatcherIndex(t *testing.T) {
-	w := &SliceWatcher{drivers: map[string]bool{DefaultDRADriver: true}}
+	w := &SliceWatcher{sliceIndex: newSliceIndex(nil)}
 	w.rebuildFromStore([]any{
 		sliceObj(DefaultDRADriver, "node-a", 2,
 			map[string]any{"name": "gpu-0", "attributes": map[string]any{
@@ -140,7 +140,7 @@ func FuzzResourceSlice(f *testing.F) {
 		if err := u.UnmarshalJSON(data); err != nil {
 			return
 		}
-		w := &SliceWatcher{log: slog.New(slog.DiscardHandler), drivers: map[string]bool{DefaultDRADriver: true}}
+		w := &SliceWatcher{sliceIndex: newSliceIndex(nil), log: slog.New(slog.DiscardHandler)}
 		w.rebuildFromStore([]any{u})
 		for ref, d := range w.devices {
 			if d.PlacementStart < -1 {
@@ -158,7 +158,7 @@ func FuzzResourceSlice(f *testing.F) {
 // compacted resource version is no failure.
 func TestSliceWatcherLogsFailureAndRecoveryOnce(t *testing.T) {
 	var buf bytes.Buffer
-	w := &SliceWatcher{log: slog.New(slog.NewTextHandler(&buf, nil))}
+	w := &SliceWatcher{sliceIndex: newSliceIndex(nil), log: slog.New(slog.NewTextHandler(&buf, nil))}
 	w.observe("list", nil)
 	if !w.Status().Up {
 		t.Fatal("down after a successful list")

@@ -123,7 +123,7 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 		opts.Holders = client
 		client.SetDevices(collector.AttributionDevices(inv))
 		client.SetMIGLayout(collector.MIGLayout(inv))
-		if w, ok := slices.(*attribution.SliceWatcher); ok && c.attribution.dra.enabled {
+		if w, ok := slices.(*attribution.SliceWatcher); ok {
 			loops.Go(func() { w.Run(ctx) })
 		}
 		loops.Go(func() { client.Run(ctx) })
