@@ -60,8 +60,14 @@ type Config struct {
 	// than time slices; they are tracked too.
 	MPSResources []string
 	MaxRecvBytes int // largest answer accepted from the kubelet, bytes
-	Logger       *slog.Logger
-	Clock        Clock
+	// DRADrivers are the DRA drivers whose devices are attributed; empty means
+	// DefaultDRADriver.
+	DRADrivers []string
+	// Slices looks DRA devices up in the node's ResourceSlices; nil leaves every
+	// DRA allocation of those drivers unmapped.
+	Slices SliceSource
+	Logger *slog.Logger
+	Clock  Clock
 }
 
 // Client keeps a Snapshot of the kubelet's device assignments, refreshed in the
@@ -73,6 +79,7 @@ type Client struct {
 	clock  Clock
 	filter resourceFilter
 	res    resolver
+	dra    *draMapper
 	conn   *grpc.ClientConn
 	lister podresourcesv1.PodResourcesListerClient
 
@@ -131,6 +138,7 @@ func New(cfg Config) (*Client, error) {
 		log:           cfg.Logger.With("component", "attribution", "socket", socket),
 		clock:         cfg.Clock,
 		filter:        newResourceFilter(cfg.ExtraResources, cfg.MPSResources),
+		dra:           newDRAMapper(cfg.DRADrivers, cfg.Slices, cfg.Logger.With("component", "attribution")),
 		conn:          conn,
 		lister:        podresourcesv1.NewPodResourcesListerClient(conn),
 		loggedUnknown: make(map[string]bool),
@@ -156,6 +164,11 @@ func (c *Client) Current() *Snapshot { return c.current.Load() }
 // any). It clears the resolution cache and takes effect at the next refresh. Call
 // it before Run and whenever the inventory changes.
 func (c *Client) SetDevices(devs []Device) { c.res.setDevices(devs) }
+
+// SetMIGLayout sets the MIG instances, with their placements, that DRA devices
+// without a UUID (dynamic MIG) are matched against. It takes effect at the next
+// refresh. Call it before Run and whenever the inventory changes.
+func (c *Client) SetMIGLayout(slots []MIGSlot) { c.dra.setLayout(slots) }
 
 // Run refreshes now and then every Interval until ctx is done.
 func (c *Client) Run(ctx context.Context) {
@@ -197,6 +210,7 @@ func (c *Client) Refresh(ctx context.Context) error {
 			c.log.Warn("kubelet reported a device ID that names no device of this node; not attributed", "id", raw)
 		}
 	}
+	c.dra.note(t.unmappedDRA)
 	if c.failing {
 		c.log.Info("kubelet pod-resources refresh recovered", "held_devices", len(t.holders))
 	}
@@ -208,6 +222,9 @@ func (c *Client) Refresh(ctx context.Context) error {
 		Allocatable: t.allocatable,
 		Replicas:    t.replicas,
 		UnknownIDs:  c.unknown,
+
+		UnmappedDRA:      t.unmappedDRA,
+		UnmappedDRATotal: c.dra.total,
 	}
 	c.lastGood = s
 	c.current.Store(s)
@@ -241,7 +258,9 @@ func (c *Client) fetch(ctx context.Context) (tables, error) {
 	if err != nil {
 		return tables{}, fmt.Errorf("kubelet pod-resources GetAllocatableResources: %w", err)
 	}
-	return buildTables(list, alloc, &c.res, c.filter), nil
+	t := buildTables(list, alloc, &c.res, c.filter)
+	c.dra.addHolders(&t, list, &c.res)
+	return t, nil
 }
 
 // retryUnavailable calls call, and once more when it fails with Unavailable: a
@@ -262,11 +281,12 @@ var errSocketMissing = errors.New("kubelet pod-resources socket not found")
 // publishFailure publishes the state after a failed refresh and logs the failure
 // once. c.refreshMu is held.
 func (c *Client) publishFailure(now time.Time, err error) {
-	s := &Snapshot{UnknownIDs: c.unknown}
+	s := &Snapshot{UnknownIDs: c.unknown, UnmappedDRATotal: c.dra.total}
 	if c.lastGood != nil {
 		s.LastSuccess = c.lastGood.LastSuccess
 		if now.Sub(c.lastGood.LastSuccess) < c.cfg.StaleAfter {
 			s.Holders, s.Allocatable, s.Replicas = c.lastGood.Holders, c.lastGood.Allocatable, c.lastGood.Replicas
+			s.UnmappedDRA = c.lastGood.UnmappedDRA
 		} else if !c.staleDropped {
 			c.staleDropped = true
 			c.log.Warn("kubelet pod-resources assignments are stale; dropped them",

@@ -79,6 +79,14 @@ func (r *resolver) resolve(raw string) (string, DeviceID, error) {
 	return uuid, id, nil
 }
 
+// knows reports whether uuid names a device of the table; every UUID does while
+// no table is set.
+func (r *resolver) knows(uuid string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.known == nil || r.known[uuid]
+}
+
 // lookup finds the UUID of id in the table; "" when absent. r.mu is held.
 func (r *resolver) lookup(id DeviceID) string {
 	switch id.Form {

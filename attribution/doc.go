@@ -8,6 +8,11 @@
 // ParseDeviceID and resolved to device UUIDs through the table set by
 // Client.SetDevices.
 //
+// DRA claims (ContainerResources.dynamic_resources) are mapped to device UUIDs
+// through the node's ResourceSlices (a SliceSource: a SliceWatcher on the API
+// server, or static slices) and, for dynamic MIG devices without a UUID, through
+// the MIG layout set by Client.SetMIGLayout; see docs/attribution.md.
+//
 // A ProcessResolver maps GPU processes to pods through /proc/<pid>/cgroup and
 // the kubelet's pod log directory, so its Split can divide a shared GPU's
 // utilization and memory among its holders.

@@ -44,6 +44,12 @@ type Holder struct {
 	// advertises fewer replicas than its holders hold, the replicas held by all
 	// holders stand in for those offered. The shares of a device sum to at most 1.
 	Share float64
+	// Claim is the ResourceClaim (in Namespace) through which a DRA holder holds
+	// the device; "" for device-plugin holders.
+	Claim string
+	// ShareID is the share_id of a DRA holder's allocation when the driver
+	// shares the device among claims (consumable capacity); "" otherwise.
+	ShareID string
 }
 
 // Snapshot is what the kubelet reported at one refresh. It is immutable once
@@ -70,6 +76,14 @@ type Snapshot struct {
 	// UnknownIDs counts, since the Client started, the device IDs of tracked resources
 	// that did not parse or name no device of this node (one per ID per refresh).
 	UnknownIDs uint64
+	// UnmappedDRA lists the DRA allocations of tracked drivers that could not be
+	// mapped to a GPU or MIG instance of this node, sorted by namespace, pod,
+	// container and device. Some device of the node is held by each, but which
+	// one is not known: see docs/attribution.md for how the ledger counts them.
+	UnmappedDRA []DRAAllocation
+	// UnmappedDRATotal counts, since the Client started, the unmapped DRA
+	// allocations (one per allocation per refresh).
+	UnmappedDRATotal uint64
 }
 
 // Exclusive returns the only holder of a device when exactly one container holds
@@ -79,10 +93,17 @@ type Snapshot struct {
 // labels; labels that come and go with a neighbour would split the series.
 func (s *Snapshot) Exclusive(uuid string) (Holder, bool) {
 	hs := s.Holders[uuid]
-	if len(hs) != 1 || hs[0].Share != 1 || (hs[0].Sharing != Exclusive && hs[0].Sharing != MIG) {
+	if len(hs) != 1 || hs[0].Share != 1 || !wholeDevice(hs[0]) {
 		return Holder{}, false
 	}
 	return hs[0], true
+}
+
+// wholeDevice reports whether h's kind of hold keeps the device to itself: a
+// whole GPU or MIG instance from a device plugin, or a DRA allocation that is
+// not one share of a shared device.
+func wholeDevice(h Holder) bool {
+	return h.Sharing == Exclusive || h.Sharing == MIG || (h.Sharing == DRA && h.ShareID == "")
 }
 
 // resourceFilter selects the extended resources the Client tracks.
@@ -140,6 +161,7 @@ type tables struct {
 	allocatable map[string][]string
 	replicas    map[string]int // device UUID → replicas offered
 	unknown     []string       // raw IDs that did not resolve, one per occurrence
+	unmappedDRA []DRAAllocation
 }
 
 // buildTables turns a List and a GetAllocatableResources answer into holders and

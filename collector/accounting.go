@@ -87,19 +87,25 @@ func hostableSlices(g GPU) cost.HostableSlices {
 
 // advance charges the time since the previous tick at the readings of s — at
 // most maxCharged of it; the rest as unmeasured — and returns the ledger's
-// totals and rates. attr nil (attribution off), or without holders (stale or
-// never refreshed), leaves every device's holders unknown.
+// totals and rates. attr nil (attribution off), without holders (stale or
+// never refreshed), or with a DRA allocation it could not map
+// (attribution.Snapshot.HoldersKnown), leaves every device's holders unknown:
+// the part of a GPU or MIG instance no holder holds is unknown, not
+// unallocated. An unmapped DRA allocation also makes MIG slices in no
+// instance unknown: it may hold a dynamic MIG instance the inventory lacks.
 func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attribution.Snapshot, usage []DeviceUsage) ([]cost.Total, []cost.GPURate) {
 	var dt time.Duration
 	if !a.last.IsZero() {
 		dt = s.Time.Sub(a.last)
 	}
 	a.last = s.Time
-	known := attr != nil && attr.Holders != nil
+	known := attr != nil && attr.HoldersKnown()
+	unmapped := attr != nil && len(attr.UnmappedDRA) > 0
 	a.states = resize(a.states, len(inv.GPUs))
 	for i := range inv.GPUs {
 		g, r, st := &inv.GPUs[i], &s.GPUs[i], &a.states[i]
 		st.UUID, st.Model, st.MIG, st.Lost, st.HoldersKnown = g.UUID, g.Model, g.MIGEnabled, r.Lost, known
+		st.FreeSlicesMayBeHeld = unmapped
 		st.PowerW, _ = r.Values.Get(PowerUsage)
 		st.Activity = act[i].Ratio
 		if i < len(a.hostable) {

@@ -41,6 +41,9 @@ type MIGInstance struct {
 	ComputeSlices     int    // compute slices of 7
 	MemorySlices      int    // memory slices of 8
 	MemoryTotalMiB    uint64
+	// PlacementStart and PlacementSize are the memory slices the GPU instance
+	// occupies on its GPU; PlacementSize is 0 when the backend does not know.
+	PlacementStart, PlacementSize int
 }
 
 // Field names one reading of a device. Units are those of the DCGM field of the

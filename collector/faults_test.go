@@ -114,6 +114,49 @@ func TestLedgerAttributionOffIsUnknown(t *testing.T) {
 	})
 }
 
+// TestLedgerUnmappedDRAIsUnknown: the kubelet answers and MIG-1111 is held,
+// but a DRA allocation of the node could not be mapped, so some device is held
+// by someone unknown: GPU-aaaa (no mapped holder), the unheld MIG-2222 and
+// GPU-bbbb's slices in no instance (the allocation may be a dynamic MIG
+// instance the inventory lacks) are unknown, not unallocated. With every
+// allocation mapped the same holders leave them unallocated.
+func TestLedgerUnmappedDRAIsUnknown(t *testing.T) {
+	held := map[string][]attribution.Holder{"MIG-1111": podsOnNode.Holders["MIG-1111"]}
+	unmapped := []attribution.DRAAllocation{{Namespace: "lab", Pod: "nb-0", Container: "c", Claim: "gpu",
+		Device: attribution.DRADeviceRef{Driver: attribution.DefaultDRADriver, Pool: "node-a", Device: "gpu-0"},
+		Reason: "not in the node's ResourceSlices"}}
+	for _, tc := range []struct {
+		name     string
+		unmapped []attribution.DRAAllocation
+		want     map[string]float64
+	}{
+		{"an unmapped DRA allocation", unmapped, map[string]float64{
+			"GPU-aaaa//unknown": 3600, "GPU-aaaa//unallocated": 0,
+			"MIG-2222//unknown": 3600 / 7.0, "MIG-2222//unallocated": 0,
+			"GPU-bbbb//unknown": 3600 * 3 / 7.0, "GPU-bbbb//unallocated": 0,
+		}},
+		{"every allocation mapped", nil, map[string]float64{
+			"GPU-aaaa//unallocated": 3600, "MIG-2222//unallocated": 3600 / 7.0, "GPU-bbbb//unallocated": 3600 * 3 / 7.0,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := &attribution.Snapshot{Up: true, LastSuccess: t0, Holders: held, UnmappedDRA: tc.unmapped}
+			s := NewSampler(&fakeBackend{power: 400}, SamplerOptions{Interval: time.Hour, Now: fixedClock(t0),
+				Holders: fakeHolders{snap}, Ledger: cost.NewLedger(staticBook{cost.Default()})})
+			for k := range 2 {
+				if err := s.Tick(context.Background(), t0.Add(time.Duration(k)*time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := ledgerTotals(t, s)
+			checkSeconds(t, got, tc.want)
+			if tc.unmapped == nil && got["GPU-aaaa//unknown"]+got["MIG-2222//unknown"]+got["GPU-bbbb//unknown"] != 0 {
+				t.Errorf("unknown time with every allocation mapped: %v", got)
+			}
+		})
+	}
+}
+
 // TestLoneTimeSlicedHolderPaysByActivity: one pod holds one of four replicas
 // and process accounting measures it at 30 %: it pays 0.30 + 0.70 × 1/4.
 func TestLoneTimeSlicedHolderPaysByActivity(t *testing.T) {

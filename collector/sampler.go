@@ -136,6 +136,9 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) (Sample, error) {
 			if t, ok := s.opts.Holders.(deviceTable); ok {
 				t.SetDevices(AttributionDevices(inv))
 			}
+			if t, ok := s.opts.Holders.(migLayoutTable); ok {
+				t.SetMIGLayout(MIGLayout(inv))
+			}
 		}
 		sample := newSample(*s.inv, now)
 		err := s.backend.Sample(ctx, now, &sample, &s.errs)

@@ -210,3 +210,46 @@ func TestFaultShortJobRetention(t *testing.T) {
 	short.Advance(time.Second, migGPU())
 	checkSeries(t, short, []wantSeries{{"GPU-m", HolderKey{}, Unallocated, 10, rate * 10 / 3600}})
 }
+
+// TestFaultUnmappedDRA: an hour on H100s at 400 W while a DRA allocation of
+// the node cannot be mapped (docs/cost.md). The whole GPU no mapped holder
+// holds is unknown; on the MIG GPU the held 3g.40gb is busy, while the unheld
+// 1g.10gb and the 3/7 of slices in no instance are unknown: nothing is
+// unallocated. The same MIG GPU with only the kubelet's holders unknown
+// (FreeSlicesMayBeHeld false) keeps its free slices unallocated.
+func TestFaultUnmappedDRA(t *testing.T) {
+	pod := HolderKey{"serving", "llm-0", "server"}
+	migGPU := func(uuid string, mayBeHeld bool) GPUState {
+		return GPUState{UUID: uuid, Model: h100, PowerW: 400, Activity: 0.8, MIG: true, FreeSlicesMayBeHeld: mayBeHeld,
+			Hostable: HostableSlices{Known: true, Compute: 3, Memory: 3},
+			Instances: []Instance{
+				{UUID: "MIG-" + uuid + "-3g", ComputeSlices: 3, MemorySlices: 4, Activity: 0.8,
+					Holders: []Holder{{Key: pod, Share: 1, Activity: math.NaN()}}},
+				{UUID: "MIG-" + uuid + "-1g", ComputeSlices: 1, MemorySlices: 1, Activity: 0.8},
+			}}
+	}
+	l := NewLedger(&bookSource{Default()})
+	l.Advance(time.Hour, []GPUState{
+		{UUID: "GPU-whole", Model: h100, PowerW: 400, Activity: 0.8},
+		migGPU("GPU-dra", true),
+		migGPU("GPU-stale", false),
+	})
+	const rate = 1.309552511415525 // EUR/h
+	checkSeries(t, l, []wantSeries{
+		{"GPU-whole", HolderKey{}, Unallocated, 0, 0},
+		{"GPU-whole", HolderKey{}, Unknown, 3600, rate},
+		{"GPU-dra", HolderKey{}, Unallocated, 0, 0},
+		{"GPU-dra", HolderKey{}, Unknown, 3600 * 3 / 7.0, rate * 3 / 7},
+		{"MIG-GPU-dra-3g", pod, Busy, 3600 * 3 / 7.0, rate * 3 / 7},
+		{"MIG-GPU-dra-3g", pod, Idle, 0, 0},
+		{"MIG-GPU-dra-3g", HolderKey{}, Unallocated, 0, 0},
+		{"MIG-GPU-dra-1g", HolderKey{}, Unallocated, 0, 0},
+		{"MIG-GPU-dra-1g", HolderKey{}, Unknown, 3600 / 7.0, rate / 7},
+		{"GPU-stale", HolderKey{}, Unallocated, 3600 * 3 / 7.0, rate * 3 / 7},
+		{"MIG-GPU-stale-3g", pod, Busy, 3600 * 3 / 7.0, rate * 3 / 7},
+		{"MIG-GPU-stale-3g", pod, Idle, 0, 0},
+		{"MIG-GPU-stale-3g", HolderKey{}, Unallocated, 0, 0},
+		{"MIG-GPU-stale-1g", HolderKey{}, Unallocated, 0, 0},
+		{"MIG-GPU-stale-1g", HolderKey{}, Unknown, 3600 / 7.0, rate / 7},
+	})
+}

@@ -112,7 +112,8 @@ type GPUState struct {
 	// retention window.
 	Lost bool
 	// MIG is true when the GPU is in MIG mode: its cost splits over Instances
-	// and Holders is ignored. A MIG GPU without instances is wholly unallocated.
+	// and Holders is ignored. A MIG GPU without instances is wholly unallocated
+	// (unknown when FreeSlicesMayBeHeld).
 	MIG bool
 	// HoldersKnown is true when attribution said who holds the GPU (when
 	// !MIG): Holders is then complete (empty: no one) and the part no holder
@@ -123,6 +124,12 @@ type GPUState struct {
 	// Hostable describes the slices in no instance, when MIG. It depends only
 	// on the MIG layout: the caller computes it once per inventory.
 	Hostable HostableSlices
+	// FreeSlicesMayBeHeld is true, when MIG, if some holder may hold slices
+	// that are in no instance of Instances: a DRA allocation that could not be
+	// mapped may be a dynamic MIG instance created since the inventory was
+	// read. The hostable slices in no instance are then unknown instead of
+	// unallocated.
+	FreeSlicesMayBeHeld bool
 }
 
 // Total is the cumulative value of one ledger series since the process started.
@@ -315,8 +322,9 @@ func (acc *gpuAcc) splitMIG(in *GPUState, weight MIGWeight, t tick, eur, now flo
 		d.split(inst.Holders, inst.HoldersKnown, inst.Activity, t, w, eur*w)
 	}
 	// Slices in no instance: the inventory, not the kubelet, says no pod can
-	// hold them, so they are unallocated whatever attribution knows.
-	if t.measured {
+	// hold them, so they are unallocated whatever the kubelet reports —
+	// unless an unmapped holder may hold an instance the inventory lacks.
+	if t.measured && !in.FreeSlicesMayBeHeld {
 		acc.whole.unalloc.add(t.sec*hostable, eur*hostable)
 	} else if hostable > 0 {
 		acc.whole.unknown.add(t.sec*hostable, eur*hostable)

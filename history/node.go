@@ -97,6 +97,7 @@ func (n *node) start() error {
 	o := n.opts
 	client, err := attribution.New(attribution.Config{
 		Socket: n.kubelet.Socket, StaleAfter: o.StaleAfter, Clock: n.clock, Logger: o.Logger,
+		Slices: attribution.NewStaticSlices(nil, n.backend.ResourceSlices()),
 	})
 	if err != nil {
 		return err
@@ -107,6 +108,7 @@ func (n *node) start() error {
 		return err
 	}
 	client.SetDevices(collector.AttributionDevices(inv))
+	client.SetMIGLayout(collector.MIGLayout(inv))
 	sampler := collector.NewSampler(n.backend, collector.SamplerOptions{
 		Interval: o.SampleInterval, Now: n.clock.Now, Logger: o.Logger,
 		Holders: client, Ledger: cost.NewLedger(n.book),

@@ -32,6 +32,7 @@ type Pod struct {
 type Container struct {
 	Name    string
 	Devices []Devices
+	Claims  []Claim // DRA claims (dynamic_resources); see dra.go
 }
 
 // Devices are device IDs of one extended resource.
@@ -132,6 +133,8 @@ func (s *Server) SetPods(pods []Pod) {
 			pr.Containers = append(pr.Containers, &podresourcesv1.ContainerResources{
 				Name:    c.Name,
 				Devices: toContainerDevices(c.Devices),
+
+				DynamicResources: toDynamicResources(c.Claims),
 			})
 		}
 		resp.PodResources = append(resp.PodResources, pr)

@@ -23,6 +23,7 @@ type attributionFlags struct {
 	processAccounting bool
 	podLogsDir        string
 	procfs            string
+	dra               draFlags
 }
 
 func (f *attributionFlags) register(cmd *kingpin.CmdClause) {
@@ -36,6 +37,7 @@ func (f *attributionFlags) register(cmd *kingpin.CmdClause) {
 	cmd.Flag("attribution.process-accounting", "Map GPU processes to pods on shared GPUs (needs hostPID and --path.procfs).").BoolVar(&f.processAccounting)
 	cmd.Flag("attribution.pod-logs-dir", "Kubelet pod log directory (<namespace>_<pod>_<uid>), to name the pod of a process.").Default("/var/log/pods").StringVar(&f.podLogsDir)
 	cmd.Flag("path.procfs", "procfs mount point.").Default("/proc").StringVar(&f.procfs)
+	f.dra.register(cmd)
 }
 
 func (f *attributionFlags) validate() error {
@@ -50,7 +52,7 @@ func (f *attributionFlags) validate() error {
 }
 
 // newClient returns the pod-resources client, or nil when attribution is off.
-func (f *attributionFlags) newClient(logger *slog.Logger) (*attribution.Client, error) {
+func (f *attributionFlags) newClient(logger *slog.Logger, slices attribution.SliceSource) (*attribution.Client, error) {
 	if !f.enabled {
 		return nil, nil
 	}
@@ -61,5 +63,6 @@ func (f *attributionFlags) newClient(logger *slog.Logger) (*attribution.Client, 
 	return attribution.New(attribution.Config{
 		Socket: f.socket, Interval: f.interval, Timeout: f.timeout, StaleAfter: f.staleAfter,
 		ExtraResources: f.extraResources, MPSResources: f.mpsResources, Logger: logger,
+		DRADrivers: f.dra.drivers, Slices: slices,
 	})
 }

@@ -120,7 +120,13 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 		return badInput(err)
 	}
 	opts := collector.SamplerOptions{Interval: c.interval, Logger: logger, Ledger: cost.NewLedger(book.store, cost.WithRetention(c.retention))}
-	client, err := c.attribution.newClient(logger)
+	var slices attribution.SliceSource
+	if c.attribution.enabled {
+		if slices, err = c.attribution.dra.sliceSource(backend, c.hostname, logger); err != nil {
+			return err
+		}
+	}
+	client, err := c.attribution.newClient(logger, slices)
 	if err != nil {
 		return err
 	}
@@ -138,6 +144,10 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if client != nil {
 		opts.Holders = client
 		client.SetDevices(collector.AttributionDevices(inv))
+		client.SetMIGLayout(collector.MIGLayout(inv))
+		if w, ok := slices.(*attribution.SliceWatcher); ok {
+			loops.Go(func() { w.Run(ctx) })
+		}
 		loops.Go(func() { client.Run(ctx) })
 		if c.attribution.processAccounting {
 			opts.Processes = collector.NewPodProcesses(attribution.NewProcessResolver(attribution.ProcessConfig{
@@ -158,6 +168,9 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	reg.MustRegister(book.collectors()...)
+	if client != nil {
+		reg.MustRegister(attribution.NewDRACollector(client, slices))
+	}
 	mux := c.routes(reg, sampler, book, logger)
 
 	loops.Go(func() { sampler.Run(ctx) })

@@ -259,6 +259,11 @@ func (b *Backend) readMIGDevice(parent, m gonvml.Device, totalBytes uint64) (col
 	inst.ComputeSlices = int(prof.SliceCount)
 	inst.MemorySlices = memorySlices(prof.MemorySizeMB, totalBytes)
 	inst.MemoryTotalMiB = prof.MemorySizeMB
+	if gi, ret := parent.GetGpuInstanceById(inst.GPUInstanceID); ret == gonvml.SUCCESS {
+		if info, ret := gi.GetInfo(); ret == gonvml.SUCCESS && info.Placement.Size > 0 {
+			inst.PlacementStart, inst.PlacementSize = int(info.Placement.Start), int(info.Placement.Size)
+		}
+	}
 	return inst, nil
 }
 

@@ -32,6 +32,7 @@ type Backend struct {
 	entries  []podEntry // one per scenario pod entry
 	jobs     []jobSpec
 	alloc    []Allocatable
+	draGPUs  map[int]bool // GPUs the DRA driver hands out (dra.go)
 
 	kubeletDown, backendFailing, exporterStopped spans
 
@@ -158,6 +159,7 @@ func New(sc *Scenario, opts Options) (*Backend, error) {
 			b.addGPU(seed, g, spec)
 		}
 	}
+	b.draGPUs = draGPUs(sc)
 	b.addPods(seed, sc)
 	b.addEvents(sc)
 	b.alloc = b.advertised(sc)
@@ -214,6 +216,7 @@ func (b *Backend) addGPU(seed uint64, g *GPUGroup, spec modelSpec) {
 		model, _ := mig.ForModel(g.Model)
 		inv.MemoryTotalMiB = model.MemoryTotalMiB
 		ids := giIDs(model, g.MIG)
+		starts := placements(model, g.MIG)
 		for j, pname := range g.MIG {
 			p, _ := model.Profile(pname)
 			inv.Instances = append(inv.Instances, collector.MIGInstance{
@@ -223,6 +226,8 @@ func (b *Backend) addGPU(seed uint64, g *GPUGroup, spec modelSpec) {
 				ComputeSlices:  p.ComputeSlices,
 				MemorySlices:   p.MemorySlices,
 				MemoryTotalMiB: p.MemoryMiB,
+				PlacementStart: starts[j],
+				PlacementSize:  p.MemorySlices,
 			})
 			sg.instances = append(sg.instances, simInstance{
 				computeShare: float64(p.ComputeSlices) / mig.ComputeSlicesPerGPU,
@@ -326,6 +331,11 @@ func (b *Backend) addPods(seed uint64, sc *Scenario) {
 			pids = append(pids, next)
 		}
 		l := newLoad(seed, workloads[p.Workload], full+"/"+p.Container+"/"+fmt.Sprint(i), pids, podWindow(p))
+		deviceID := b.place(l, p.Device)
+		var draDevice string
+		if p.Resource == resourceDRA {
+			draDevice, deviceID = draDeviceName(b.inv.GPUs[p.Device.GPU], p.Device.Instance), ""
+		}
 		c := keyOf(seed, "container", full, p.Container)
 		b.entries = append(b.entries, podEntry{
 			namespace:   p.Namespace,
@@ -333,7 +343,9 @@ func (b *Backend) addPods(seed uint64, sc *Scenario) {
 			uid:         uid,
 			container:   p.Container,
 			resource:    p.Resource,
-			deviceID:    b.place(l, p.Device),
+			deviceID:    deviceID,
+			claim:       p.Claim,
+			draDevice:   draDevice,
 			containerID: fmt.Sprintf("%016x%016x%016x%016x", mix(c), mix(c+1), mix(c+2), mix(c+3)),
 			pids:        pids,
 			window:      l.window,

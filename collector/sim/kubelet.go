@@ -134,7 +134,7 @@ func (k *Kubelet) Sync(t time.Time) error {
 			k.written[e.key()] = *e
 		}
 	}
-	k.server.SetPods(kubeletPods(allocations(running)))
+	k.server.SetPods(kubeletPods(k.backend.allocations(running)))
 	var err error
 	if down {
 		err = errKubeletDown
@@ -201,6 +201,10 @@ func kubeletPods(allocs []Allocation) []kubeletsim.Pod {
 		if c < 0 {
 			c = len(p.Containers)
 			p.Containers = append(p.Containers, kubeletsim.Container{Name: a.Container})
+		}
+		if a.Claim != "" {
+			p.Containers[c].Claims = append(p.Containers[c].Claims, kubeletClaim(a))
+			continue
 		}
 		p.Containers[c].Devices = append(p.Containers[c].Devices, kubeletsim.Devices{Resource: a.Resource, IDs: a.DeviceIDs})
 	}

@@ -80,6 +80,9 @@ func (sc *Scenario) validateJobs(gpus []gpuFacts, workloads map[string]*Workload
 		if k, clash := numberedPods[full]; clash {
 			return sc.errAt(p+".name", "the job's pods %s-<n> would clash with pods[%d] (%s/%s)", full, k, sc.Pods[k].Namespace, sc.Pods[k].Pod)
 		}
+		if j.Resource == resourceDRA {
+			return sc.errAt(p+".resource", "jobs hold devices through the device plugin; %s jobs are not simulated", resourceDRA)
+		}
 		key, err := sc.checkDevice(p, j.Resource, j.Device, gpus)
 		if err != nil {
 			return err
@@ -88,7 +91,7 @@ func (sc *Scenario) validateJobs(gpus []gpuFacts, workloads map[string]*Workload
 		if err != nil {
 			return err
 		}
-		if err := sc.take(held, p, key, w, gpus, full); err != nil {
+		if err := sc.take(held, p, key, false, w, gpus, full); err != nil {
 			return err
 		}
 		if j.Every < minJobEvery || j.Every > maxEventOffset {

@@ -83,6 +83,7 @@ func TestParseLifecycleAndFaultErrors(t *testing.T) {
 		{"job defined twice", job, job + "\n" + strings.Replace(job, "gpu: 1", "gpu: 2, replica: 0", 1), 14, "jobs[1].name", "already defined by jobs[0]"},
 		{"two jobs on one device", job, job + "\n" + strings.Replace(job, "name: build", "name: test", 1), 14, "jobs[1].device", "already held by jobs[0] (ci/build)"},
 		{"bad job name", "name: build", "name: Build_1", 13, "jobs[0].name", "not a valid job name"},
+		{"DRA job", "resource: nvidia.com/gpu, device: {gpu: 1}", "resource: gpu.nvidia.com, device: {gpu: 1}", 13, "jobs[0].resource", "gpu.nvidia.com jobs are not simulated"},
 		{"bad job namespace", "namespace: ci", "namespace: CI", 13, "jobs[0].namespace", "not a valid namespace"},
 		{"bad job container", "container: main, resource: nvidia.com/gpu, device: {gpu: 1}", "container: Main, resource: nvidia.com/gpu, device: {gpu: 1}", 13, "jobs[0].container", "not a valid container"},
 		{"job without device", "device: {gpu: 1}, workload: dev", "workload: dev", 13, "jobs[0].device.gpu", "required"},

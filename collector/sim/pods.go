@@ -13,14 +13,18 @@ import (
 type podEntry struct {
 	namespace, pod, uid, container string
 	resource                       string
-	deviceID                       string // as the device plugin reports it
+	deviceID                       string // as the device plugin reports it; "" for DRA
+	claim, draDevice               string // DRA claim and device name (dra.go)
 	containerID                    string // 64 hex digits
 	pids                           []uint32
 	window                         window // when it runs
 }
 
-// key tells entries apart: a job's pods differ in UID, a pod's containers in name.
-func (e *podEntry) key() string { return e.uid + "/" + e.container + "/" + e.deviceID }
+// key tells entries apart: a job's pods differ in UID, a pod's containers in name,
+// a container's devices in device ID or DRA claim and device.
+func (e *podEntry) key() string {
+	return e.uid + "/" + e.container + "/" + e.deviceID + "/" + e.claim + "/" + e.draDevice
+}
 
 // Allocation is what the kubelet's pod-resources List reports for one container and
 // resource: the device IDs as the NVIDIA device plugin names them ("GPU-<uuid>",
@@ -32,6 +36,13 @@ type Allocation struct {
 	Container string
 	Resource  string
 	DeviceIDs []string
+	// Claim, Pool, DRADevices and ShareID describe a DRA allocation (Resource
+	// gpu.nvidia.com): the claim, the driver's pool (the node name), the devices
+	// as the driver names them, and the share ID when claims share the device.
+	Claim      string
+	Pool       string
+	DRADevices []string
+	ShareID    string
 }
 
 // Allocatable is what GetAllocatableResources reports for one resource.
@@ -45,24 +56,36 @@ type Allocatable struct {
 // allocatable devices per resource, sorted by resource. A container that holds
 // several devices of one resource is one Allocation. The slices are the caller's.
 func (b *Backend) PodsAt(since time.Duration) ([]Allocation, []Allocatable) {
-	return allocations(b.running(int64(since))), b.allocatable()
+	return b.allocations(b.running(int64(since))), b.allocatable()
 }
 
 // allocations groups pod entries into Allocations.
-func allocations(entries []podEntry) []Allocation {
+func (b *Backend) allocations(entries []podEntry) []Allocation {
 	var allocs []Allocation
-	index := map[[4]string]int{}
+	index := map[[5]string]int{}
+	claims := draClaimsPerDevice(b.entries) // over the whole scenario: a share ID does not come and go with neighbours
 	for _, e := range entries {
-		key := [4]string{e.namespace, e.pod, e.container, e.resource}
+		key := [5]string{e.namespace, e.pod, e.container, e.resource, e.claim}
 		if i, ok := index[key]; ok {
-			allocs[i].DeviceIDs = append(allocs[i].DeviceIDs, e.deviceID)
+			if e.draDevice != "" {
+				allocs[i].DRADevices = append(allocs[i].DRADevices, e.draDevice)
+			} else {
+				allocs[i].DeviceIDs = append(allocs[i].DeviceIDs, e.deviceID)
+			}
 			continue
 		}
 		index[key] = len(allocs)
-		allocs = append(allocs, Allocation{
+		a := Allocation{
 			Namespace: e.namespace, Pod: e.pod, UID: e.uid, Container: e.container,
 			Resource: e.resource, DeviceIDs: []string{e.deviceID},
-		})
+		}
+		if e.draDevice != "" {
+			a.DeviceIDs, a.Claim, a.Pool, a.DRADevices = nil, e.claim, b.hostname, []string{e.draDevice}
+			if claims[e.draDevice] > 1 {
+				a.ShareID = e.namespace + "-" + e.claim
+			}
+		}
+		allocs = append(allocs, a)
 	}
 	return allocs
 }
@@ -87,6 +110,7 @@ func (b *Backend) advertised(sc *Scenario) []Allocatable {
 			gpu := b.inv.GPUs[i]
 			i++
 			switch {
+			case b.draGPUs[gpu.Index]: // the DRA driver's, not the device plugin's
 			case gpu.MIGEnabled:
 				for _, in := range gpu.Instances {
 					r := resourceMIGPrefix + in.Profile

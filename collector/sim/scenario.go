@@ -37,7 +37,8 @@
 //	    pod: trainer-0
 //	    container: main
 //	    uid: 6f1c…                    # optional; derived from the seed otherwise
-//	    resource: nvidia.com/gpu      # nvidia.com/gpu | nvidia.com/gpu.shared | nvidia.com/mig-<profile>
+//	    resource: nvidia.com/gpu      # nvidia.com/gpu | nvidia.com/gpu.shared | nvidia.com/mig-<profile> | gpu.nvidia.com (DRA)
+//	    claim: train-gpu              # gpu.nvidia.com only: the ResourceClaim; claims may share a whole GPU
 //	    device: {gpu: 0}              # {gpu: N} | {gpu: N, replica: R} | {gpu: N, instance: I}
 //	    workload: llm-train
 //	    pids: [4242]                  # optional; one PID derived from the seed otherwise
@@ -168,7 +169,8 @@ type Pod struct {
 	Resource  string `yaml:"resource"`
 	Device    Device `yaml:"device"`
 	Workload  string `yaml:"workload"`
-	PIDs      []int  `yaml:"pids"` // empty: one PID derived from the seed
+	PIDs      []int  `yaml:"pids"`  // empty: one PID derived from the seed
+	Claim     string `yaml:"claim"` // DRA claim name, for resource gpu.nvidia.com
 	// Start and End bound when the pod runs, as durations after the backend's
 	// start: from Start (0: the start) until End (0: the end of the run).
 	Start time.Duration `yaml:"start"`

@@ -216,16 +216,20 @@ func instanceReservedMiB(memMiB uint64) int { return int(memMiB / 200) }
 // heldDevices is what pods and jobs take of the node during validation.
 type heldDevices struct {
 	holder map[devKey]string // device → the entry holding it, e.g. "pods[2] (ml/train-0)"
+	dra    map[devKey]bool   // devices held through DRA claims
 	fbMiB  map[devKey]int    // device (replicas collapsed) → framebuffer its holders need
 	pods   map[string]int    // namespace/pod → the first pod entry naming it
 }
 
-// take records that entry p holds key with workload w, or says why it cannot.
-func (sc *Scenario) take(h *heldDevices, p string, key devKey, w *Workload, gpus []gpuFacts, name string) error {
-	if other, held := h.holder[key]; held {
+// take records that entry p holds key with workload w, through a DRA claim
+// when dra, or says why it cannot.
+func (sc *Scenario) take(h *heldDevices, p string, key devKey, dra bool, w *Workload, gpus []gpuFacts, name string) error {
+	if other, held := h.holder[key]; held && !sharedDRA(key, dra, h.dra[key]) {
 		return sc.errAt(p+".device", "%s is already held by %s", describeDevice(key), other)
+	} else if !held {
+		h.holder[key] = p + " (" + name + ")"
+		h.dra[key] = dra
 	}
-	h.holder[key] = p + " (" + name + ")"
 	memKey := key
 	memKey.replica = -1 // replicas share the GPU's framebuffer
 	h.fbMiB[memKey] += w.FBMiB
@@ -240,7 +244,7 @@ func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload
 	if len(sc.Pods) > maxPods {
 		return nil, sc.errAt("pods", "more than %d pods", maxPods)
 	}
-	held := &heldDevices{holder: map[devKey]string{}, fbMiB: map[devKey]int{}, pods: map[string]int{}}
+	held := &heldDevices{holder: map[devKey]string{}, dra: map[devKey]bool{}, fbMiB: map[devKey]int{}, pods: map[string]int{}}
 	uidOf := map[string]string{}    // namespace/pod → UID
 	podOfUID := map[string]string{} // UID → namespace/pod
 	pids := map[int]int{}           // PID → pod entry
@@ -274,11 +278,14 @@ func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload
 		if err != nil {
 			return nil, err
 		}
+		if err := sc.checkClaim(p, pod); err != nil {
+			return nil, err
+		}
 		w, err := sc.workloadOf(p, pod.Workload, workloads)
 		if err != nil {
 			return nil, err
 		}
-		if err := sc.take(held, p, key, w, gpus, full); err != nil {
+		if err := sc.take(held, p, key, pod.Resource == resourceDRA, w, gpus, full); err != nil {
 			return nil, err
 		}
 		if err := sc.checkWindow(p, pod.Start, pod.End); err != nil {
@@ -372,10 +379,12 @@ func (sc *Scenario) checkDevice(p, resource string, d Device, gpus []gpuFacts) (
 			return key, sc.errAt(p+".resource", "instance %d of GPU %d is a %s: request %s", *d.Instance, d.GPU, g.layout[*d.Instance], want)
 		}
 		key.instance = *d.Instance
+	case resource == resourceDRA:
+		return sc.checkDRADevice(p, d, g, key)
 	case resource == "":
 		return key, sc.errAt(p+".resource", "required")
 	default:
-		return key, sc.errAt(p+".resource", "unknown resource %q (want %s, %s or %s<profile>)", resource, resourceGPU, resourceShared, resourceMIGPrefix)
+		return key, sc.errAt(p+".resource", "unknown resource %q (want %s, %s, %s<profile> or %s)", resource, resourceGPU, resourceShared, resourceMIGPrefix, resourceDRA)
 	}
 	return key, nil
 }

@@ -42,6 +42,9 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 				if err := yaml.Unmarshal(o.Doc, &meta); err != nil {
 					t.Fatal(err)
 				}
+				if clusterScoped[o.Kind] {
+					continue
+				}
 				if meta.Metadata.Namespace != namespace {
 					t.Errorf("%s %s: namespace %q, want %q", o.Kind, o.Name, meta.Metadata.Namespace, namespace)
 				}
@@ -62,8 +65,10 @@ func TestDaemonSetIsLeastPrivileged(t *testing.T) {
 			decodeOne(t, render(t, vs.args...), "DaemonSet", &ds)
 			pod := ds.Spec.Template.Spec
 
-			if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
-				t.Error("pod mounts a service account token")
+			// Only DRA attribution talks to the API server (dra_test.go).
+			dra := slices.Contains(pod.Containers[0].Args, "--attribution.dra.enabled")
+			if mounted := pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken; mounted != dra {
+				t.Errorf("pod mounts a service account token: %v, want %v (only for DRA attribution)", mounted, dra)
 			}
 			psc := pod.SecurityContext
 			if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {

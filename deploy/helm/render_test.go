@@ -21,6 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -174,6 +175,10 @@ func decodeAll(t *testing.T, m manifests) {
 			v = &serviceMonitor{}
 		case "PrometheusRule":
 			v = &prometheusRule{}
+		case "ClusterRole":
+			v = &rbacv1.ClusterRole{}
+		case "ClusterRoleBinding":
+			v = &rbacv1.ClusterRoleBinding{}
 		default:
 			t.Errorf("unexpected kind %s (%s)", o.Kind, o.Name)
 			continue

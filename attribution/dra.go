@@ -1,0 +1,263 @@
+package attribution
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+)
+
+// DefaultDRADriver is the DRA driver whose devices are attributed by default:
+// NVIDIA's GPU driver (sigs.k8s.io/dra-driver-nvidia-gpu).
+const DefaultDRADriver = "gpu.nvidia.com"
+
+// DRA is the sharing mode of a container that holds a device through a
+// Dynamic Resource Allocation claim rather than a device plugin.
+const DRA Sharing = "dra"
+
+// DRADeviceRef names one device a DRA driver published: the driver, pool and
+// device of a ClaimResource in the kubelet's dynamic_resources.
+type DRADeviceRef struct {
+	Driver string // e.g. "gpu.nvidia.com"
+	Pool   string // the NVIDIA driver names its pool after the node
+	Device string // e.g. "gpu-0", "gpu-1-mig-1g10gb-19-6"
+}
+
+func (r DRADeviceRef) String() string { return r.Driver + "/" + r.Pool + "/" + r.Device }
+
+// SliceDevice is what a node's ResourceSlices say about one DRA device.
+type SliceDevice struct {
+	Type string // the driver's `type` attribute: "gpu", "mig", "vfio"; "" when absent
+	// UUID is "GPU-…" or "MIG-…"; "" when the slice carries none, as for a
+	// dynamic MIG device that is not prepared yet.
+	UUID string
+	// ParentUUID is the "GPU-…" UUID of a MIG device's GPU; "" otherwise.
+	ParentUUID string
+	// Profile is a MIG device's profile, e.g. "1g.10gb"; "" otherwise.
+	Profile string
+	// PlacementStart is the first memory slice a MIG device occupies on its GPU;
+	// -1 when the slice does not say.
+	PlacementStart int
+}
+
+// SliceSource looks devices up in the node's ResourceSlices. Implementations
+// answer from memory (a watch cache or the simulator), never block, and are safe
+// for concurrent use. *SliceWatcher and *StaticSlices are two.
+type SliceSource interface {
+	// Device returns what the slices publish for ref, and whether they publish it.
+	Device(ref DRADeviceRef) (SliceDevice, bool)
+	// Status says whether the source is current.
+	Status() SliceStatus
+}
+
+// MIGSlot is one MIG instance of the backend's inventory, with where it sits on
+// its GPU: what a dynamic MIG device without a UUID is matched against.
+type MIGSlot struct {
+	UUID       string // "MIG-…"
+	ParentUUID string // "GPU-…"
+	Profile    string // e.g. "1g.10gb"
+	// PlacementStart is the first memory slice of the instance; -1 when the
+	// backend does not know it.
+	PlacementStart int
+}
+
+// DRAAllocation is one device of a DRA claim, held by one container, that could
+// not be mapped to a GPU or MIG instance of this node.
+type DRAAllocation struct {
+	Namespace, Pod, Container string
+	Claim                     string // name of the ResourceClaim, in Namespace
+	Device                    DRADeviceRef
+	Reason                    string // why it could not be mapped, for logs and tests
+}
+
+// draMapper maps the DRA devices of the kubelet's dynamic_resources to device
+// UUIDs. Its layout is set from any goroutine; the rest is used by Refresh only
+// (under Client.refreshMu).
+type draMapper struct {
+	drivers map[string]bool
+	slices  SliceSource // nil: DRA devices cannot be mapped
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	layout []MIGSlot
+
+	total  uint64          // unmapped allocations seen, one per allocation per refresh
+	logged map[string]bool // device refs whose failure was logged
+}
+
+// maxLoggedDRA bounds how many distinct unmapped DRA devices are logged.
+const maxLoggedDRA = 100
+
+func newDRAMapper(drivers []string, slices SliceSource, log *slog.Logger) *draMapper {
+	if len(drivers) == 0 {
+		drivers = []string{DefaultDRADriver}
+	}
+	m := &draMapper{drivers: make(map[string]bool), slices: slices, log: log, logged: make(map[string]bool)}
+	for _, d := range drivers {
+		m.drivers[d] = true
+	}
+	return m
+}
+
+func (m *draMapper) setLayout(slots []MIGSlot) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.layout = slices.Clone(slots)
+}
+
+// resolve maps one DRA device to the UUID of a GPU or MIG instance of this node.
+// res checks UUIDs against the device table.
+func (m *draMapper) resolve(ref DRADeviceRef, res *resolver) (string, error) {
+	if m.slices == nil {
+		return "", fmt.Errorf("DRA device %s: ResourceSlice lookups are off (--attribution.dra.enabled)", ref)
+	}
+	d, ok := m.slices.Device(ref)
+	if !ok {
+		return "", fmt.Errorf("DRA device %s: not in the node's ResourceSlices", ref)
+	}
+	if d.UUID != "" {
+		if !res.knows(d.UUID) {
+			return "", fmt.Errorf("DRA device %s: UUID %s names no device of this node", ref, d.UUID)
+		}
+		return d.UUID, nil
+	}
+	if d.ParentUUID == "" || d.Profile == "" {
+		return "", fmt.Errorf("DRA device %s: its slice entry has neither a UUID nor a MIG parent and profile", ref)
+	}
+	return m.placeMIG(ref, d)
+}
+
+// placeMIG finds the inventory's MIG instance of profile d.Profile on GPU
+// d.ParentUUID at d.PlacementStart. Without a placement on either side, the
+// profile must be unique on that GPU.
+func (m *draMapper) placeMIG(ref DRADeviceRef, d SliceDevice) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var found []string
+	for _, s := range m.layout {
+		if s.ParentUUID != d.ParentUUID || s.Profile != d.Profile {
+			continue
+		}
+		if d.PlacementStart >= 0 && s.PlacementStart >= 0 && s.PlacementStart != d.PlacementStart {
+			continue
+		}
+		found = append(found, s.UUID)
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return "", fmt.Errorf("DRA device %s: no %s instance at placement %d on %s in the inventory",
+			ref, d.Profile, d.PlacementStart, d.ParentUUID)
+	default:
+		return "", fmt.Errorf("DRA device %s: %d %s instances on %s could be it (placement unknown)",
+			ref, len(found), d.Profile, d.ParentUUID)
+	}
+}
+
+// draHold is one container's part of one claim on one device while a
+// snapshot is built.
+type draHold struct {
+	namespace, pod, container, driver, claim, shareID string
+}
+
+// draAlloc identifies one allocation of a device: a claim, or one share of a
+// claim (share_id), on it.
+type draAlloc struct {
+	namespace, claim, shareID string
+}
+
+// addHolders adds to t the holders of the DRA devices in list and records the
+// allocations that could not be mapped. A device's DRA holders split it equally
+// per allocation (claim and share ID), and an allocation equally among the
+// containers that hold it.
+func (m *draMapper) addHolders(t *tables, list *podresourcesv1.ListPodResourcesResponse, res *resolver) {
+	holds := make(map[string]map[draAlloc][]draHold) // device UUID → allocation → containers
+	for _, pod := range list.GetPodResources() {
+		for _, ctr := range pod.GetContainers() {
+			for _, dyn := range ctr.GetDynamicResources() {
+				for _, cr := range dyn.GetClaimResources() {
+					if !m.drivers[cr.GetDriverName()] {
+						continue
+					}
+					ref := DRADeviceRef{Driver: cr.GetDriverName(), Pool: cr.GetPoolName(), Device: cr.GetDeviceName()}
+					uuid, err := m.resolve(ref, res)
+					if err != nil {
+						t.unmappedDRA = append(t.unmappedDRA, DRAAllocation{
+							Namespace: pod.GetNamespace(), Pod: pod.GetName(), Container: ctr.GetName(),
+							Claim: dyn.GetClaimName(), Device: ref, Reason: err.Error(),
+						})
+						continue
+					}
+					a := draAlloc{namespace: dyn.GetClaimNamespace(), claim: dyn.GetClaimName(), shareID: cr.GetShareId()}
+					h := draHold{pod.GetNamespace(), pod.GetName(), ctr.GetName(), ref.Driver, dyn.GetClaimName(), cr.GetShareId()}
+					if holds[uuid] == nil {
+						holds[uuid] = make(map[draAlloc][]draHold)
+					}
+					if !slices.Contains(holds[uuid][a], h) {
+						holds[uuid][a] = append(holds[uuid][a], h)
+					}
+				}
+			}
+		}
+	}
+	for uuid, allocs := range holds {
+		var hs []Holder
+		for _, ctrs := range allocs {
+			for _, h := range ctrs {
+				share := 1 / float64(len(allocs)) / float64(len(ctrs))
+				i := slices.IndexFunc(hs, func(o Holder) bool {
+					return o.Namespace == h.namespace && o.Pod == h.pod && o.Container == h.container
+				})
+				if i >= 0 { // one container in two claims on one device
+					hs[i].Share += share
+					hs[i].ShareID = cmp.Or(hs[i].ShareID, h.shareID)
+					continue
+				}
+				hs = append(hs, Holder{
+					Namespace: h.namespace, Pod: h.pod, Container: h.container,
+					Resource: h.driver, Sharing: DRA, Replicas: 1, Share: share,
+					Claim: h.claim, ShareID: h.shareID,
+				})
+			}
+		}
+		if prior := t.holders[uuid]; len(prior) > 0 {
+			// Device-plugin and DRA holders of one device: should not happen;
+			// each kind gets half.
+			hs = append(hs, prior...)
+			for i := range hs {
+				hs[i].Share /= 2
+			}
+		}
+		slices.SortFunc(hs, compareHolders)
+		t.holders[uuid] = hs
+	}
+	slices.SortFunc(t.unmappedDRA, func(a, b DRAAllocation) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
+			cmp.Compare(a.Container, b.Container), cmp.Compare(a.Device.String(), b.Device.String()))
+	})
+}
+
+// note counts and logs (once per device) the unmapped allocations of a
+// successful refresh. It runs under Client.refreshMu.
+func (m *draMapper) note(unmapped []DRAAllocation) {
+	for _, a := range unmapped {
+		m.total++
+		key := a.Device.String()
+		if !m.logged[key] && len(m.logged) < maxLoggedDRA {
+			m.logged[key] = true
+			m.log.Warn("DRA device could not be mapped to a GPU of this node; its time counts as unknown",
+				"device", key, "claim", a.Namespace+"/"+a.Claim, "pod", a.Namespace+"/"+a.Pod, "reason", a.Reason)
+		}
+	}
+}
+
+// HoldersKnown reports whether s says who holds every device of the node: false
+// before the first successful refresh, once the holders are stale (Holders nil),
+// and while some DRA allocation is unmapped (then some device is held, but which
+// is not known). Where it is false, the part of a device that no holder holds is
+// `unknown` time, never `unallocated` (docs/attribution.md).
+func (s *Snapshot) HoldersKnown() bool { return s.Holders != nil && len(s.UnmappedDRA) == 0 }
