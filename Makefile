@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # go-nvml's generated cgo uses deprecated NVML declarations on purpose.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build test lint e2e bench generate chart-test check help
+.PHONY: all build test lint e2e bench soak bench-fleet generate chart-test check help
 
 all: build
 
@@ -36,6 +36,12 @@ e2e: ## end-to-end tests against a real Prometheus and headless Chromium
 
 bench: ## benchmarks of the scrape, the sample tick, the ledger and attribution
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+soak: ## the exporter for minutes under churn and faults (GPULEDGER_SOAK_DURATION, default 5m); not part of check
+	$(GO) test -count=1 -tags soak -timeout 2h -v ./test/soak/
+
+bench-fleet: ## the report over 1,000 GPUs x 7 days in a VictoriaMetrics on loopback (GPULEDGER_FLEET_GPUS=100,300,1000)
+	$(GO) test -count=1 -tags fleetbench -timeout 2h -run FleetReport -v ./report/
 
 chart-test: ## helm lint and template, strict decoding, and a server-side dry-run against a real kube-apiserver
 	bash scripts/chart-test.sh
