@@ -8,13 +8,16 @@ package soak
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,11 +112,14 @@ func TestSoak(t *testing.T) {
 	tick := time.NewTicker(scrapeInterval)
 	defer tick.Stop()
 	for now := start; now.Sub(start) < duration; now = <-tick.C {
+		// The answer holds the snapshot of a sample taken before the request
+		// reached the exporter, one sample interval at most: the tracker
+		// dates it by the request's start.
+		at := time.Now()
 		took, fams, err := scrape(client, url)
 		if err != nil {
 			t.Fatalf("scrape at %s: %v", now.Sub(start).Round(time.Second), err)
 		}
-		at := time.Now()
 		rss, err := residentBytes(exporter.Process.Pid)
 		if err != nil {
 			t.Fatal(err)
@@ -130,6 +136,12 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak: %s of scrapes (%d) after warm-up %s; sample interval %s, retention %s", elapsed.Round(time.Second), len(rows), warmUp, sampleInterval, retention)
 	t.Logf("scrape duration: p50 %s, p99 %s, max %s (bound %s); series per scrape %d-%d",
 		rep.p50, rep.p99, rep.maxTook, scrapeBound, rep.minSeries, rep.maxSeries)
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		t.Logf("load average at the end (1, 5, 15 min): %s on %d CPUs", strings.Join(strings.Fields(string(load))[:3], ", "), runtime.NumCPU())
+	}
+	for _, r := range rep.slowest {
+		t.Logf("slow scrape at %s: %s", r.at.Round(time.Second), r.took.Round(time.Millisecond))
+	}
 	t.Logf("resident memory: first minute after warm-up max %.1f MiB, last minute max %.1f MiB (%+.1f %%), overall peak %.1f MiB",
 		mib(rep.rssFirst), mib(rep.rssLast), pct(rep.rssFirst, rep.rssLast), mib(rep.rssPeak))
 	t.Logf("goroutines: first minute after warm-up max %.0f, last minute max %.0f (%+.1f %%)",
@@ -179,6 +191,7 @@ type row struct {
 
 type summary struct {
 	p50, p99, maxTook          time.Duration
+	slowest                    []row // the scrapes over scrapeBound, at most five
 	minSeries, maxSeries       int
 	rssFirst, rssLast, rssPeak float64
 	grFirst, grLast            float64
@@ -201,24 +214,36 @@ func summarize(rows []row) summary {
 			s.rssLast, s.grLast = max(s.rssLast, float64(r.rss)), max(s.grLast, r.goroutines)
 		}
 	}
+	for _, r := range rows {
+		if r.took > scrapeBound && len(s.slowest) < 5 {
+			s.slowest = append(s.slowest, r)
+		}
+	}
 	slices.Sort(took)
 	s.p50, s.p99, s.maxTook = took[len(took)/2], took[len(took)*99/100], took[len(took)-1]
 	return s
 }
 
-func scrape(client *http.Client, url string) (time.Duration, map[string]*dto.MetricFamily, error) {
+// scrape GETs url and parses the answer; took is the time to the last byte of
+// the answer, the parsing not included.
+func scrape(client *http.Client, url string) (took time.Duration, fams map[string]*dto.MetricFamily, err error) {
 	begin := time.Now()
 	resp, err := client.Get(url)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	took = time.Since(begin)
+	if err != nil {
+		return 0, nil, err
+	}
 	if resp.StatusCode != http.StatusOK {
 		return 0, nil, fmt.Errorf("status %s", resp.Status)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	return time.Since(begin), fams, err
+	fams, err = parser.TextToMetricFamilies(bytes.NewReader(body))
+	return took, fams, err
 }
 
 // waitReady polls the exporter until it answers (a start-up deadline, not a

@@ -28,6 +28,13 @@ func ledger(series ...any) map[string]*dto.MetricFamily {
 	return map[string]*dto.MetricFamily{"gpuledger_gpu_seconds_total": f}
 }
 
+// up adds gpuledger_up with value v to a scrape.
+func up(v float64, fams map[string]*dto.MetricFamily) map[string]*dto.MetricFamily {
+	fams["gpuledger_up"] = &dto.MetricFamily{Name: proto.String("gpuledger_up"), Type: dto.MetricType_GAUGE.Enum(),
+		Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(v)}}}}
+	return fams
+}
+
 // TestTrackerRules feeds the tracker scrapes one second apart (retention 5 s,
 // slack 2 s) and checks that each rule of the soak fails when broken and
 // holds when kept.
@@ -73,6 +80,42 @@ func TestTrackerRules(t *testing.T) {
 			ledger("a", "busy", 1.0, "", "unallocated", 9.0),
 		},
 		want: "still exported 8s after its series stopped growing",
+	}, {
+		name: "an ended holder whose window ends in a backend outage leaves at the first sample after it",
+		scrapes: []map[string]*dto.MetricFamily{
+			ledger("a", "busy", 1.0, "", "unallocated", 0.0),
+			ledger("a", "busy", 1.0, "", "unallocated", 1.0),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(1, ledger("a", "busy", 1.0, "", "unallocated", 9.0)),
+			up(1, ledger("a", "busy", 1.0, "", "unallocated", 10.0)),
+			up(1, ledger("", "unallocated", 12.0)),
+		},
+	}, {
+		name: "an ended holder stays past the first samples after a backend outage",
+		scrapes: []map[string]*dto.MetricFamily{
+			ledger("a", "busy", 1.0, "", "unallocated", 0.0),
+			ledger("a", "busy", 1.0, "", "unallocated", 1.0),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
+			up(1, ledger("a", "busy", 1.0, "", "unallocated", 9.0)),
+			up(1, ledger("a", "busy", 1.0, "", "unallocated", 10.0)),
+			up(1, ledger("a", "busy", 1.0, "", "unallocated", 11.0)),
+			up(1, ledger("a", "busy", 1.0, "", "unallocated", 13.0)),
+		},
+		want: "still exported 12s after its series stopped growing",
 	}, {
 		name: "an ended holder leaves before the retention window",
 		scrapes: []map[string]*dto.MetricFamily{

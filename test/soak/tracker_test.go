@@ -27,9 +27,15 @@ type tracker struct {
 
 	scrapes     int
 	first, last time.Time
-	counters    map[string]*counter
-	holders     map[string]*holder
-	problems    []string
+	// sampling is the first scrape of the current stretch of scrapes with
+	// gpuledger_up 1: the ledger prunes ended series when it samples, so a
+	// series whose window ends in a backend outage leaves at the first
+	// sample after it.
+	sampling time.Time
+	sampled  bool
+	counters map[string]*counter
+	holders  map[string]*holder
+	problems []string
 
 	decreases, reappeared, holdersEnded int
 	retainedMin, retainedMax            time.Duration
@@ -67,6 +73,14 @@ func (tr *tracker) observe(t time.Time, fams map[string]*dto.MetricFamily) {
 	if tr.scrapes == 0 {
 		tr.first = t
 	}
+	up := true
+	if f := fams["gpuledger_up"]; f != nil && len(f.GetMetric()) == 1 {
+		up = f.GetMetric()[0].GetGauge().GetValue() == 1
+	}
+	if up && !tr.sampled {
+		tr.sampling = t
+	}
+	tr.sampled = up
 	seen := map[string]bool{}
 	holderSeconds := map[string]float64{}
 	for name, f := range fams {
@@ -127,7 +141,8 @@ func (tr *tracker) observeHolders(t time.Time, seconds map[string]float64) {
 			h.grewAt, h.frozenAt, h.flagged = t, time.Time{}, false
 		case h.frozenAt.IsZero():
 			h.frozenAt = t
-		case !h.flagged && t.Sub(h.frozenAt) > tr.retention+tr.slack:
+		case !h.flagged && tr.sampled && t.Sub(h.frozenAt) > tr.retention+tr.slack &&
+			t.Sub(tr.sampling) > tr.slack:
 			h.flagged = true
 			tr.problem("holder %s still exported %s after its series stopped growing (retention %s)",
 				key, t.Sub(h.frozenAt).Round(time.Millisecond), tr.retention)
