@@ -40,7 +40,7 @@ bench: ## benchmarks of the scrape, the sample tick, the ledger and attribution
 soak: ## the exporter for minutes under churn and faults (GPULEDGER_SOAK_DURATION, default 5m); not part of check
 	$(GO) test -count=1 -tags soak -timeout 2h -v ./test/soak/
 
-bench-fleet: ## the report over 1,000 GPUs x 7 days in a VictoriaMetrics on loopback (GPULEDGER_FLEET_GPUS=100,300,1000)
+bench-fleet: ## the report over 1,000 GPUs x 7 days in a VictoriaMetrics on loopback (GPULEDGER_FLEET_GPUS=300,3000; GPULEDGER_FLEET_MAX_SAMPLES=0,500000)
 	$(GO) test -count=1 -tags fleetbench -timeout 2h -run FleetReport -v ./report/
 
 chart-test: ## helm lint and template, strict decoding, and a server-side dry-run against a real kube-apiserver

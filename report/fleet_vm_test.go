@@ -34,7 +34,8 @@ const (
 // list measures several fleets in turn) × 7 days, scraped every
 // GPULEDGER_FLEET_SCRAPE_SECONDS (default 60) — into a VictoriaMetrics on
 // loopback through /api/v1/import/prometheus (millisecond timestamps), runs
-// the `gpuledger report` binary against it over HTTP and prints the report's
+// the `gpuledger report` binary against it over HTTP (once per value of
+// --query.max-samples in GPULEDGER_FLEET_MAX_SAMPLES, default 500000) and prints the report's
 // wall time and peak RSS (getrusage of the child), the import's time and
 // VictoriaMetrics' resident memory. It fails when the report over 1,000 GPUs
 // or fewer is over the budget (60 s, 500 MiB) or counts the wrong number of
@@ -63,6 +64,10 @@ func TestFleetReportVictoriaMetrics(t *testing.T) {
 		}
 		scrape = time.Duration(n) * time.Second
 	}
+	maxSamples := []string{"500000"}
+	if v := os.Getenv("GPULEDGER_FLEET_MAX_SAMPLES"); v != "" {
+		maxSamples = strings.Split(v, ",")
+	}
 	bin := filepath.Join(t.TempDir(), "gpuledger")
 	build := exec.Command("go", "build", "-o", bin, "../cmd/gpuledger")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -70,11 +75,11 @@ func TestFleetReportVictoriaMetrics(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	for _, gpus := range sizes {
-		t.Run(fmt.Sprintf("%dGPUs", gpus), func(t *testing.T) { fleetRun(t, vmBin, bin, gpus, scrape) })
+		t.Run(fmt.Sprintf("%dGPUs", gpus), func(t *testing.T) { fleetRun(t, vmBin, bin, gpus, scrape, maxSamples) })
 	}
 }
 
-func fleetRun(t *testing.T, vmBin, bin string, gpus int, scrape time.Duration) {
+func fleetRun(t *testing.T, vmBin, bin string, gpus int, scrape time.Duration, maxSamples []string) {
 	week := 7 * 24 * time.Hour
 	// The week ends at the last full hour: VictoriaMetrics keeps data within
 	// its retention from now, and the report's --end must not be in the future.
@@ -93,17 +98,25 @@ func fleetRun(t *testing.T, vmBin, bin string, gpus int, scrape time.Duration) {
 		resp.Body.Close()
 	}
 	imported := time.Since(began)
-	fams = nil
 	if got := vm.count(t, end); got != lines {
 		t.Fatalf("VictoriaMetrics holds %d samples, %d were imported", got, lines)
 	}
 
+	t.Logf("fleet %d GPUs × 7 days, %s scrapes: %d series, %d samples imported in %s (%.0f samples/s); VictoriaMetrics RSS %.0f MiB",
+		gpus, scrape, vm.series(t, end), lines, imported.Round(time.Second), float64(lines)/imported.Seconds(), float64(vm.rss(t))/(1<<20))
+	for _, maxSamples := range maxSamples {
+		fleetReport(t, bin, vm.url, end, gpus, maxSamples)
+	}
+}
+
+// fleetReport runs the report binary against url and checks its budget.
+func fleetReport(t *testing.T, bin, url string, end time.Time, gpus int, maxSamples string) {
 	out := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.Command(bin, "report", "--prometheus.url="+vm.url, "--range=7d", "--end="+end.Format(time.RFC3339),
-		"--format=json", "--out="+out, "--query.timeout=5m")
+	cmd := exec.Command(bin, "report", "--prometheus.url="+url, "--range=7d", "--end="+end.Format(time.RFC3339),
+		"--format=json", "--out="+out, "--query.timeout=5m", "--query.max-samples="+maxSamples)
 	cmd.Stderr = &tailWriter{max: 4096}
-	began = time.Now()
-	err = cmd.Run()
+	began := time.Now()
+	err := cmd.Run()
 	wall := time.Since(began)
 	if err != nil {
 		t.Fatalf("report: %v\n%s", err, cmd.Stderr.(*tailWriter).b)
@@ -120,10 +133,8 @@ func fleetRun(t *testing.T, vmBin, bin string, gpus int, scrape time.Duration) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("fleet %d GPUs × 7 days, %s scrapes: %d series, %d samples imported in %s (%.0f samples/s); VictoriaMetrics RSS %.0f MiB",
-		gpus, scrape, vm.series(t, end), lines, imported.Round(time.Second), float64(lines)/imported.Seconds(), float64(vm.rss(t))/(1<<20))
-	t.Logf("report: wall %s, peak RSS %.1f MiB (budget for 1,000 GPUs: %s, %d MiB); %d GPUs, partial %t",
-		wall.Round(10*time.Millisecond), float64(peakRSS)/(1<<20), fleetBudgetWall, fleetBudgetRSS>>20, rep.GPUs, rep.Partial)
+	t.Logf("report --query.max-samples=%s: wall %s, peak RSS %.1f MiB (budget for 1,000 GPUs: %s, %d MiB); %d GPUs, partial %t",
+		maxSamples, wall.Round(10*time.Millisecond), float64(peakRSS)/(1<<20), fleetBudgetWall, fleetBudgetRSS>>20, rep.GPUs, rep.Partial)
 	if rep.GPUs != gpus {
 		t.Errorf("the report counts %d GPUs, want %d", rep.GPUs, gpus)
 	}
