@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -192,11 +193,11 @@ func importPrometheus(url string, fams []synthFamily, start time.Time, interval 
 // exposition is the series' name and labels as the text format writes them.
 func exposition(lset labels.Labels) []byte {
 	var b strings.Builder
-	b.WriteString(lset.Get(labels.MetricName))
+	b.WriteString(lset.Get(model.MetricNameLabel))
 	b.WriteByte('{')
 	first := true
 	lset.Range(func(l labels.Label) {
-		if l.Name == labels.MetricName {
+		if l.Name == model.MetricNameLabel {
 			return
 		}
 		if !first {
