@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # go-nvml's generated cgo uses deprecated NVML declarations on purpose.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build test lint e2e bench fuzz generate chart-test check help
+.PHONY: all build test lint e2e bench fuzz soak bench-fleet generate chart-test check help
 
 all: build
 
@@ -51,6 +51,12 @@ fuzz: ## run each fuzz target for FUZZTIME (default 20s): price book, scenario, 
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
 	done
+
+soak: ## the exporter for minutes under churn and faults (GPULEDGER_SOAK_DURATION, default 5m); not part of check
+	$(GO) test -count=1 -tags soak -timeout 2h -v ./test/soak/
+
+bench-fleet: ## the report over 1,000 GPUs x 7 days in a VictoriaMetrics on loopback (GPULEDGER_FLEET_GPUS=300,3000; GPULEDGER_FLEET_MAX_SAMPLES=0,500000)
+	$(GO) test -count=1 -tags fleetbench -timeout 2h -run FleetReport -v ./report/
 
 chart-test: ## helm lint and template, strict decoding, and a server-side dry-run against a real kube-apiserver
 	bash scripts/chart-test.sh

@@ -228,10 +228,13 @@ func usageOf(act, fb []float32) Usage {
 	return u
 }
 
-// groupAcc accumulates a Group.
+// groupAcc accumulates a Group. act and fb are the holdings' own slices,
+// joined only while the group's percentiles are computed: a holding belongs to
+// five groups (fleet, model, node, team, namespace), and copies kept for each
+// were most of the report's memory on large fleets.
 type groupAcc struct {
 	totals, prev Totals
-	act, fb      []float32
+	act, fb      [][]float32
 }
 
 type groupSet map[string]*groupAcc
@@ -249,7 +252,7 @@ func (g groupSet) groups(withPrev bool) []Group {
 	out := make([]Group, 0, len(g))
 	for name, a := range g {
 		a.totals.finish()
-		gr := Group{Name: name, Totals: a.totals, Usage: usageOf(a.act, a.fb)}
+		gr := Group{Name: name, Totals: a.totals, Usage: usageOf(slices.Concat(a.act...), slices.Concat(a.fb...))}
 		if withPrev {
 			a.prev.finish()
 			p := a.prev
@@ -338,8 +341,8 @@ func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
 		}
 		if k.holder != (holderKey{}) {
 			for _, g := range []*groupAcc{fleet.get(""), models.get(e.model), nodes.get(e.host), teams.get(a.team(d, k.holder)), namespaces.get(k.holder.Namespace)} {
-				g.act = append(g.act, act...)
-				g.fb = append(g.fb, fb...)
+				g.act = append(g.act, act)
+				g.fb = append(g.fb, fb)
 			}
 			teams.get(a.team(d, k.holder)).totals.add(e)
 			namespaces.get(k.holder.Namespace).totals.add(e)

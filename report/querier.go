@@ -73,16 +73,23 @@ func (p *PrometheusQuerier) QueryRange(ctx context.Context, query string, start,
 }
 
 // rangeRunner splits range queries into requests of at most maxPoints steps
-// each, so that no single request asks the server for an unbounded answer, and
-// reports progress on a writer.
+// each, and of at most about maxSamples samples each, so that no single
+// request asks the server for an unbounded answer, and reports progress on a
+// writer. It is not safe for concurrent use.
 type rangeRunner struct {
-	q         Querier
-	maxPoints int
-	progress  *Progress
-	total     int // requests planned
-	done      int
-	warnings  []string
+	q          Querier
+	maxPoints  int
+	maxSamples int // samples (series × steps) one answer should hold; 0: no limit
+	progress   *Progress
+	total      int // requests planned
+	done       int
+	warnings   []string
+	series     int // series in the last answer; 0: none yet
 }
+
+// probeSteps is the size of the first request when answers are bounded by
+// samples: the series it returns size the requests that follow.
+const probeSteps = 10
 
 // isTerminal reports whether w is a character device (a terminal), where a
 // progress line can be redrawn; in a log file or a pod's log it cannot.
@@ -95,18 +102,28 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// requests returns how many requests a query over (start, end] at step needs.
+// requests returns how many requests a query over (start, end] at step needs
+// at maxPoints steps per request; run corrects the count in total when
+// maxSamples makes it split finer.
 func (r *rangeRunner) requests(start, end time.Time, step time.Duration) int {
-	points := int(end.Sub(start)/step) + 1
-	return (points + r.maxPoints - 1) / r.maxPoints
+	return ceilDiv(int(end.Sub(start)/step)+1, r.maxPoints)
 }
 
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
 // run evaluates query at start, start+step, …, end and calls each with the
-// series of every request in time order.
+// series of every request in time order. With maxSamples set, the runner's
+// first request asks for probeSteps steps and every later one for as many
+// steps as keep series × steps within maxSamples, counting the series of the
+// previous answer (of this query or the one before), between 1 and maxPoints.
 func (r *rangeRunner) run(ctx context.Context, name, query string, start, end time.Time, step time.Duration, each func(model.Matrix)) error {
-	span := time.Duration(r.maxPoints-1) * step
-	for from := start; !from.After(end); from = from.Add(span + step) {
-		to := from.Add(span)
+	planned, done := r.requests(start, end, step), 0
+	steps := r.sized()
+	if r.maxSamples > 0 && r.series == 0 {
+		steps = min(probeSteps, r.maxPoints)
+	}
+	for from := start; !from.After(end); {
+		to := from.Add(time.Duration(steps-1) * step)
 		if to.After(end) {
 			to = end
 		}
@@ -116,10 +133,29 @@ func (r *rangeRunner) run(ctx context.Context, name, query string, start, end ti
 		}
 		r.warnings = append(r.warnings, warnings...)
 		each(m)
+		from = to.Add(step)
+		r.series = max(1, len(m))
+		steps = r.sized()
+		done++
+		left := 0
+		if !from.After(end) {
+			left = ceilDiv(int(end.Sub(from)/step)+1, steps)
+		}
+		r.total += done + left - planned
+		planned = done + left
 		r.done++
 		r.progress.Update(fmt.Sprintf("report: %d/%d queries (%s)", r.done, r.total, name))
 	}
 	return nil
+}
+
+// sized is the steps of the next request: maxPoints, or fewer when
+// maxSamples bounds the samples of an answer as large as the last.
+func (r *rangeRunner) sized() int {
+	if r.maxSamples == 0 || r.series == 0 {
+		return r.maxPoints
+	}
+	return max(1, min(r.maxPoints, r.maxSamples/r.series))
 }
 
 // finish ends the progress line.

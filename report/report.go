@@ -90,6 +90,10 @@ type Config struct {
 	// MaxPointsPerQuery bounds the steps one request asks for; longer ranges
 	// are split into several requests.
 	MaxPointsPerQuery int
+	// MaxSamplesPerQuery bounds the samples (series × steps) one answer
+	// should hold, so that the report's memory does not grow with the fleet:
+	// requests are sized by the series of the previous answer. 0: no bound.
+	MaxSamplesPerQuery int
 	// Progress (optional) receives a progress line; usually os.Stderr.
 	Progress io.Writer
 	// Now (optional) is the clock; nil means time.Now.
@@ -98,19 +102,20 @@ type Config struct {
 
 // DefaultConfig returns the defaults: a 7-day range in 1h steps, 5m
 // resolution, HTML, headroom 1.2, release below 5 % busy, time-slicing below
-// 30 % busy, drain above 95 % unallocated, 2m timeout, 1000 points per request.
+// 30 % busy, drain above 95 % unallocated, 2m timeout, 1000 points and about 500,000 samples per request.
 func DefaultConfig() Config {
 	return Config{
-		Range:             7 * 24 * time.Hour,
-		Step:              time.Hour,
-		Resolution:        5 * time.Minute,
-		Format:            FormatHTML,
-		Headroom:          1.2,
-		ReleaseBelow:      0.05,
-		LowDutyBelow:      0.3,
-		DrainAbove:        0.95,
-		Timeout:           2 * time.Minute,
-		MaxPointsPerQuery: 1000,
+		Range:              7 * 24 * time.Hour,
+		Step:               time.Hour,
+		Resolution:         5 * time.Minute,
+		Format:             FormatHTML,
+		Headroom:           1.2,
+		ReleaseBelow:       0.05,
+		LowDutyBelow:       0.3,
+		DrainAbove:         0.95,
+		Timeout:            2 * time.Minute,
+		MaxPointsPerQuery:  1000,
+		MaxSamplesPerQuery: 500_000,
 	}
 }
 
@@ -135,6 +140,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("timeout %s must be positive", c.Timeout)
 	case c.MaxPointsPerQuery < 2:
 		return fmt.Errorf("max points per query %d must be at least 2", c.MaxPointsPerQuery)
+	case c.MaxSamplesPerQuery < 0:
+		return fmt.Errorf("max samples per query %d must not be negative", c.MaxSamplesPerQuery)
 	}
 	return nil
 }
@@ -219,7 +226,7 @@ func Generate(ctx context.Context, cfg Config, q Querier, logger *slog.Logger) (
 			return nil, err
 		}
 	}
-	run := &rangeRunner{q: q, maxPoints: cfg.MaxPointsPerQuery, progress: NewProgress(cfg.Progress)}
+	run := &rangeRunner{q: q, maxPoints: cfg.MaxPointsPerQuery, maxSamples: cfg.MaxSamplesPerQuery, progress: NewProgress(cfg.Progress)}
 	c := &collector{run: run, teamLabel: cfg.TeamLabel}
 	start := cfg.End.Add(-cfg.Range)
 	began := cfg.now()
