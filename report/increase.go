@@ -29,13 +29,20 @@ import (
 // previous bucket's X, the bucket's increase is
 //
 //	X − P   when X ≥ P: the counter went on (exact);
-//	X       when there is no P and the series' seconds counter is at most
-//	        w + newSeriesSlack: a new series, counted from 0 (exact);
+//	X       when the series has no X in any earlier bucket from the one
+//	        ending at the range's start on, and its seconds counter is at
+//	        most w + newSeriesSlack: a new series, counted from 0 (exact);
 //	I       when X < P (a reset: the exporter restarted in the bucket), or
-//	        when there is no P and the counter is older (a series seen again
-//	        after a scrape gap: its counter went on while nobody scraped; the
-//	        gap stays a gap). increase() handles the reset and only
-//	        extrapolates over the edges of the bucket.
+//	        when there is no P and the series is not new: it has an X in an
+//	        earlier bucket, or its seconds counter is older (a series seen
+//	        again after a scrape gap: its counter went on while nobody
+//	        scraped; the gap stays a gap). increase() handles the reset and
+//	        only extrapolates over the edges of the bucket.
+//
+// A series seen before the gap is never counted from 0 again, whatever its
+// counter holds: many counters grow slower than 1 s/s (a pod busy 5 % of the
+// time, a time-sliced share, a small MIG instance, EUR), so a small counter
+// does not make a series new.
 //
 // Consecutive buckets telescope: for a series scraped without resets the sum
 // over the range is its growth from the last sample before the range to the
@@ -120,10 +127,12 @@ func (s counterSet) sorted() []*counterSeries {
 // increases returns the series' increase in buckets 1…n−1 (see the comment
 // at the top); NaN where the bucket had no sample. seconds is the X of the
 // matching gpuledger_gpu_seconds_total series (nil: none), which tells a new
-// series from one seen again; step is the bucket length.
+// series from one seen again after a gap that began before the range; step is
+// the bucket length.
 func (s *counterSeries) increases(seconds []float64, step time.Duration) []float64 {
 	limit := (step + newSeriesSlack).Seconds()
 	out := make([]float64, len(s.last)-1)
+	seen := !math.IsNaN(s.last[0]) // an X in an earlier bucket
 	for i := 1; i < len(s.last); i++ {
 		x, p := s.last[i], s.last[i-1]
 		switch {
@@ -131,13 +140,14 @@ func (s *counterSeries) increases(seconds []float64, step time.Duration) []float
 			out[i-1] = math.NaN()
 		case x >= p: // false when p is NaN
 			out[i-1] = x - p
-		case math.IsNaN(p) && (seconds == nil || !(seconds[i] > limit)):
+		case !seen && (seconds == nil || !(seconds[i] > limit)): // p is NaN
 			out[i-1] = x
 		case math.IsNaN(s.changed[i]):
 			out[i-1] = 0
 		default:
 			out[i-1] = s.changed[i]
 		}
+		seen = seen || !math.IsNaN(x)
 	}
 	return out
 }

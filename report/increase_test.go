@@ -237,6 +237,82 @@ func TestExactIncreaseScrapeGap(t *testing.T) {
 	}
 }
 
+// TestExactIncreaseSlowCounterGap: a long-lived series whose counters grow
+// slower than 1 s/s (a pod busy 5 % of the time: 180 device-seconds and
+// 0.135 EUR an hour) misses one bucket's scrapes. Its counters stay far below
+// the bucket + 5m, yet it was seen before the gap, so the bucket after the gap
+// is read with increase(), not counted from 0 again (which read the whole
+// 1,360 or 1,720 device-seconds the counter holds). The gap stays a gap.
+// Scrapes every 30 s on the minute; the counter holds 1,000 s at the range's
+// start (the reviewer's buckets: 1,000, 1,180, 1,360, missing, 1,720).
+func TestExactIncreaseSlowCounterGap(t *testing.T) {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	end := start.Add(4 * time.Hour)
+	const rate = 0.05 // device-seconds per second
+	for _, c := range []struct {
+		name    string
+		created time.Duration // the counter is 0 at start+created
+		gap     time.Duration // no scrapes in [gap, gap+1h]
+		// want per bucket ending at 1h…4h, device-seconds, hand-computed:
+		// a bucket scraped throughout reads 180; the one before the gap its
+		// growth to the last scrape 30 s before it, 178.5; the gap 0; the one
+		// after it increase() over 3h00m30s…4h, 178.5 s stretched to 3,600 s:
+		// 180; a series new in the range is counted from 0.
+		want [4]float64
+	}{
+		// The last value before the gap is the bucket ending at the range's
+		// start, which the report fetches only as a base.
+		{name: "gap in the first bucket", created: -20000 * time.Second, gap: 0, want: [4]float64{0, 180, 180, 180}},
+		{name: "gap in the third bucket", created: -20000 * time.Second, gap: 2 * time.Hour, want: [4]float64{180, 178.5, 0, 180}},
+		// First seen in the range (at 0:10:30, counting from 0 at 0:10): the
+		// first bucket reads its whole 150 s; after the gap it is not new.
+		{name: "new in the range, then a gap", created: 10 * time.Minute, gap: 2 * time.Hour, want: [4]float64{150, 178.5, 0, 180}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := NewStoreBuilder()
+			base := []string{"UUID", "GPU-0", "gpu", "0", "Hostname", "node-0", "modelName", "NVIDIA H100 80GB HBM3",
+				"namespace", "ml", "pod", "p", "container", "c", "state", "busy"}
+			for ts := start.Add(-2 * time.Hour); !ts.After(end); ts = ts.Add(30 * time.Second) {
+				if off := ts.Sub(start); off <= c.created || off >= c.gap && off <= c.gap+time.Hour {
+					continue // not created yet, or not scraped
+				}
+				secs := rate * ts.Sub(start.Add(c.created)).Seconds()
+				for _, m := range []struct {
+					name string
+					v    float64
+				}{{"gpuledger_gpu_seconds_total", secs}, {"gpuledger_cost_eur_total", secs * eurPerSecond}} {
+					if err := b.Append(labels.FromStrings(append([]string{"__name__", m.name}, base...)...), ts.UnixMilli(), m.v); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			d, l := ledgerOver(t, NewEngineQuerier(b.Store(), time.Minute, discard()), start, end, time.Hour)
+			g := d.gpus["GPU-0"]
+			if g == nil {
+				t.Fatal("GPU-0 not seen")
+			}
+			var total float64
+			for i, w := range c.want {
+				total += w
+				if math.Abs(g.seen[i]-w) > 1e-6 {
+					t.Errorf("bucket ending %dh: %.3f device-seconds, want %.3f", i+1, g.seen[i], w)
+				}
+			}
+			var seconds, eur float64
+			for _, e := range l {
+				seconds += e.seconds[stateBusy]
+				eur += e.eur[stateBusy]
+			}
+			if math.Abs(seconds-total) > 1e-6 {
+				t.Errorf("%.3f busy device-seconds, want %.3f", seconds, total)
+			}
+			if math.Abs(eur-total*eurPerSecond) > 1e-9 {
+				t.Errorf("%.6f busy EUR, want %.6f", eur, total*eurPerSecond)
+			}
+		})
+	}
+}
+
 // TestNoPreviousPeriodFromOneSample: history whose first scrape falls on the
 // range's start leaves the previous period only that sample's seconds; the
 // report has no previous period then, and this period's totals are whole.
