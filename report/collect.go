@@ -54,6 +54,7 @@ type ledgerEntry struct {
 	seconds              [numStates]float64
 	eur                  [numStates]float64
 	busyPerBucket        []float32 // busy device-seconds per step bucket
+	last                 int       // the last step bucket with seconds in any state; -1: none
 }
 
 type allocInfo struct{ resource, sharing string }
@@ -233,7 +234,7 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 		k := holdingOf(m)
 		e := out[k]
 		if e == nil {
-			e = &ledgerEntry{model: string(m["modelName"]), host: string(m["Hostname"]), profile: string(m["GPU_I_PROFILE"]), gpu: string(m["gpu"])}
+			e = &ledgerEntry{model: string(m["modelName"]), host: string(m["Hostname"]), profile: string(m["GPU_I_PROFILE"]), gpu: string(m["gpu"]), last: -1}
 			if fill {
 				e.busyPerBucket = make([]float32, d.buckets)
 			}
@@ -272,6 +273,9 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 				continue
 			}
 			d.present[b] = true
+			if v > 0 {
+				e.last = max(e.last, b)
+			}
 			d.timeline[b][st] += v
 			g.seen[b] += v
 			switch {

@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -18,7 +19,9 @@ type gpuInfo struct {
 	uuid, node, model, index string
 	eur                      float64           // all it cost over the range: every state, holding and instance
 	holdings                 []int             // indices into Report.Holdings of those that held it or one of its parts
-	layout                   map[string]string // its MIG instances, GPU_I_ID → profile; empty without MIG
+	layout                   map[string]string // every MIG instance it had over the range, GPU_I_ID → profile; empty without MIG
+	current                  []string          // the profiles of the instances it has at the end of the range (migparted.go)
+	last                     int               // the last step bucket with ledger data for it
 }
 
 func (g *gpuInfo) String() string { return g.node + "/" + g.index + " (" + g.uuid + ")" }
@@ -46,7 +49,7 @@ func newPlan(r *Report, d *dataset) *plan {
 		e := d.ledger[k]
 		g := p.gpus[k.dev.UUID]
 		if g == nil {
-			g = &gpuInfo{uuid: k.dev.UUID, node: e.host, model: e.model, index: e.gpu, layout: map[string]string{}}
+			g = &gpuInfo{uuid: k.dev.UUID, node: e.host, model: e.model, index: e.gpu, layout: map[string]string{}, last: -1}
 			p.gpus[k.dev.UUID] = g
 			p.nodes[e.host] = append(p.nodes[e.host], g)
 		}
@@ -55,6 +58,25 @@ func newPlan(r *Report, d *dataset) *plan {
 		}
 		if k.dev.GI != "" {
 			g.layout[k.dev.GI] = e.profile
+		}
+		g.last = max(g.last, e.last)
+	}
+	// The instances at the end: those with data in their GPU's last bucket,
+	// one per GPU_I_ID (several holders may have shared an instance).
+	current := map[string]map[string]string{}
+	for _, k := range sortedKeys(d.ledger) {
+		e, g := d.ledger[k], p.gpus[k.dev.UUID]
+		if k.dev.GI != "" && e.last >= 0 && e.last == g.last {
+			if current[g.uuid] == nil {
+				current[g.uuid] = map[string]string{}
+			}
+			current[g.uuid][k.dev.GI] = e.profile
+		}
+	}
+	for uuid, gis := range current {
+		g := p.gpus[uuid]
+		for _, gi := range slices.Sorted(maps.Keys(gis)) {
+			g.current = append(g.current, gis[gi])
 		}
 	}
 	for i := range r.Holdings {
