@@ -38,7 +38,7 @@ func (a *analysis) timeSlicing(r *Report, p *plan) []tsGroup {
 	groups := map[key][]int{}
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if p.used[i] || !p.sole(r, i) || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.lowDuty {
+		if !p.open(i) || !p.sole(r, i) || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.lowDuty {
 			continue
 		}
 		k := key{h.Namespace, h.Model}
@@ -151,7 +151,7 @@ func (a *analysis) migSizing(r *Report, p *plan) map[string][]string {
 	models := map[string]*mig.Model{}
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if p.used[i] || !p.sole(r, i) || !h.Usage.HasFB || !h.Usage.HasActivity || h.Totals.HeldHours <= 0 {
+		if !p.open(i) || !p.sole(r, i) || !h.Usage.HasFB || !h.Usage.HasActivity || h.Totals.HeldHours <= 0 {
 			continue
 		}
 		m, ok := mig.ForModel(h.Model)

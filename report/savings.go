@@ -32,13 +32,14 @@ type plan struct {
 	gpus  map[string]*gpuInfo
 	nodes map[string][]*gpuInfo // by node, sorted by index
 	used  []bool                // per holding: a recommendation covers it, or it gets no advice (adviceExcluded)
+	blind []bool                // per holding: too much unknown time for release, time-slicing or MIG (unknownBlocked)
 	freed map[string]string     // UUID → the recommendation that frees it
 	lost  map[string]bool       // UUIDs of broken GPUs: nothing frees them (faults.go)
 }
 
 func newPlan(r *Report, d *dataset) *plan {
 	p := &plan{month: r.MonthFactor(), gpus: map[string]*gpuInfo{}, nodes: map[string][]*gpuInfo{},
-		used: make([]bool, len(r.Holdings)), freed: map[string]string{}, lost: map[string]bool{}}
+		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]string{}, lost: map[string]bool{}}
 	for i := range adviceExcluded(r) {
 		p.used[i] = true
 	}
@@ -82,6 +83,7 @@ func newPlan(r *Report, d *dataset) *plan {
 	for i := range r.Holdings {
 		g := p.gpus[r.Holdings[i].UUID]
 		g.holdings = append(g.holdings, i)
+		p.blind[i] = unknownBlocked(r, &r.Holdings[i])
 	}
 	for _, gs := range p.nodes {
 		slices.SortFunc(gs, func(x, y *gpuInfo) int {
@@ -90,6 +92,10 @@ func newPlan(r *Report, d *dataset) *plan {
 	}
 	return p
 }
+
+// open reports whether holding i may get release, time-slicing or MIG
+// advice: no recommendation covers it yet and its hours are known enough.
+func (p *plan) open(i int) bool { return !p.used[i] && !p.blind[i] }
 
 // sole reports whether holding i is the only one its GPU had over the range,
 // and held it whole: moving it leaves the GPU free.
@@ -163,7 +169,7 @@ func (a *analysis) drainNodes(r *Report, p *plan) {
 func (a *analysis) releaseIdle(r *Report, p *plan) {
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if p.used[i] || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.release {
+		if !p.open(i) || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.release {
 			continue
 		}
 		p.used[i] = true
