@@ -268,3 +268,23 @@ func TestUnknownBlocksHoldingAdvice(t *testing.T) {
 		t.Errorf("node-v has 25 %% unknown time: recommendations %+v, want none", r.Recommendations)
 	}
 }
+
+// TestTimeSlicingNeedsFramebuffer: two dev pods busy 10 % pack onto one GPU
+// when their framebuffer was measured (2000 MiB each); without a framebuffer
+// measurement they get no time-slicing advice, since their memory might not
+// fit one GPU.
+func TestTimeSlicingNeedsFramebuffer(t *testing.T) {
+	for _, hasFB := range []bool{true, false} {
+		pods := []fakeGPU{
+			alone("GPU-D0", "0", "node-d", h100Name, "dev", "a", 1.5, 0.1, 0.09, 2000),
+			alone("GPU-D1", "1", "node-d", h100Name, "dev", "b", 1.5, 0.1, 0.09, 2000),
+		}
+		for i := range pods {
+			pods[i].hasFB = hasFB
+		}
+		r := generate(t, testConfig(), fleetQuerier(pods, time.Hour))
+		if got := len(recsOf(r, "time-slicing")); got != map[bool]int{true: 1, false: 0}[hasFB] {
+			t.Errorf("framebuffer measured %v: time-slicing recommendations %+v", hasFB, recsOf(r, "time-slicing"))
+		}
+	}
+}
