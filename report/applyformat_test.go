@@ -473,3 +473,40 @@ func TestMIGPartedKeepsTheEndLayout(t *testing.T) {
 		}
 	})
 }
+
+// TestMIGPartedKeepsTheMIGMode: a kept GPU without MIG instances is written
+// as mig-enabled: false only when gpuledger_gpu_info says MIG is disabled
+// (TestMIGPartedTouchesOnlyRepartitioned); MIG enabled without instances, or
+// no mig_mode at all, leaves the node without a config and the file says why.
+func TestMIGPartedKeepsTheMIGMode(t *testing.T) {
+	for _, tc := range []struct{ mode, why string }{
+		{"enabled", "but its MIG mode is enabled"},
+		{"", "its MIG mode is not known"},
+	} {
+		q := &fakeQuerier{}
+		for _, g := range []fakeGPU{
+			alone("GPU-K0", "0", "node-k", h100Name, "shop", "small", 1.5, 1, 0.1, 6144),
+			alone("GPU-K1", "1", "node-k", h100Name, "ml", "trainer", 1.5, 1, 0.95, 70000),
+		} {
+			for _, s := range fakeSeriesFor(g, time.Hour) {
+				if s.metric == "gpuledger_gpu_info" && g.uuid == "GPU-K1" {
+					if tc.mode == "" {
+						continue
+					}
+					s.labels = with(s.labels, "mig_mode", tc.mode)
+				}
+				q.series = append(q.series, s)
+			}
+		}
+		r := generate(t, testConfig(), q)
+		if len(recsOf(r, "mig")) != 1 {
+			t.Fatalf("mig recommendations %+v, want the candidate's", recsOf(r, "mig"))
+		}
+		if len(r.Apply.MIGPartedLabels) != 0 || strings.Contains(r.Apply.MIGParted, "mig-configs") {
+			t.Errorf("mode %q: a config for node-k: %q\n%s", tc.mode, r.Apply.MIGPartedLabels, r.Apply.MIGParted)
+		}
+		if want := "# node-k: GPU 1 (GPU-K1) has no MIG instances at the end of the range"; !strings.Contains(r.Apply.MIGParted, want) || !strings.Contains(r.Apply.MIGParted, tc.why) {
+			t.Errorf("mode %q: the file does not say %q / %q:\n%s", tc.mode, want, tc.why, r.Apply.MIGParted)
+		}
+	}
+}

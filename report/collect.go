@@ -79,6 +79,7 @@ type dataset struct {
 	podTeams map[holderKey]string        // from kube_pod_labels
 	previous map[holdingKey]*ledgerEntry // nil when the previous period has no data
 	gpus     map[string]*gpuSeen         // by UUID: what the range saw of each GPU
+	migMode  map[string]string           // by UUID: gpuledger_gpu_info's mig_mode at the GPU's last sample; absent: not known
 }
 
 // gpuSeen is what the ledger recorded of one physical GPU over the range.
@@ -109,6 +110,7 @@ func (c *collector) plan(d *dataset) {
 	// Each ledger counter: two queries from the bucket ending at the start, for
 	// this period and the previous one.
 	n := c.run.requests(first, d.end, d.step) + 4*c.run.requests(d.start, d.end, d.step) + 4*c.run.requests(d.start.Add(-d.end.Sub(d.start)), d.start, d.step)
+	n += c.run.requests(first, d.end, d.step) // migModes
 	if c.teamLabel != "" {
 		n += c.run.requests(first, d.end, d.step)
 	}
@@ -122,6 +124,7 @@ func (c *collector) collect(ctx context.Context, start, end time.Time, step, res
 		start: start, end: end, step: step, resolution: resolution,
 		buckets:  int(end.Sub(start) / step),
 		alloc:    map[holdingKey]allocInfo{},
+		migMode:  map[string]string{},
 		activity: map[holdingKey][]float32{},
 		fbMiB:    map[holdingKey][]float32{},
 		podTeams: map[holderKey]string{},
@@ -147,6 +150,9 @@ func (c *collector) collect(ctx context.Context, start, end time.Time, step, res
 				d.alloc[holdingOf(s.Metric)] = allocInfo{resource: string(s.Metric["resource"]), sharing: string(s.Metric["sharing"])}
 			}
 		}); err != nil {
+		return nil, err
+	}
+	if err := c.migModes(ctx, d, first, end, step); err != nil {
 		return nil, err
 	}
 	if c.teamLabel != "" {
@@ -355,4 +361,24 @@ func sanitizeLabel(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// migModes fills d.migMode from the physical GPUs' gpuledger_gpu_info series:
+// per UUID, the mig_mode of the series with the latest sample in the range.
+func (c *collector) migModes(ctx context.Context, d *dataset, first, end time.Time, step time.Duration) error {
+	latest := map[string]model.Time{}
+	return c.run.run(ctx, "gpuledger_gpu_info", fmt.Sprintf(
+		`max by (UUID, GPU_I_ID, mig_mode) (max_over_time(gpuledger_gpu_info{GPU_I_ID=""}[%s]))`, model.Duration(step)),
+		first, end, step, func(m model.Matrix) {
+			for _, s := range m {
+				uuid := string(s.Metric["UUID"])
+				if s.Metric["GPU_I_ID"] != "" || len(s.Values) == 0 {
+					continue
+				}
+				if t := s.Values[len(s.Values)-1].Timestamp; t >= latest[uuid] {
+					latest[uuid] = t
+					d.migMode[uuid] = string(s.Metric["mig_mode"])
+				}
+			}
+		})
 }

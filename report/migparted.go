@@ -110,9 +110,20 @@ func migPartedConfig(p *plan, layouts map[string][]string) (string, []string) {
 // be written as g's layout in a mig-parted config, or "" when it can: every
 // profile must exist for g's model, and the instances must fit and place
 // together on one GPU (mig.Model.Place).
+//
+// A GPU without instances at the end is written as mig-enabled: false only
+// when gpuledger_gpu_info says its MIG mode is disabled: a MIG-enabled GPU
+// without instances, or one whose mode is not known, would have its mode
+// changed by such a config.
 func keptLayoutProblem(g *gpuInfo) string {
 	if len(g.current) == 0 {
-		return ""
+		switch g.migMode {
+		case "disabled":
+			return ""
+		case "":
+			return fmt.Sprintf("GPU %s (%s) has no MIG instances at the end of the range and its MIG mode is not known (no gpuledger_gpu_info mig_mode)", g.index, g.uuid)
+		}
+		return fmt.Sprintf("GPU %s (%s) has no MIG instances at the end of the range but its MIG mode is %s", g.index, g.uuid, g.migMode)
 	}
 	m, ok := mig.ForModel(g.model)
 	if !ok {

@@ -22,6 +22,7 @@ type gpuInfo struct {
 	layout                   map[string]string // every MIG instance it had over the range, GPU_I_ID → profile; empty without MIG
 	current                  []string          // the profiles of the instances it has at the end of the range (migparted.go)
 	last                     int               // the last step bucket with ledger data for it
+	migMode                  string            // gpuledger_gpu_info's mig_mode at its last sample; "": not known
 }
 
 func (g *gpuInfo) String() string { return g.node + "/" + g.index + " (" + g.uuid + ")" }
@@ -50,7 +51,7 @@ func newPlan(r *Report, d *dataset) *plan {
 		e := d.ledger[k]
 		g := p.gpus[k.dev.UUID]
 		if g == nil {
-			g = &gpuInfo{uuid: k.dev.UUID, node: e.host, model: e.model, index: e.gpu, layout: map[string]string{}, last: -1}
+			g = &gpuInfo{uuid: k.dev.UUID, node: e.host, model: e.model, index: e.gpu, layout: map[string]string{}, last: -1, migMode: d.migMode[k.dev.UUID]}
 			p.gpus[k.dev.UUID] = g
 			p.nodes[e.host] = append(p.nodes[e.host], g)
 		}
