@@ -369,6 +369,7 @@ func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
 	r.Holdings = a.holdings(d)
 	r.BrokenGPUs = brokenGPUs(d)
 	r.Warnings = append(r.Warnings, unknownNodeWarnings(r)...)
+	r.Warnings = append(r.Warnings, unknownHoldingWarnings(r)...)
 	a.recommend(r, d)
 	return r, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -404,4 +405,108 @@ func readFile(t *testing.T, dir, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// migInstance returns the ledger series of one MIG instance of an H100 on
+// node-k, GPU 1, held by a busy pod (or unallocated when pod is ""), present
+// from from (zero: the start) until until (zero: the end).
+func migInstance(gi, profile, pod string, from, until time.Time) []fakeSeries {
+	g := fakeGPU{uuid: "GPU-K1", index: "1", model: h100Name, host: "node-k", ns: "shop", pod: pod, container: "c", rateEURPerHour: 1.5,
+		busyShare: 1, activity: 0.5, fbMiB: 30000, hasActivity: true, hasFB: true, resource: "nvidia.com/mig-" + profile, sharing: "mig", from: from}
+	if pod == "" {
+		g.ns, g.container = "", ""
+	}
+	ss := fakeSeriesFor(g, time.Hour)
+	for i := range ss {
+		ss[i].labels = with(ss[i].labels, "GPU_I_ID", gi, "GPU_I_PROFILE", profile)
+		if at := ss[i].at; !until.IsZero() {
+			ss[i].at = func(t time.Time) float64 {
+				if t.After(until) {
+					return math.NaN()
+				}
+				return at(t)
+			}
+		}
+	}
+	return ss
+}
+
+// TestMIGPartedKeepsTheEndLayout: a kept GPU repartitioned mid-range (a
+// 4g.40gb until then, two 3g.40gb after) is kept with the layout it has at
+// the end, not the union of all instances the range saw (4g + 3g + 3g, no
+// valid H100 layout); a kept GPU whose end layout is itself invalid leaves
+// its node without a config, and the file says why.
+func TestMIGPartedKeepsTheEndLayout(t *testing.T) {
+	mid := testEnd.Add(-84 * time.Hour)
+	candidate := alone("GPU-K0", "0", "node-k", h100Name, "shop", "small", 1.5, 1, 0.1, 6144)
+	t.Run("repartitioned mid-range", func(t *testing.T) {
+		q := fleetQuerier([]fakeGPU{candidate}, time.Hour)
+		q.series = append(q.series, migInstance("3", "4g.40gb", "old", time.Time{}, mid)...)
+		q.series = append(q.series, migInstance("1", "3g.40gb", "svc", mid.Add(time.Hour), time.Time{})...)
+		q.series = append(q.series, migInstance("2", "3g.40gb", "", mid.Add(time.Hour), time.Time{})...)
+		r := generate(t, testConfig(), q)
+		got := checkMIGParted(t, r.Apply.MIGParted, r.Apply.MIGPartedLabels, func(string) string { return h100Name })["node-k"]
+		want := map[int][]string{0: {"1g.10gb"}, 1: {"3g.40gb", "3g.40gb"}}
+		if len(got) != len(want) {
+			t.Fatalf("node-k config %v, want %v\n%s", got, want, r.Apply.MIGParted)
+		}
+		for k, l := range want {
+			if !slices.Equal(got[k], l) {
+				t.Errorf("node-k GPU %d: layout %v, want %v", k, got[k], l)
+			}
+		}
+	})
+	t.Run("invalid at the end", func(t *testing.T) {
+		q := fleetQuerier([]fakeGPU{candidate}, time.Hour)
+		q.series = append(q.series, migInstance("3", "4g.40gb", "old", time.Time{}, time.Time{})...)
+		q.series = append(q.series, migInstance("1", "3g.40gb", "svc", mid, time.Time{})...)
+		q.series = append(q.series, migInstance("5", "1g.10gb", "", mid, time.Time{})...)
+		r := generate(t, testConfig(), q)
+		if len(recsOf(r, "mig")) != 1 {
+			t.Fatalf("mig recommendations %+v, want the candidate's", recsOf(r, "mig"))
+		}
+		if len(r.Apply.MIGPartedLabels) != 0 || strings.Contains(r.Apply.MIGParted, "mig-configs") {
+			t.Errorf("a config for node-k although GPU 1's end layout is invalid: %q\n%s", r.Apply.MIGPartedLabels, r.Apply.MIGParted)
+		}
+		if !strings.Contains(r.Apply.MIGParted, "# node-k: GPU 1 (GPU-K1) ends the range with MIG instances 3g.40gb + 4g.40gb + 1g.10gb, which is no valid") {
+			t.Errorf("the file does not say why node-k has no config:\n%s", r.Apply.MIGParted)
+		}
+	})
+}
+
+// TestMIGPartedKeepsTheMIGMode: a kept GPU without MIG instances is written
+// as mig-enabled: false only when gpuledger_gpu_info says MIG is disabled
+// (TestMIGPartedTouchesOnlyRepartitioned); MIG enabled without instances, or
+// no mig_mode at all, leaves the node without a config and the file says why.
+func TestMIGPartedKeepsTheMIGMode(t *testing.T) {
+	for _, tc := range []struct{ mode, why string }{
+		{"enabled", "but its MIG mode is enabled"},
+		{"", "its MIG mode is not known"},
+	} {
+		q := &fakeQuerier{}
+		for _, g := range []fakeGPU{
+			alone("GPU-K0", "0", "node-k", h100Name, "shop", "small", 1.5, 1, 0.1, 6144),
+			alone("GPU-K1", "1", "node-k", h100Name, "ml", "trainer", 1.5, 1, 0.95, 70000),
+		} {
+			for _, s := range fakeSeriesFor(g, time.Hour) {
+				if s.metric == "gpuledger_gpu_info" && g.uuid == "GPU-K1" {
+					if tc.mode == "" {
+						continue
+					}
+					s.labels = with(s.labels, "mig_mode", tc.mode)
+				}
+				q.series = append(q.series, s)
+			}
+		}
+		r := generate(t, testConfig(), q)
+		if len(recsOf(r, "mig")) != 1 {
+			t.Fatalf("mig recommendations %+v, want the candidate's", recsOf(r, "mig"))
+		}
+		if len(r.Apply.MIGPartedLabels) != 0 || strings.Contains(r.Apply.MIGParted, "mig-configs") {
+			t.Errorf("mode %q: a config for node-k: %q\n%s", tc.mode, r.Apply.MIGPartedLabels, r.Apply.MIGParted)
+		}
+		if want := "# node-k: GPU 1 (GPU-K1) has no MIG instances at the end of the range"; !strings.Contains(r.Apply.MIGParted, want) || !strings.Contains(r.Apply.MIGParted, tc.why) {
+			t.Errorf("mode %q: the file does not say %q / %q:\n%s", tc.mode, want, tc.why, r.Apply.MIGParted)
+		}
+	}
 }

@@ -54,6 +54,7 @@ type ledgerEntry struct {
 	seconds              [numStates]float64
 	eur                  [numStates]float64
 	busyPerBucket        []float32 // busy device-seconds per step bucket
+	last                 int       // the last step bucket with seconds in any state; -1: none
 }
 
 type allocInfo struct{ resource, sharing string }
@@ -78,6 +79,7 @@ type dataset struct {
 	podTeams map[holderKey]string        // from kube_pod_labels
 	previous map[holdingKey]*ledgerEntry // nil when the previous period has no data
 	gpus     map[string]*gpuSeen         // by UUID: what the range saw of each GPU
+	migMode  map[string]string           // by UUID: gpuledger_gpu_info's mig_mode at the GPU's last sample; absent: not known
 }
 
 // gpuSeen is what the ledger recorded of one physical GPU over the range.
@@ -108,6 +110,7 @@ func (c *collector) plan(d *dataset) {
 	// Each ledger counter: two queries from the bucket ending at the start, for
 	// this period and the previous one.
 	n := c.run.requests(first, d.end, d.step) + 4*c.run.requests(d.start, d.end, d.step) + 4*c.run.requests(d.start.Add(-d.end.Sub(d.start)), d.start, d.step)
+	n += c.run.requests(first, d.end, d.step) // migModes
 	if c.teamLabel != "" {
 		n += c.run.requests(first, d.end, d.step)
 	}
@@ -121,6 +124,7 @@ func (c *collector) collect(ctx context.Context, start, end time.Time, step, res
 		start: start, end: end, step: step, resolution: resolution,
 		buckets:  int(end.Sub(start) / step),
 		alloc:    map[holdingKey]allocInfo{},
+		migMode:  map[string]string{},
 		activity: map[holdingKey][]float32{},
 		fbMiB:    map[holdingKey][]float32{},
 		podTeams: map[holderKey]string{},
@@ -146,6 +150,9 @@ func (c *collector) collect(ctx context.Context, start, end time.Time, step, res
 				d.alloc[holdingOf(s.Metric)] = allocInfo{resource: string(s.Metric["resource"]), sharing: string(s.Metric["sharing"])}
 			}
 		}); err != nil {
+		return nil, err
+	}
+	if err := c.migModes(ctx, d, first, end, step); err != nil {
 		return nil, err
 	}
 	if c.teamLabel != "" {
@@ -233,7 +240,7 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 		k := holdingOf(m)
 		e := out[k]
 		if e == nil {
-			e = &ledgerEntry{model: string(m["modelName"]), host: string(m["Hostname"]), profile: string(m["GPU_I_PROFILE"]), gpu: string(m["gpu"])}
+			e = &ledgerEntry{model: string(m["modelName"]), host: string(m["Hostname"]), profile: string(m["GPU_I_PROFILE"]), gpu: string(m["gpu"]), last: -1}
 			if fill {
 				e.busyPerBucket = make([]float32, d.buckets)
 			}
@@ -272,6 +279,9 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 				continue
 			}
 			d.present[b] = true
+			if v > 0 {
+				e.last = max(e.last, b)
+			}
 			d.timeline[b][st] += v
 			g.seen[b] += v
 			switch {
@@ -351,4 +361,24 @@ func sanitizeLabel(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// migModes fills d.migMode from the physical GPUs' gpuledger_gpu_info series:
+// per UUID, the mig_mode of the series with the latest sample in the range.
+func (c *collector) migModes(ctx context.Context, d *dataset, first, end time.Time, step time.Duration) error {
+	latest := map[string]model.Time{}
+	return c.run.run(ctx, "gpuledger_gpu_info", fmt.Sprintf(
+		`max by (UUID, GPU_I_ID, mig_mode) (max_over_time(gpuledger_gpu_info{GPU_I_ID=""}[%s]))`, model.Duration(step)),
+		first, end, step, func(m model.Matrix) {
+			for _, s := range m {
+				uuid := string(s.Metric["UUID"])
+				if s.Metric["GPU_I_ID"] != "" || len(s.Values) == 0 {
+					continue
+				}
+				if t := s.Values[len(s.Values)-1].Timestamp; t >= latest[uuid] {
+					latest[uuid] = t
+					d.migMode[uuid] = string(s.Metric["mig_mode"])
+				}
+			}
+		})
 }

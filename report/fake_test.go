@@ -146,6 +146,7 @@ func fakeSeriesFor(g fakeGPU, step time.Duration) []fakeSeries {
 			fakeSeries{"gpuledger_cost_eur_total", l, live(func(time.Time) float64 { return share * secs * g.rateEURPerHour / 3600 })},
 		)
 	}
+	out = append(out, fakeSeries{"gpuledger_gpu_info", with(id, "mig_mode", "disabled"), live(func(time.Time) float64 { return 1 })})
 	if g.pod == "" {
 		return out
 	}

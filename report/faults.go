@@ -8,7 +8,8 @@ import (
 )
 
 // unknownBlocksAdvice is the share of a node's device-hours that may be
-// unknown before no drain advice is made for it: 1 %. Unknown time says
+// unknown before no drain advice is made for it, and of a holding's hours
+// before no release, time-slicing or MIG advice is made for it: 1 %. Unknown time says
 // nothing about who held the GPUs, so it must not read as free capacity.
 const unknownBlocksAdvice = 0.01
 
@@ -76,6 +77,30 @@ func adviceExcluded(r *Report) map[int]bool {
 	for i := range r.Holdings {
 		if broken[r.Holdings[i].UUID] {
 			out[i] = true
+		}
+	}
+	return out
+}
+
+// unknownBlocked reports whether holding h gets no release, time-slicing or
+// MIG advice for unknown time: more than unknownBlocksAdvice of its hours
+// (busy + idle + unknown) unknown, or on a node that drainBlocked. Its busy
+// share reads only measured hours, so unknown time would pass for idle.
+func unknownBlocked(r *Report, h *Holding) bool {
+	all := h.Totals.HeldHours + h.Totals.UnknownHours
+	return all > 0 && h.Totals.UnknownHours/all > unknownBlocksAdvice || drainBlocked(r, h.Node)
+}
+
+// unknownHoldingWarnings names the holdings whose own unknown time blocks
+// advice (those on a node with too much unknown time are named by
+// unknownNodeWarnings).
+func unknownHoldingWarnings(r *Report) []string {
+	var out []string
+	for i := range r.Holdings {
+		h := &r.Holdings[i]
+		if all := h.Totals.HeldHours + h.Totals.UnknownHours; all > 0 && h.Totals.UnknownHours/all > unknownBlocksAdvice {
+			out = append(out, fmt.Sprintf("holding %s on %s (%s): %s of %s hours unknown (%s, above %s); no release, time-slicing or MIG advice for it",
+				holdingName(h), h.Node, h.UUID, hours(h.Totals.UnknownHours), hours(all), pct(h.Totals.UnknownHours/all), pct(unknownBlocksAdvice)))
 		}
 	}
 	return out

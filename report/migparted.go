@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gpuledger/gpuledger/mig"
 )
 
 // migDevice is one entry of a mig-parted config (version v1).
@@ -25,7 +27,11 @@ func migConfigName(node string) string { return dnsName("gpuledger-" + node) }
 // ones with their new layout, every other one as it is (its current MIG
 // layout, or mig-enabled: false), so that applying it touches no GPU the
 // advice does not repartition. It returns the file and the label commands.
-// A node whose GPU indices are not known gets a comment instead of a config.
+// A GPU kept as it is keeps the MIG instances it has at the end of the range
+// (gpuInfo.current), not every instance the range saw. A node whose GPU
+// indices are not known, or with a kept GPU whose current layout cannot be
+// told valid (keptLayoutProblem), gets a comment instead of a config: applying
+// a guessed layout would repartition a GPU in use.
 func migPartedConfig(p *plan, layouts map[string][]string) (string, []string) {
 	if len(layouts) == 0 {
 		return "", nil
@@ -40,17 +46,20 @@ func migPartedConfig(p *plan, layouts map[string][]string) (string, []string) {
 		name := migConfigName(node)
 		entries := map[string]*migDevice{} // by layout signature
 		var changed, kept []string
-		ok := true
+		why := ""
 		for _, g := range p.nodes[node] {
 			idx, err := strconv.Atoi(g.index)
 			if err != nil {
-				ok = false
+				why = "the GPUs' indices (the gpu label) are unknown"
 				break
 			}
 			var counts map[string]int
 			layout, repartition := layouts[g.uuid]
 			if !repartition {
-				layout = slices.Collect(maps.Values(g.layout))
+				layout = g.current
+				if why = keptLayoutProblem(g); why != "" {
+					break
+				}
 			}
 			if len(layout) > 0 {
 				counts = map[string]int{}
@@ -72,8 +81,8 @@ func migPartedConfig(p *plan, layouts map[string][]string) (string, []string) {
 				kept = append(kept, desc)
 			}
 		}
-		if !ok {
-			comments = append(comments, fmt.Sprintf("# %s: the GPUs' indices (the gpu label) are unknown; no config is written for it", node))
+		if why != "" {
+			comments = append(comments, fmt.Sprintf("# %s: %s; no config is written for it", node, why))
 			continue
 		}
 		list := make([]migDevice, 0, len(entries))
@@ -95,4 +104,35 @@ func migPartedConfig(p *plan, layouts map[string][]string) (string, []string) {
 		Version    string                 `yaml:"version"`
 		MIGConfigs map[string][]migDevice `yaml:"mig-configs"`
 	}{"v1", configs}), labels
+}
+
+// keptLayoutProblem says why the layout g has at the end of the range cannot
+// be written as g's layout in a mig-parted config, or "" when it can: every
+// profile must exist for g's model, and the instances must fit and place
+// together on one GPU (mig.Model.Place).
+//
+// A GPU without instances at the end is written as mig-enabled: false only
+// when gpuledger_gpu_info says its MIG mode is disabled: a MIG-enabled GPU
+// without instances, or one whose mode is not known, would have its mode
+// changed by such a config.
+func keptLayoutProblem(g *gpuInfo) string {
+	if len(g.current) == 0 {
+		switch g.migMode {
+		case "disabled":
+			return ""
+		case "":
+			return fmt.Sprintf("GPU %s (%s) has no MIG instances at the end of the range and its MIG mode is not known (no gpuledger_gpu_info mig_mode)", g.index, g.uuid)
+		}
+		return fmt.Sprintf("GPU %s (%s) has no MIG instances at the end of the range but its MIG mode is %s", g.index, g.uuid, g.migMode)
+	}
+	m, ok := mig.ForModel(g.model)
+	if !ok {
+		return fmt.Sprintf("GPU %s (%s) has MIG instances %s, but the MIG tables lack its model %q, so that layout cannot be checked",
+			g.index, g.uuid, strings.Join(g.current, " + "), g.model)
+	}
+	if _, err := m.Place(g.current); err != nil {
+		return fmt.Sprintf("GPU %s (%s) ends the range with MIG instances %s, which is no valid %s layout (%v): its current layout is not known",
+			g.index, g.uuid, strings.Join(g.current, " + "), m.Name, err)
+	}
+	return ""
 }

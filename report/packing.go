@@ -31,14 +31,15 @@ type tsGroup struct {
 
 // timeSlicing groups low-duty pods that alone hold a whole GPU by namespace
 // and model and packs them first-fit-decreasing by busy share (× headroom, at
-// most 1 per GPU) and framebuffer. When they fit on fewer GPUs, the cheapest
+// most 1 per GPU) and framebuffer. A pod whose framebuffer was not measured
+// is left out: packing it on duty alone could overfill a GPU's memory. When they fit on fewer GPUs, the cheapest
 // of their GPUs are freed and the others host the replicas.
 func (a *analysis) timeSlicing(r *Report, p *plan) []tsGroup {
 	type key struct{ ns, model string }
 	groups := map[key][]int{}
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if p.used[i] || !p.sole(r, i) || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.lowDuty {
+		if !p.open(i) || !p.sole(r, i) || !h.Usage.HasFB || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.lowDuty {
 			continue
 		}
 		k := key{h.Namespace, h.Model}
@@ -151,7 +152,7 @@ func (a *analysis) migSizing(r *Report, p *plan) map[string][]string {
 	models := map[string]*mig.Model{}
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if p.used[i] || !p.sole(r, i) || !h.Usage.HasFB || !h.Usage.HasActivity || h.Totals.HeldHours <= 0 {
+		if !p.open(i) || !p.sole(r, i) || !h.Usage.HasFB || !h.Usage.HasActivity || h.Totals.HeldHours <= 0 {
 			continue
 		}
 		m, ok := mig.ForModel(h.Model)

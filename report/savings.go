@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -18,7 +19,10 @@ type gpuInfo struct {
 	uuid, node, model, index string
 	eur                      float64           // all it cost over the range: every state, holding and instance
 	holdings                 []int             // indices into Report.Holdings of those that held it or one of its parts
-	layout                   map[string]string // its MIG instances, GPU_I_ID → profile; empty without MIG
+	layout                   map[string]string // every MIG instance it had over the range, GPU_I_ID → profile; empty without MIG
+	current                  []string          // the profiles of the instances it has at the end of the range (migparted.go)
+	last                     int               // the last step bucket with ledger data for it
+	migMode                  string            // gpuledger_gpu_info's mig_mode at its last sample; "": not known
 }
 
 func (g *gpuInfo) String() string { return g.node + "/" + g.index + " (" + g.uuid + ")" }
@@ -29,13 +33,14 @@ type plan struct {
 	gpus  map[string]*gpuInfo
 	nodes map[string][]*gpuInfo // by node, sorted by index
 	used  []bool                // per holding: a recommendation covers it, or it gets no advice (adviceExcluded)
+	blind []bool                // per holding: too much unknown time for release, time-slicing or MIG (unknownBlocked)
 	freed map[string]string     // UUID → the recommendation that frees it
 	lost  map[string]bool       // UUIDs of broken GPUs: nothing frees them (faults.go)
 }
 
 func newPlan(r *Report, d *dataset) *plan {
 	p := &plan{month: r.MonthFactor(), gpus: map[string]*gpuInfo{}, nodes: map[string][]*gpuInfo{},
-		used: make([]bool, len(r.Holdings)), freed: map[string]string{}, lost: map[string]bool{}}
+		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]string{}, lost: map[string]bool{}}
 	for i := range adviceExcluded(r) {
 		p.used[i] = true
 	}
@@ -46,7 +51,7 @@ func newPlan(r *Report, d *dataset) *plan {
 		e := d.ledger[k]
 		g := p.gpus[k.dev.UUID]
 		if g == nil {
-			g = &gpuInfo{uuid: k.dev.UUID, node: e.host, model: e.model, index: e.gpu, layout: map[string]string{}}
+			g = &gpuInfo{uuid: k.dev.UUID, node: e.host, model: e.model, index: e.gpu, layout: map[string]string{}, last: -1, migMode: d.migMode[k.dev.UUID]}
 			p.gpus[k.dev.UUID] = g
 			p.nodes[e.host] = append(p.nodes[e.host], g)
 		}
@@ -56,10 +61,30 @@ func newPlan(r *Report, d *dataset) *plan {
 		if k.dev.GI != "" {
 			g.layout[k.dev.GI] = e.profile
 		}
+		g.last = max(g.last, e.last)
+	}
+	// The instances at the end: those with data in their GPU's last bucket,
+	// one per GPU_I_ID (several holders may have shared an instance).
+	current := map[string]map[string]string{}
+	for _, k := range sortedKeys(d.ledger) {
+		e, g := d.ledger[k], p.gpus[k.dev.UUID]
+		if k.dev.GI != "" && e.last >= 0 && e.last == g.last {
+			if current[g.uuid] == nil {
+				current[g.uuid] = map[string]string{}
+			}
+			current[g.uuid][k.dev.GI] = e.profile
+		}
+	}
+	for uuid, gis := range current {
+		g := p.gpus[uuid]
+		for _, gi := range slices.Sorted(maps.Keys(gis)) {
+			g.current = append(g.current, gis[gi])
+		}
 	}
 	for i := range r.Holdings {
 		g := p.gpus[r.Holdings[i].UUID]
 		g.holdings = append(g.holdings, i)
+		p.blind[i] = unknownBlocked(r, &r.Holdings[i])
 	}
 	for _, gs := range p.nodes {
 		slices.SortFunc(gs, func(x, y *gpuInfo) int {
@@ -68,6 +93,10 @@ func newPlan(r *Report, d *dataset) *plan {
 	}
 	return p
 }
+
+// open reports whether holding i may get release, time-slicing or MIG
+// advice: no recommendation covers it yet and its hours are known enough.
+func (p *plan) open(i int) bool { return !p.used[i] && !p.blind[i] }
 
 // sole reports whether holding i is the only one its GPU had over the range,
 // and held it whole: moving it leaves the GPU free.
@@ -141,7 +170,7 @@ func (a *analysis) drainNodes(r *Report, p *plan) {
 func (a *analysis) releaseIdle(r *Report, p *plan) {
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if p.used[i] || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.release {
+		if !p.open(i) || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.release {
 			continue
 		}
 		p.used[i] = true

@@ -217,3 +217,74 @@ func TestTimeSlicingFreesTheCheapest(t *testing.T) {
 	}
 	checkDevicePlugin(t, r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels)
 }
+
+// withUnknown turns share u of each hour of g's idle time into unknown time,
+// under the same holder (or none): busy + idle + unknown stays the hour.
+func withUnknown(g fakeGPU, u float64) []fakeSeries {
+	var out []fakeSeries
+	for _, s := range fakeSeriesFor(g, time.Hour) {
+		if s.labels["state"] != "idle" && !(g.pod == "" && s.labels["state"] == "unallocated") {
+			out = append(out, s)
+			continue
+		}
+		at := s.at
+		known, unknown := s, s
+		known.at = func(t time.Time) float64 { return at(t) * (1 - u) }
+		unknown.labels = with(s.labels, "state", "unknown")
+		unknown.at = func(t time.Time) float64 { return at(t) * u }
+		out = append(out, known, unknown)
+	}
+	return out
+}
+
+// TestUnknownBlocksHoldingAdvice: an idle pod alone on its GPU is released
+// when 0.8 % of its hours are unknown and gets no advice at 1.2 % (the 1 %
+// rule); a busy neighbour keeps the node's unknown share at half the pod's,
+// under 1 %, so the node does not decide it. An idle pod with no unknown
+// time of its own on a node whose unknown share is above 1 % gets no advice
+// either.
+func TestUnknownBlocksHoldingAdvice(t *testing.T) {
+	cfg := testConfig()
+	cfg.AllowPartial = true
+	for _, tc := range []struct {
+		unknown float64
+		release bool
+	}{{0.008, true}, {0.012, false}} {
+		q := fleetQuerier([]fakeGPU{alone("GPU-B", "1", "node-u", h100Name, "ml", "trainer", 1.5, 1, 0.95, 70000)}, time.Hour)
+		q.series = append(q.series, withUnknown(alone("GPU-I", "0", "node-u", h100Name, "dev", "idle", 1.5, 0, 0, 70000), tc.unknown)...)
+		r := generate(t, cfg, q)
+		if got := len(recsOf(r, "release")) == 1; got != tc.release || len(r.Recommendations) != len(recsOf(r, "release")) {
+			t.Errorf("unknown %s of the pod's hours: recommendations %+v, want release %v and nothing else", pct(tc.unknown), r.Recommendations, tc.release)
+		}
+		warned := slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.HasPrefix(w, "holding dev/idle/main on node-u") })
+		if warned == tc.release {
+			t.Errorf("unknown %s: warnings %q, want one naming dev/idle/main: %v", pct(tc.unknown), r.Warnings, !tc.release)
+		}
+	}
+	q := fleetQuerier([]fakeGPU{alone("GPU-I", "0", "node-v", h100Name, "dev", "idle", 1.5, 0, 0, 70000)}, time.Hour)
+	q.series = append(q.series, withUnknown(fakeGPU{uuid: "GPU-N", index: "1", model: h100Name, host: "node-v", rateEURPerHour: 1.5}, 0.5)...)
+	r := generate(t, cfg, q)
+	if len(r.Recommendations) != 0 {
+		t.Errorf("node-v has 25 %% unknown time: recommendations %+v, want none", r.Recommendations)
+	}
+}
+
+// TestTimeSlicingNeedsFramebuffer: two dev pods busy 10 % pack onto one GPU
+// when their framebuffer was measured (2000 MiB each); without a framebuffer
+// measurement they get no time-slicing advice, since their memory might not
+// fit one GPU.
+func TestTimeSlicingNeedsFramebuffer(t *testing.T) {
+	for _, hasFB := range []bool{true, false} {
+		pods := []fakeGPU{
+			alone("GPU-D0", "0", "node-d", h100Name, "dev", "a", 1.5, 0.1, 0.09, 2000),
+			alone("GPU-D1", "1", "node-d", h100Name, "dev", "b", 1.5, 0.1, 0.09, 2000),
+		}
+		for i := range pods {
+			pods[i].hasFB = hasFB
+		}
+		r := generate(t, testConfig(), fleetQuerier(pods, time.Hour))
+		if got := len(recsOf(r, "time-slicing")); got != map[bool]int{true: 1, false: 0}[hasFB] {
+			t.Errorf("framebuffer measured %v: time-slicing recommendations %+v", hasFB, recsOf(r, "time-slicing"))
+		}
+	}
+}
