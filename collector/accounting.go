@@ -45,8 +45,11 @@ type accountant struct {
 	// for (2 × the sampling interval); the rest of a longer gap is unknown.
 	maxCharged time.Duration
 	last       time.Time // time of the previous tick; zero before the first
-	states     []cost.GPUState
-	hostable   []cost.HostableSlices // per GPU of the inventory, from its MIG layout
+	// states are the ledger inputs of this tick, prev those of the previous
+	// one (the last good sample); the two arrays swap every tick. gap holds
+	// the inputs of an unmeasured gap (cost.HeldThroughout of the two).
+	states, prev, gap []cost.GPUState
+	hostable          []cost.HostableSlices // per GPU of the inventory, from its MIG layout
 }
 
 // chargeFactor × the sampling interval is the longest stretch one sample's
@@ -86,7 +89,8 @@ func hostableSlices(g GPU) cost.HostableSlices {
 }
 
 // advance charges the time since the previous tick at the readings of s — at
-// most maxCharged of it; the rest as unmeasured — and returns the ledger's
+// most maxCharged of it; the rest as unmeasured, to the holders present both
+// at the previous tick and in s (cost.HeldThroughout) — and returns the ledger's
 // totals and rates. attr nil (attribution off), without holders (stale or
 // never refreshed), or with a DRA allocation it could not map
 // (attribution.Snapshot.HoldersKnown), leaves every device's holders unknown:
@@ -101,6 +105,7 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 	a.last = s.Time
 	known := attr != nil && attr.HoldersKnown()
 	unmapped := attr != nil && len(attr.UnmappedDRA) > 0
+	a.states, a.prev = a.prev, a.states
 	a.states = resize(a.states, len(inv.GPUs))
 	for i := range inv.GPUs {
 		g, r, st := &inv.GPUs[i], &s.GPUs[i], &a.states[i]
@@ -129,7 +134,10 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 		}
 	}
 	if gap := dt - a.maxCharged; a.maxCharged > 0 && gap > 0 {
-		a.ledger.AdvanceUnmeasured(gap, a.states)
+		// Only holders present at both ends of the gap are charged for it;
+		// the rest of each device is unknown with no holder.
+		a.gap = cost.HeldThroughout(a.gap, a.prev, a.states)
+		a.ledger.AdvanceUnmeasured(gap, a.gap)
 		dt = a.maxCharged
 	}
 	a.ledger.Advance(dt, a.states)

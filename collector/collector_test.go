@@ -30,18 +30,25 @@ type fakeBackend struct {
 	lost    bool  // GPU 0 fell off the bus
 	failAll error // Sample fails
 	power   float64
+	// mig is GPU 1's MIG layout; nil: a 3g.40gb and a 1g.10gb, which leave
+	// 3 compute and 3 memory slices free, all hostable.
+	mig []MIGInstance
 }
 
 func (f *fakeBackend) Name() string { return "fake" }
 
 func (f *fakeBackend) Inventory(context.Context) (Inventory, error) {
+	mig := f.mig
+	if mig == nil {
+		mig = []MIGInstance{
+			{UUID: "MIG-1111", GPUInstanceID: 2, Profile: "3g.40gb", ComputeSlices: 3, MemorySlices: 4},
+			{UUID: "MIG-2222", GPUInstanceID: 9, Profile: "1g.10gb", ComputeSlices: 1, MemorySlices: 1},
+		}
+	}
 	return Inventory{DriverVersion: "550.54.15", GPUs: []GPU{
 		{Index: 0, Minor: 0, UUID: "GPU-aaaa", PCIBusID: "00000000:07:00.0", Model: "NVIDIA H100 80GB HBM3", MemoryTotalMiB: 81559},
 		{Index: 1, Minor: 1, UUID: "GPU-bbbb", PCIBusID: "00000000:0F:00.0", Model: "NVIDIA H100 80GB HBM3", MemoryTotalMiB: 81559, MIGEnabled: true,
-			Instances: []MIGInstance{
-				{UUID: "MIG-1111", GPUInstanceID: 2, Profile: "3g.40gb", ComputeSlices: 3, MemorySlices: 4},
-				{UUID: "MIG-2222", GPUInstanceID: 9, Profile: "1g.10gb", ComputeSlices: 1, MemorySlices: 1},
-			}},
+			Instances: mig},
 	}}, nil
 }
 

@@ -71,29 +71,62 @@ func TestLedgerLostFromTheTickThatSeesIt(t *testing.T) {
 
 // TestLedgerBackendGapCapped: sampling at 1 s fails from t0+2s to t0+599s.
 // The sample at t0+600s charges 2 s at its readings; the other 597 s of the
-// 599 s gap are unknown, on the holders' series where holders are known.
+// 599 s gap are unknown: on the series of holders present both at the last
+// good sample and at recovery, the rest with no holder. During the outage
+// train-0 ended and train-1 took GPU-aaaa, and nb-b left MIG-2222 to nb-c:
+// neither the pod that ended nor the one that started is charged for the gap.
+// GPU-bbbb is split into two 3g.40gb: the free compute slice has no memory
+// slice left, so with mig_weight compute each instance takes 3/7 + 1/7 × 3/6
+// = 1/2 and the GPU has no unallocated part (by plain weight: 3/7 each, 1/7
+// unallocated).
 func TestLedgerBackendGapCapped(t *testing.T) {
-	b := &fakeBackend{power: 300}
-	s := NewSampler(b, SamplerOptions{Interval: time.Second, Now: fixedClock(t0), Holders: fakeHolders{podsOnNode},
+	b := &fakeBackend{power: 300, mig: []MIGInstance{
+		{UUID: "MIG-1111", GPUInstanceID: 2, Profile: "3g.40gb", ComputeSlices: 3, MemorySlices: 4},
+		{UUID: "MIG-2222", GPUInstanceID: 9, Profile: "3g.40gb", ComputeSlices: 3, MemorySlices: 4},
+	}}
+	holders := &fakeHolders{podsOnNode}
+	s := NewSampler(b, SamplerOptions{Interval: time.Second, Now: fixedClock(t0), Holders: holders,
 		Ledger: cost.NewLedger(staticBook{cost.Default()})})
+	recovered := &attribution.Snapshot{Up: true, LastSuccess: t0.Add(599 * time.Second), Holders: map[string][]attribution.Holder{
+		"GPU-aaaa": {{Namespace: "ml", Pod: "train-1", Container: "trainer", Sharing: attribution.Exclusive, Replicas: 1, Share: 1}},
+		"MIG-1111": podsOnNode.Holders["MIG-1111"],
+		"MIG-2222": {podsOnNode.Holders["MIG-2222"][0],
+			{Namespace: "dev", Pod: "nb-c", Container: "jupyter", Sharing: attribution.TimeSlicing, Replicas: 1, Share: 0.5}},
+	}}
 	ctx := context.Background()
 	for k := range 601 {
 		b.failAll = nil
 		if k >= 2 && k < 600 {
 			b.failAll = errors.New("driver reset")
 		}
+		if k == 600 {
+			holders.snap = recovered
+		}
 		_ = s.Tick(ctx, t0.Add(time.Duration(k)*time.Second))
 	}
-	checkSeconds(t, ledgerTotals(t, s), map[string]float64{
-		"GPU-aaaa/train-0/busy":    3,
-		"GPU-aaaa/train-0/unknown": 597,
-		"GPU-aaaa//unallocated":    0,
-		// GPU-bbbb: 2 of 7 compute slices could host an instance.
-		"GPU-bbbb//unallocated":  3 * 3.0 / 7,
-		"GPU-bbbb//unknown":      597 * 3.0 / 7,
-		"MIG-1111/llm-0/busy":    3 * 3.0 / 7,
-		"MIG-1111/llm-0/unknown": 597 * 3.0 / 7,
+	got := ledgerTotals(t, s)
+	checkSeconds(t, got, map[string]float64{
+		"GPU-aaaa/train-1/busy": 2,
+		"GPU-aaaa//unknown":     597,
+		"GPU-aaaa//unallocated": 0,
+		// GPU-bbbb: its one free compute slice is stranded.
+		"GPU-bbbb//unallocated":  0,
+		"MIG-1111/llm-0/busy":    3 * 0.5,
+		"MIG-1111/llm-0/unknown": 597 * 0.5,
+		// MIG-2222: nb-a held half at both ends; nb-b's and nb-c's halves
+		// are unknown with no holder.
+		"MIG-2222/nb-a/unknown": 597 * 0.5 / 2,
+		"MIG-2222/nb-a/busy":    3 * 0.5 / 2,
+		"MIG-2222/nb-c/busy":    2 * 0.5 / 2,
+		"MIG-2222//unknown":     597 * 0.5 / 2,
 	})
+	// The holders that ended in the gap left with it (retention 5 min); those
+	// that started have no unknown series.
+	for _, k := range []string{"GPU-aaaa/train-0/busy", "MIG-2222/nb-b/busy", "GPU-aaaa/train-1/unknown", "MIG-2222/nb-c/unknown", "GPU-bbbb//unknown"} {
+		if v, ok := got[k]; ok {
+			t.Errorf("%s = %v, want no such series", k, v)
+		}
+	}
 }
 
 // TestLedgerAttributionOffIsUnknown: without a holder source, held or not,

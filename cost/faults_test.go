@@ -70,35 +70,80 @@ func TestFaultHoldersUnknown(t *testing.T) {
 	})
 }
 
-// TestFaultBackendGap: an exclusive H100 at 400 W; the backend fails for ten
+// TestFaultBackendGap: two H100s at 400 W; the backend fails for ten
 // minutes at a 1 s interval. The recovery sample covers at most 2 s; the other
-// 598 s are unknown on the holder's series (the holder is known, its activity
-// is not) and on the unheld rest with no holder.
+// 598 s are unknown, charged at HeldThroughout the last good sample and the
+// recovery one. GPU-a's exclusive holder held it at both ends: its 598 s are
+// unknown on its series (the holder is known, its activity is not). On GPU-b,
+// dev/nb held a quarter at both ends (and half at recovery: it keeps the
+// smaller share); dev/old's quarter ended and dev/new's quarter started within
+// the gap, so neither is charged for it: the other 3/4 are unknown with no
+// holder. dev/old's series left after the 5-minute retention.
 func TestFaultBackendGap(t *testing.T) {
 	pod := HolderKey{"serving", "llm-0", "server"}
-	other := HolderKey{"dev", "nb", "jupyter"}
-	gpus := []GPUState{
-		{UUID: "GPU-a", Model: h100, PowerW: 400, Activity: 0.8, HoldersKnown: true,
-			Holders: []Holder{{Key: pod, Share: 1, Activity: math.NaN()}}},
-		{UUID: "GPU-b", Model: h100, PowerW: 400, Activity: 0.8, HoldersKnown: true,
-			Holders: []Holder{{Key: other, Share: 0.25, Activity: math.NaN()}}},
+	nb, old, started := HolderKey{"dev", "nb", "jupyter"}, HolderKey{"dev", "old", "jupyter"}, HolderKey{"dev", "new", "jupyter"}
+	gpus := func(b ...Holder) []GPUState {
+		return []GPUState{
+			{UUID: "GPU-a", Model: h100, PowerW: 400, Activity: 0.8, HoldersKnown: true,
+				Holders: []Holder{{Key: pod, Share: 1, Activity: math.NaN()}}},
+			{UUID: "GPU-b", Model: h100, PowerW: 400, Activity: 0.8, HoldersKnown: true, Holders: b},
+		}
 	}
+	before := gpus(Holder{Key: nb, Share: 0.25, Activity: math.NaN()}, Holder{Key: old, Share: 0.25, Activity: math.NaN()})
+	after := gpus(Holder{Key: nb, Share: 0.5, Activity: math.NaN()}, Holder{Key: started, Share: 0.25, Activity: math.NaN()})
 	l := NewLedger(&bookSource{Default()})
-	l.Advance(0, gpus)
-	l.AdvanceUnmeasured(598*time.Second, gpus)
-	l.Advance(2*time.Second, gpus)
+	l.Advance(0, before)
+	l.AdvanceUnmeasured(598*time.Second, HeldThroughout(nil, before, after))
+	l.Advance(2*time.Second, after)
 	const rate = 1.309552511415525 // EUR/h
 	checkSeries(t, l, []wantSeries{
 		{"GPU-a", pod, Unknown, 598, 0.21753122272957887},
 		{"GPU-a", pod, Busy, 2, 0.0007275291730086251},
 		{"GPU-a", pod, Idle, 0, 0},
 		{"GPU-a", HolderKey{}, Unallocated, 0, 0},
-		{"GPU-b", other, Unknown, 598 * 0.25, rate * 598 / 3600 * 0.25},
-		{"GPU-b", HolderKey{}, Unknown, 598 * 0.75, rate * 598 / 3600 * 0.75},
-		{"GPU-b", other, Busy, 0.5, rate * 2 / 3600 * 0.25},
-		{"GPU-b", other, Idle, 0, 0},
-		{"GPU-b", HolderKey{}, Unallocated, 1.5, rate * 2 / 3600 * 0.75},
+		{"GPU-b", nb, Unknown, 149.5, rate * 598 / 3600 / 4},
+		{"GPU-b", HolderKey{}, Unknown, 448.5, rate * 598 / 3600 * 3 / 4},
+		{"GPU-b", nb, Busy, 1, rate / 3600},
+		{"GPU-b", nb, Idle, 0, 0},
+		{"GPU-b", started, Busy, 0.5, rate / 3600 / 2},
+		{"GPU-b", started, Idle, 0, 0},
+		{"GPU-b", HolderKey{}, Unallocated, 0.5, rate / 3600 / 2},
 	})
+	for _, tot := range l.AppendTotals(nil) {
+		if tot.State == Unknown && (tot.Holder == old || tot.Holder == started) {
+			t.Errorf("%s, which held GPU-b at one end of the gap only, has unknown %v s", tot.Holder.Pod, tot.Seconds)
+		}
+	}
+}
+
+// TestHeldThroughout: only holders at both ends keep a share, the smaller;
+// a MIG instance matches by UUID; a GPU or instance new at recovery keeps none.
+func TestHeldThroughout(t *testing.T) {
+	a, b := HolderKey{"ns", "a", "c"}, HolderKey{"ns", "b", "c"}
+	before := []GPUState{
+		{UUID: "GPU-1", Holders: []Holder{{Key: a, Share: 0.75}, {Key: b, Share: 0.25}}},
+		{UUID: "GPU-2", MIG: true, Instances: []Instance{{UUID: "MIG-x", Holders: []Holder{{Key: a, Share: 1}}}}},
+	}
+	after := []GPUState{
+		{UUID: "GPU-3", Holders: []Holder{{Key: a, Share: 1}}},
+		{UUID: "GPU-2", MIG: true, Instances: []Instance{{UUID: "MIG-y", Holders: []Holder{{Key: a, Share: 1}}},
+			{UUID: "MIG-x", Holders: []Holder{{Key: a, Share: 0.5}, {Key: b, Share: 0.5}}}}},
+		{UUID: "GPU-1", PowerW: 300, Holders: []Holder{{Key: b, Share: 0.5}, {Key: a, Share: 0.5}}},
+	}
+	got := HeldThroughout(nil, before, after)
+	got = HeldThroughout(got, before, after) // reusing dst gives the same
+	if len(got) != 3 || got[0].UUID != "GPU-3" || len(got[0].Holders) != 0 {
+		t.Fatalf("a GPU new at recovery: %+v, want GPU-3 with no holders", got)
+	}
+	if in := got[1].Instances; len(in) != 2 || len(in[0].Holders) != 0 || len(in[1].Holders) != 1 || in[1].Holders[0] != (Holder{Key: a, Share: 0.5}) {
+		t.Errorf("MIG instances = %+v, want MIG-y with none, MIG-x with a at 0.5", in)
+	}
+	if h := got[2].Holders; got[2].PowerW != 300 || len(h) != 2 || h[0] != (Holder{Key: b, Share: 0.25}) || h[1] != (Holder{Key: a, Share: 0.5}) {
+		t.Errorf("GPU-1 = %+v, want the recovery readings, b at 0.25 and a at 0.5", got[2])
+	}
+	if &after[2].Holders[0] == &got[2].Holders[0] {
+		t.Error("HeldThroughout shares after's holders array")
+	}
 }
 
 // TestFaultFreeReplicas: one pod holds one of the four time-slicing replicas

@@ -249,9 +249,11 @@ func (l *Ledger) Advance(dt time.Duration, gpus []GPUState) {
 // AdvanceUnmeasured adds a stretch of length dt in which the devices were not
 // read (a backend outage beyond the interval one sample may cover), priced at
 // the rates the readings in gpus give: each GPU's rate × dt/3600 EUR and dt
-// device-seconds go to Unknown — on each known holder's series by its share,
+// device-seconds go to Unknown — on each holder's series in gpus by its share,
 // and with no holder for the rest (unheld parts, free MIG slices, a lost GPU).
-// It follows holders and devices and allocates like Advance.
+// Callers pass the holders known to have held through the stretch
+// (HeldThroughout), not those of the sample after it. It follows holders and
+// devices and allocates like Advance.
 func (l *Ledger) AdvanceUnmeasured(dt time.Duration, gpus []GPUState) {
 	l.advance(dt, gpus, false)
 }

@@ -382,6 +382,7 @@ idle: {threshold: 0.3}
 		gpus := randomFleet(rng)
 		lastPower := map[string]float64{}
 		for tick := range 30 {
+			prev := gpus
 			if rng.IntN(4) != 0 { // else: the same fleet as the last tick
 				gpus = mutateFleet(rng, gpus)
 			}
@@ -394,13 +395,16 @@ idle: {threshold: 0.3}
 			}
 			measured := rng.IntN(6) != 0
 			before := totalsByKey(t, l)
+			charged := gpus
 			if measured {
 				l.Advance(dt, gpus)
 			} else {
-				l.AdvanceUnmeasured(dt, gpus)
+				// As the collector charges a gap: the holders at both ends.
+				charged = HeldThroughout(nil, prev, gpus)
+				l.AdvanceUnmeasured(dt, charged)
 			}
 			after := totalsByKey(t, l)
-			inputs := deviceInputs(gpus)
+			inputs := deviceInputs(charged)
 
 			type sums struct{ eur, seconds float64 }
 			perGPU := map[string]*sums{}
