@@ -43,7 +43,7 @@ bench: ## benchmarks of the scrape, the sample tick, the ledger and attribution
 # `make test` until fixed: commit it as the regression test.
 FUZZTIME ?= 20s
 FUZZ_TARGETS := ./cost:FuzzParse ./collector/sim:FuzzParse \
-                ./attribution:FuzzKubeletAnswer ./attribution:FuzzParseCgroupLine ./attribution:FuzzParseDeviceID \
+                ./attribution:FuzzKubeletAnswer ./attribution:FuzzParseCgroupLine ./attribution:FuzzParseDeviceID ./attribution:FuzzResourceSlice \
                 ./report:FuzzPrometheusAnswer ./report:FuzzLoadOpenMetrics ./report:FuzzParseTeamMap \
                 ./collector/dcgm:FuzzClassify ./dashboards:FuzzExpandVariables ./dashboards:FuzzLabelValuesSelector
 
