@@ -223,6 +223,8 @@ func (c *Client) Refresh(ctx context.Context) error {
 		Replicas:    t.replicas,
 		UnknownIDs:  c.unknown,
 
+		DRAPublished: c.dra.published(),
+
 		UnmappedDRA:      t.unmappedDRA,
 		UnmappedDRATotal: c.dra.total,
 	}
@@ -286,7 +288,7 @@ func (c *Client) publishFailure(now time.Time, err error) {
 		s.LastSuccess = c.lastGood.LastSuccess
 		if now.Sub(c.lastGood.LastSuccess) < c.cfg.StaleAfter {
 			s.Holders, s.Allocatable, s.Replicas = c.lastGood.Holders, c.lastGood.Allocatable, c.lastGood.Replicas
-			s.UnmappedDRA = c.lastGood.UnmappedDRA
+			s.UnmappedDRA, s.DRAPublished = c.lastGood.UnmappedDRA, c.lastGood.DRAPublished
 		} else if !c.staleDropped {
 			c.staleDropped = true
 			c.log.Warn("kubelet pod-resources assignments are stale; dropped them",

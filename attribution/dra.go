@@ -51,6 +51,11 @@ type SliceSource interface {
 	Device(ref DRADeviceRef) (SliceDevice, bool)
 	// Status says whether the source is current.
 	Status() SliceStatus
+	// Published returns the device UUIDs the slices publish for the tracked
+	// drivers: each device's "GPU-…" or "MIG-…" UUID, and for a MIG device
+	// without one (dynamic MIG, not prepared yet) its parent GPU's UUID. The
+	// map is shared: callers must not modify it.
+	Published() map[string]bool
 }
 
 // MIGSlot is one MIG instance of the backend's inventory, with where it sits on
@@ -100,6 +105,15 @@ func newDRAMapper(drivers []string, slices SliceSource, log *slog.Logger) *draMa
 		m.drivers[d] = true
 	}
 	return m
+}
+
+// published returns the device UUIDs the slice source publishes
+// (SliceSource.Published); nil when lookups are off.
+func (m *draMapper) published() map[string]bool {
+	if m.slices == nil {
+		return nil
+	}
+	return m.slices.Published()
 }
 
 func (m *draMapper) setLayout(slots []MIGSlot) {
@@ -261,3 +275,18 @@ func (m *draMapper) note(unmapped []DRAAllocation) {
 // is not known). Where it is false, the part of a device that no holder holds is
 // `unknown` time, never `unallocated` (docs/attribution.md).
 func (s *Snapshot) HoldersKnown() bool { return s.Holders != nil && len(s.UnmappedDRA) == 0 }
+
+// Advertised reports whether the node offers device uuid for allocation, so
+// that nobody holding it positively means it is free: the kubelet lists it in
+// GetAllocatableResources for a tracked resource (Replicas), some container
+// holds it (Holders), or the node's ResourceSlices publish it (DRAPublished).
+// parent is a MIG instance's GPU UUID ("" for a GPU): a published GPU,
+// or a dynamic MIG device of that GPU without a UUID, advertises every MIG
+// instance of it. A device not advertised (a device plugin not registered
+// yet, a GPU on an untracked resource name) has unknown holders: its time is
+// `unknown`, never `unallocated` (docs/attribution.md).
+func (s *Snapshot) Advertised(uuid, parent string) bool {
+	_, offered := s.Replicas[uuid]
+	_, held := s.Holders[uuid]
+	return offered || held || s.DRAPublished[uuid] || (parent != "" && s.DRAPublished[parent])
+}

@@ -3,6 +3,7 @@ package attribution_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -27,6 +28,19 @@ func (f fakeSlices) Status() attribution.SliceStatus {
 	return attribution.SliceStatus{Up: true, Devices: len(f)}
 }
 
+func (f fakeSlices) Published() map[string]bool {
+	p := make(map[string]bool)
+	for _, d := range f {
+		switch {
+		case d.UUID != "":
+			p[d.UUID] = true
+		case d.ParentUUID != "":
+			p[d.ParentUUID] = true
+		}
+	}
+	return p
+}
+
 func nvRef(device string) attribution.DRADeviceRef {
 	return attribution.DRADeviceRef{Driver: nvDriver, Pool: nodePool, Device: device}
 }
@@ -42,6 +56,10 @@ var nodeSlices = fakeSlices{
 	nvRef("gpu-9"):                 {Type: "gpu", UUID: "GPU-99999999-aaaa-bbbb-cccc-999999999999", PlacementStart: -1},
 	{Driver: "other.example.com", Pool: nodePool, Device: "gpu-0"}: {Type: "gpu", UUID: gpu0, PlacementStart: -1},
 }
+
+// nodePublished is what nodeSlices publish: GPU 1 stands for its dynamic MIG
+// devices without a UUID.
+var nodePublished = map[string]bool{gpu0: true, gpu1: true, mig1a: true, "GPU-99999999-aaaa-bbbb-cccc-999999999999": true}
 
 // nodeLayout is the inventory's MIG layout: GPU 1's two 1g.10gb instances at
 // memory slices 4 and 6 (so only the placement tells them apart), GPU 2's 3g.40gb.
@@ -194,6 +212,12 @@ func TestClientDRA(t *testing.T) {
 			h.sim.SetPods(tc.pods)
 			s := h.refresh(t)
 			assertHolders(t, s.Holders, tc.want)
+			switch {
+			case tc.noSlices && s.DRAPublished != nil:
+				t.Errorf("DRAPublished = %v without ResourceSlice lookups, want nil", s.DRAPublished)
+			case !tc.noSlices && tc.slices == nil && !maps.Equal(s.DRAPublished, nodePublished):
+				t.Errorf("DRAPublished = %v, want %v", s.DRAPublished, nodePublished)
+			}
 			for uuid, want := range tc.wantExclusive {
 				if _, got := s.Exclusive(uuid); got != want {
 					t.Errorf("Exclusive(%s) = %v, want %v", uuid, got, want)
@@ -287,6 +311,34 @@ func BenchmarkRefresh500DRAPods(b *testing.B) {
 	}
 	if n := len(h.client.Current().Holders); n != 500 {
 		b.Fatalf("%d devices held, want 500", n)
+	}
+}
+
+// TestSnapshotAdvertised: a device is advertised when the kubelet offers it,
+// someone holds it, or the ResourceSlices publish it or (for a MIG instance)
+// its GPU.
+func TestSnapshotAdvertised(t *testing.T) {
+	s := attribution.Snapshot{
+		Up:           true,
+		Holders:      map[string][]attribution.Holder{mig0a: {draHolder("a", "b", "c", "d", 1)}},
+		Replicas:     map[string]int{gpu0: 4},
+		DRAPublished: map[string]bool{gpu1: true, mig1a: true},
+	}
+	for _, tc := range []struct {
+		name, uuid, parent string
+		want               bool
+	}{
+		{"offered by the kubelet", gpu0, "", true},
+		{"held", mig0a, gpu2, true},
+		{"published MIG instance", mig1a, gpu2, true},
+		{"MIG instance of a published GPU", mig0b, gpu1, true},
+		{"published GPU", gpu1, "", true},
+		{"neither offered, held nor published", gpu2, "", false},
+		{"MIG instance of an unpublished GPU", mig0b, gpu2, false},
+	} {
+		if got := s.Advertised(tc.uuid, tc.parent); got != tc.want {
+			t.Errorf("%s: Advertised(%s, %q) = %v, want %v", tc.name, tc.uuid, tc.parent, got, tc.want)
+		}
 	}
 }
 

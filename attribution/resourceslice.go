@@ -118,8 +118,9 @@ func (d DeviceSpec) sliceDevice(driver string) SliceDevice {
 type sliceIndex struct {
 	drivers map[string]bool // read-only
 
-	mu      sync.RWMutex
-	devices map[DRADeviceRef]SliceDevice
+	mu        sync.RWMutex
+	devices   map[DRADeviceRef]SliceDevice
+	published map[string]bool // see SliceSource.Published; replaced, never modified
 }
 
 // newSliceIndex returns an empty index of the devices of drivers; none means
@@ -143,6 +144,13 @@ func (x *sliceIndex) Device(ref DRADeviceRef) (SliceDevice, bool) {
 	return d, ok
 }
 
+// Published returns the device UUIDs the slices publish (SliceSource.Published).
+func (x *sliceIndex) Published() map[string]bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.published
+}
+
 func (x *sliceIndex) count() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -152,7 +160,7 @@ func (x *sliceIndex) count() int {
 // rebuild replaces the index with the devices of tracked drivers of slices. Of
 // several slices of one pool, the newest generation wins.
 func (x *sliceIndex) rebuild(slices []ResourceSlice) {
-	devs := make(map[DRADeviceRef]SliceDevice)
+	devs, published := make(map[DRADeviceRef]SliceDevice), make(map[string]bool)
 	gen := make(map[[2]string]int64)
 	for _, s := range slices {
 		if x.drivers[s.Spec.Driver] {
@@ -166,11 +174,18 @@ func (x *sliceIndex) rebuild(slices []ResourceSlice) {
 		}
 		for _, d := range s.Spec.Devices {
 			ref := DRADeviceRef{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
-			devs[ref] = d.sliceDevice(s.Spec.Driver)
+			sd := d.sliceDevice(s.Spec.Driver)
+			devs[ref] = sd
+			switch {
+			case sd.UUID != "":
+				published[sd.UUID] = true
+			case sd.ParentUUID != "":
+				published[sd.ParentUUID] = true
+			}
 		}
 	}
 	x.mu.Lock()
-	x.devices = devs
+	x.devices, x.published = devs, published
 	x.mu.Unlock()
 }
 

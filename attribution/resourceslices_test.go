@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 
@@ -78,6 +79,12 @@ func TestSliceWatcherIndex(t *testing.T) {
 		if d, ok := w.Device(ref); ok {
 			t.Errorf("Device(%s) = %+v, want none", ref, d)
 		}
+	}
+	// The dynamic MIG devices without a UUID publish their GPU; neither the
+	// older generation's GPU-7 nor the other driver's GPU-X is published.
+	wantPub := map[string]bool{"GPU-0": true, "GPU-1": true, "MIG-0": true}
+	if got := w.Published(); !maps.Equal(got, wantPub) {
+		t.Errorf("Published() = %v, want %v", got, wantPub)
 	}
 }
 

@@ -73,6 +73,12 @@ type Snapshot struct {
 	// count, 1 for a device offered whole. A device the kubelet does not
 	// advertise is absent. Nil with Holders.
 	Replicas map[string]int
+	// DRAPublished holds the device UUIDs the node's ResourceSlices publish for
+	// the tracked DRA drivers at the last successful refresh
+	// (SliceSource.Published; a GPU's UUID also stands for a dynamic MIG device
+	// of it without a UUID). Nil with Holders, or when ResourceSlice lookups
+	// are off. Shared: callers must not modify it.
+	DRAPublished map[string]bool
 	// UnknownIDs counts, since the Client started, the device IDs of tracked resources
 	// that did not parse or name no device of this node (one per ID per refresh).
 	UnknownIDs uint64

@@ -95,7 +95,9 @@ func hostableSlices(g GPU) cost.HostableSlices {
 // never refreshed), or with a DRA allocation it could not map
 // (attribution.Snapshot.HoldersKnown), leaves every device's holders unknown:
 // the part of a GPU or MIG instance no holder holds is unknown, not
-// unallocated. An unmapped DRA allocation also makes MIG slices in no
+// unallocated. So does a GPU or MIG instance the node does not advertise
+// (attribution.Snapshot.Advertised): no holder of it means only that the
+// kubelet and the ResourceSlices do not offer it. An unmapped DRA allocation also makes MIG slices in no
 // instance unknown: it may hold a dynamic MIG instance the inventory lacks.
 func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attribution.Snapshot, usage []DeviceUsage) ([]cost.Total, []cost.GPURate) {
 	var dt time.Duration
@@ -109,7 +111,8 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 	a.states = resize(a.states, len(inv.GPUs))
 	for i := range inv.GPUs {
 		g, r, st := &inv.GPUs[i], &s.GPUs[i], &a.states[i]
-		st.UUID, st.Model, st.MIG, st.Lost, st.HoldersKnown = g.UUID, g.Model, g.MIGEnabled, r.Lost, known
+		st.UUID, st.Model, st.MIG, st.Lost = g.UUID, g.Model, g.MIGEnabled, r.Lost
+		st.HoldersKnown = known && attr.Advertised(g.UUID, "")
 		st.FreeSlicesMayBeHeld = unmapped
 		st.PowerW, _ = r.Values.Get(PowerUsage)
 		st.Activity = act[i].Ratio
@@ -125,7 +128,8 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 		st.Instances = resize(st.Instances, len(g.Instances))
 		for j := range g.Instances {
 			in, cs := &g.Instances[j], &st.Instances[j]
-			cs.UUID, cs.ComputeSlices, cs.MemorySlices, cs.HoldersKnown = in.UUID, in.ComputeSlices, in.MemorySlices, known
+			cs.UUID, cs.ComputeSlices, cs.MemorySlices = in.UUID, in.ComputeSlices, in.MemorySlices
+			cs.HoldersKnown = known && attr.Advertised(in.UUID, g.UUID)
 			cs.Activity = math.NaN()
 			if j < len(act[i].Instances) {
 				cs.Activity = act[i].Instances[j].Ratio

@@ -152,9 +152,11 @@ func TestLedgerAttributionOffIsUnknown(t *testing.T) {
 // by someone unknown: GPU-aaaa (no mapped holder), the unheld MIG-2222 and
 // GPU-bbbb's slices in no instance (the allocation may be a dynamic MIG
 // instance the inventory lacks) are unknown, not unallocated. With every
-// allocation mapped the same holders leave them unallocated.
+// allocation mapped the same holders leave them unallocated. The kubelet
+// advertises every device, so only the unmapped allocation makes them unknown.
 func TestLedgerUnmappedDRAIsUnknown(t *testing.T) {
 	held := map[string][]attribution.Holder{"MIG-1111": podsOnNode.Holders["MIG-1111"]}
+	offered := map[string]int{"GPU-aaaa": 1, "MIG-1111": 1, "MIG-2222": 1}
 	unmapped := []attribution.DRAAllocation{{Namespace: "lab", Pod: "nb-0", Container: "c", Claim: "gpu",
 		Device: attribution.DRADeviceRef{Driver: attribution.DefaultDRADriver, Pool: "node-a", Device: "gpu-0"},
 		Reason: "not in the node's ResourceSlices"}}
@@ -173,7 +175,7 @@ func TestLedgerUnmappedDRAIsUnknown(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := &attribution.Snapshot{Up: true, LastSuccess: t0, Holders: held, UnmappedDRA: tc.unmapped}
+			snap := &attribution.Snapshot{Up: true, LastSuccess: t0, Holders: held, Replicas: offered, UnmappedDRA: tc.unmapped}
 			s := NewSampler(&fakeBackend{power: 400}, SamplerOptions{Interval: time.Hour, Now: fixedClock(t0),
 				Holders: fakeHolders{snap}, Ledger: cost.NewLedger(staticBook{cost.Default()})})
 			for k := range 2 {
@@ -185,6 +187,57 @@ func TestLedgerUnmappedDRAIsUnknown(t *testing.T) {
 			checkSeconds(t, got, tc.want)
 			if tc.unmapped == nil && got["GPU-aaaa//unknown"]+got["MIG-2222//unknown"]+got["GPU-bbbb//unknown"] != 0 {
 				t.Errorf("unknown time with every allocation mapped: %v", got)
+			}
+		})
+	}
+}
+
+// TestLedgerUnadvertisedIsUnknown: the kubelet answers and nobody holds
+// anything, but only what the node advertises is positively free. GPU-aaaa is
+// unallocated when the kubelet lists it for a tracked resource or the
+// ResourceSlices publish it, unknown when neither does (a device plugin not
+// registered yet, an untracked resource name). On MIG GPU-bbbb, MIG-2222 is
+// unallocated when published itself, or when a dynamic MIG device without a
+// UUID (published as its GPU) may become it; unknown otherwise. MIG-1111 is
+// held, hence advertised, throughout.
+func TestLedgerUnadvertisedIsUnknown(t *testing.T) {
+	held := map[string][]attribution.Holder{"MIG-1111": podsOnNode.Holders["MIG-1111"]}
+	for _, tc := range []struct {
+		name      string
+		replicas  map[string]int
+		published map[string]bool
+		want      map[string]float64
+	}{
+		{"nothing advertised", nil, nil, map[string]float64{
+			"GPU-aaaa//unknown": 3600, "GPU-aaaa//unallocated": 0,
+			"MIG-2222//unknown": 3600 / 7.0, "MIG-2222//unallocated": 0,
+		}},
+		{"kubelet advertises GPU-aaaa only", map[string]int{"GPU-aaaa": 1}, nil, map[string]float64{
+			"GPU-aaaa//unallocated": 3600, "MIG-2222//unknown": 3600 / 7.0, "MIG-2222//unallocated": 0,
+		}},
+		{"slices publish both", nil, map[string]bool{"GPU-aaaa": true, "MIG-2222": true}, map[string]float64{
+			"GPU-aaaa//unallocated": 3600, "MIG-2222//unallocated": 3600 / 7.0,
+		}},
+		{"slices publish GPU-bbbb's dynamic MIG", nil, map[string]bool{"GPU-bbbb": true}, map[string]float64{
+			"GPU-aaaa//unknown": 3600, "GPU-aaaa//unallocated": 0, "MIG-2222//unallocated": 3600 / 7.0,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := &attribution.Snapshot{Up: true, LastSuccess: t0, Holders: held, Replicas: tc.replicas, DRAPublished: tc.published}
+			s := NewSampler(&fakeBackend{power: 400}, SamplerOptions{Interval: time.Hour, Now: fixedClock(t0),
+				Holders: fakeHolders{snap}, Ledger: cost.NewLedger(staticBook{cost.Default()})})
+			for k := range 2 {
+				if err := s.Tick(context.Background(), t0.Add(time.Duration(k)*time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkSeconds(t, ledgerTotals(t, s), tc.want)
+			// docs/cost.md: the H100's hour at 400 W, 1.309553 EUR, in
+			// whichever state the seconds went to.
+			for _, tot := range s.Snapshot().Totals {
+				if tot.Device == "GPU-aaaa" && tot.Seconds > 0 && math.Abs(tot.EUR-1.309553) > 1e-6 {
+					t.Errorf("GPU-aaaa %s = %.6f EUR, want 1.309553", tot.State, tot.EUR)
+				}
 			}
 		})
 	}
