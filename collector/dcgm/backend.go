@@ -69,6 +69,9 @@ type Backend struct {
 	instOf    []deviceRef // parallel to instEnts
 	gpuFields []uint16
 	instField []uint16
+	// rediscover is set when a Sample found the MIG hierarchy changed: the next
+	// Inventory reads the devices again.
+	rediscover bool
 
 	unsupported map[entityField]bool
 	logged      map[uint16]bool // fields whose lack of support was logged
@@ -134,13 +137,23 @@ func newBackend(opts Options, dial dialer) (*Backend, error) {
 func (b *Backend) Name() string { return "dcgm" }
 
 // Inventory returns the GPUs and MIG instances DCGM reported at the last
-// (re)connect. While disconnected it tries to reconnect, subject to backoff.
+// (re)connect, or reads them again when a Sample found the MIG hierarchy
+// changed. While disconnected it tries to reconnect, subject to backoff.
 func (b *Backend) Inventory(ctx context.Context) (collector.Inventory, error) {
-	if b.cl == nil {
+	switch {
+	case b.cl == nil:
 		if err := b.reconnect(ctx); err != nil {
 			return collector.Inventory{}, err
 		}
+	case b.rediscover:
+		if err := b.discover(ctx); err != nil {
+			if connectionLost(err) {
+				return collector.Inventory{}, b.lose(err)
+			}
+			return collector.Inventory{}, fmt.Errorf("read DCGM devices again after a MIG change: %w", err)
+		}
 	}
+	b.rediscover = false
 	return b.inv, nil
 }
 

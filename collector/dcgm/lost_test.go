@@ -1,11 +1,14 @@
 package dcgm
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/gpuledger/gpuledger/collector"
 )
 
 // TestLostGPUKeptOnReconnect: when the inventory is read again after a
@@ -93,5 +96,44 @@ func TestLostGPUKeptOnReconnect(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLostGPUKeptOnMIGChange: GPU 1 is lost, then GPU 2's MIG layout changes.
+// The next Inventory reads the devices again: GPU 2 lists its new instance, GPU
+// 1 is still listed as it was and every later sample marks it lost, although
+// DCGM no longer lists it.
+func TestLostGPUKeptOnMIGChange(t *testing.T) {
+	n := a100Node(3)
+	b, _, _ := newTestBackend(t, n)
+	lostID, migID := n.gpuOf(1), n.gpuOf(2)
+	want := b.inv.GPUs[1]
+	n.lostGPUs[lostID] = true
+	if s := mustSample(t, b, errCounts{}); !s.GPUs[1].Lost {
+		t.Fatal("GPU 1 not lost")
+	}
+	n.gpus = slices.DeleteFunc(n.gpus, func(g uint) bool { return g == lostID })
+	delete(n.lostGPUs, lostID)
+	n.addInstance(migID, 8, 5, 0, 1, "1g.5gb", "MIG-c", 4864)
+	if _, err := sample(t, b, errCounts{}); !errors.Is(err, collector.ErrInventoryChanged) {
+		t.Fatalf("Sample after the MIG change: %v, want ErrInventoryChanged", err)
+	}
+	for k := range 3 {
+		s := mustSample(t, b, errCounts{})
+		inv, err := b.Inventory(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(inv.GPUs) != 3 || !reflect.DeepEqual(inv.GPUs[1], want) {
+			t.Fatalf("after the MIG change the GPUs are %+v, want GPU 1 as it was: %+v", inv.GPUs, want)
+		}
+		if g := inv.GPUs[2]; !g.MIGEnabled || len(g.Instances) != 1 || g.Instances[0].GPUInstanceID != 5 {
+			t.Fatalf("GPU 2 after the MIG change: %+v, want its GPU instance 5", g)
+		}
+		for i, r := range s.GPUs {
+			if lost := i == 1; r.Lost != lost || r.Healthy == lost {
+				t.Errorf("sample %d, GPU %d: lost %v healthy %v, want lost %v", k, i, r.Lost, r.Healthy, lost)
+			}
+		}
 	}
 }
