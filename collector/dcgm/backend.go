@@ -69,6 +69,9 @@ type Backend struct {
 	instOf    []deviceRef // parallel to instEnts
 	gpuFields []uint16
 	instField []uint16
+	// rediscover is set when a Sample found the MIG hierarchy changed: the next
+	// Inventory reads the devices again.
+	rediscover bool
 
 	unsupported map[entityField]bool
 	logged      map[uint16]bool // fields whose lack of support was logged
@@ -134,13 +137,23 @@ func newBackend(opts Options, dial dialer) (*Backend, error) {
 func (b *Backend) Name() string { return "dcgm" }
 
 // Inventory returns the GPUs and MIG instances DCGM reported at the last
-// (re)connect. While disconnected it tries to reconnect, subject to backoff.
+// (re)connect, or reads them again when a Sample found the MIG hierarchy
+// changed. While disconnected it tries to reconnect, subject to backoff.
 func (b *Backend) Inventory(ctx context.Context) (collector.Inventory, error) {
-	if b.cl == nil {
+	switch {
+	case b.cl == nil:
 		if err := b.reconnect(ctx); err != nil {
 			return collector.Inventory{}, err
 		}
+	case b.rediscover:
+		if err := b.discover(ctx); err != nil {
+			if connectionLost(err) {
+				return collector.Inventory{}, b.lose(err)
+			}
+			return collector.Inventory{}, fmt.Errorf("read DCGM devices again after a MIG change: %w", err)
+		}
 	}
+	b.rediscover = false
 	return b.inv, nil
 }
 
@@ -210,7 +223,11 @@ func (b *Backend) lose(err error) error {
 	return fmt.Errorf("%w: %w", ErrDisconnected, err)
 }
 
-// discover reads the devices, watches the fields and builds the inventory.
+// discover reads the devices, watches the fields and builds the inventory. A GPU
+// of the previous inventory that was lost, or whose attributes now fail with
+// DCGM_ST_GPU_IS_LOST, stays listed as it was (UUID, model, index, minor) and
+// reads as Lost, so the ledger keeps charging its capital as lost; its MIG
+// instances are those DCGM still lists.
 func (b *Backend) discover(ctx context.Context) error {
 	ids, err := b.cl.GPUs()
 	if err != nil {
@@ -224,13 +241,31 @@ func (b *Backend) discover(ctx context.Context) error {
 		return err
 	}
 
-	gpuEnts := make([]entity, len(ids))
+	last := b.lastGPUs()
+	lost := map[uint]bool{} // DCGM id → listed as it was last read, and lost
 	infos := make([]deviceInfo, len(ids))
 	for i, id := range ids {
-		gpuEnts[i] = entity{groupGPU, id}
-		if infos[i], err = b.cl.DeviceInfo(id); err != nil {
+		prev, known := last[id]
+		infos[i], err = b.cl.DeviceInfo(id)
+		switch {
+		case err == nil:
+			lost[id] = known && prev.lost && prev.gpu.UUID == infos[i].UUID
+		case known && !connectionLost(err) && (prev.lost || statusCode(err) == stGPUIsLost):
+			lost[id] = true
+		default:
 			return fmt.Errorf("read attributes of GPU %d: %w", id, err)
 		}
+	}
+	for _, g := range b.gpus {
+		if g.lost && !slices.Contains(ids, g.id) { // no longer listed at all
+			ids = append(ids, g.id)
+			infos = append(infos, deviceInfo{})
+			lost[g.id] = true
+		}
+	}
+	gpuEnts := make([]entity, len(ids))
+	for i, id := range ids {
+		gpuEnts[i] = entity{groupGPU, id}
 	}
 	gis, cis := splitHierarchy(hier)
 	instEnts := make([]entity, len(gis))
@@ -295,6 +330,11 @@ func (b *Backend) discover(ctx context.Context) error {
 			g.Instances = append(g.Instances, instance(gi, cis, instIdent[instEnts[j]], info.FBTotalMiB))
 		}
 		g.MIGEnabled = len(g.Instances) > 0 || (modeKnown && mode == 1)
+		if lost[id] {
+			inst := g.Instances
+			g = last[id].gpu
+			g.Instances = inst
+		}
 		inv.GPUs[i] = g
 	}
 
@@ -333,10 +373,25 @@ func (b *Backend) discover(ctx context.Context) error {
 		g.Instances = inst
 		sorted.GPUs[k] = g
 		b.gpuEnts[k] = gpuEnts[i]
-		b.gpus[k] = gpuState{id: ids[i], healthy: true}
+		b.gpus[k] = gpuState{id: ids[i], healthy: true, lost: lost[ids[i]]}
 	}
 	b.inv = sorted
 	return nil
+}
+
+// lastGPU is a GPU of the previous inventory: its entry and whether it was lost.
+type lastGPU struct {
+	gpu  collector.GPU
+	lost bool
+}
+
+// lastGPUs maps the DCGM id of each GPU of the previous inventory to it.
+func (b *Backend) lastGPUs() map[uint]lastGPU {
+	last := make(map[uint]lastGPU, len(b.gpus))
+	for k, g := range b.gpus {
+		last[g.id] = lastGPU{gpu: b.inv.GPUs[k], lost: g.lost}
+	}
+	return last
 }
 
 // watch watches the contract's fields; when the profiling fields cannot be

@@ -21,6 +21,7 @@ type fakeNode struct {
 	xids      []fieldValue
 	incidents []healthIncident
 	lostGPUs  map[uint]bool
+	infoErr   map[uint]error // DeviceInfo's error per GPU
 
 	libMissing bool // dial fails as without libdcgm
 	down       bool // the hostengine is unreachable: dial and every call fail
@@ -81,6 +82,7 @@ func newFakeNode() *fakeNode {
 		infos:    map[uint]deviceInfo{},
 		values:   map[entity]map[uint16]fieldValue{},
 		lostGPUs: map[uint]bool{},
+		infoErr:  map[uint]error{},
 	}
 }
 
@@ -144,7 +146,7 @@ func (c *fakeClient) DeviceInfo(gpu uint) (deviceInfo, error) {
 	if err := c.check(); err != nil {
 		return deviceInfo{}, err
 	}
-	return c.n.infos[gpu], nil
+	return c.n.infos[gpu], c.n.infoErr[gpu]
 }
 
 func (c *fakeClient) MIGHierarchy() ([]migEntity, error) {

@@ -15,7 +15,8 @@ import (
 // the XID events since the previous Sample and the health watches. While the
 // hostengine is unreachable it returns an error wrapping ErrDisconnected and
 // reconnects with exponential backoff on later calls; a reconnect that finds
-// other devices returns collector.ErrInventoryChanged.
+// other devices, or a changed MIG hierarchy, returns
+// collector.ErrInventoryChanged, and the next Inventory lists the devices anew.
 func (b *Backend) Sample(ctx context.Context, _ time.Time, s *collector.Sample, errs collector.ErrorCounter) error {
 	if b.cl == nil {
 		before := b.inv
@@ -32,6 +33,7 @@ func (b *Backend) Sample(ctx context.Context, _ time.Time, s *collector.Sample, 
 	if changed, err := b.migChanged(); err != nil {
 		return b.failure("read MIG hierarchy", err)
 	} else if changed {
+		b.rediscover = true
 		return collector.ErrInventoryChanged
 	}
 

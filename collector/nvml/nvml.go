@@ -101,8 +101,12 @@ func (b *Backend) Close() error {
 }
 
 // Inventory reads the node's GPUs and MIG instances. A GPU whose handle or UUID
-// cannot be read is left out (and logged); one that is lost after that is listed
-// and reads as Lost. XID events are registered for GPUs not seen before.
+// cannot be read is left out (and logged), unless the previous inventory listed
+// it and it was lost or now answers ERROR_GPU_IS_LOST: a GPU once listed and lost
+// stays listed as it was last read (UUID, model, index, MIG instances) and reads
+// as Lost, so the ledger keeps charging its capital as lost. A GPU lost while
+// first read is listed with what could be read and reads as Lost. XID events are
+// registered for GPUs not seen before.
 func (b *Backend) Inventory(ctx context.Context) (collector.Inventory, error) {
 	if err := ctx.Err(); err != nil {
 		return collector.Inventory{}, err
@@ -123,22 +127,37 @@ func (b *Backend) Inventory(ctx context.Context) (collector.Inventory, error) {
 		old[d.uuid] = d
 	}
 	devs := make([]*device, 0, n)
+	listed := make(map[string]bool, n)
 	for i := range n {
-		h, ret := b.lib.DeviceGetHandleByIndex(i)
-		if ret != gonvml.SUCCESS {
-			b.log.Warn("GPU left out of the inventory", "index", i, "err", ret)
-			continue
-		}
-		g, d, err := b.readGPU(i, h)
+		g, d, err := b.readIndex(i)
 		if err != nil {
-			b.log.Warn("GPU left out of the inventory", "index", i, "err", err)
+			prev := b.deviceAt(i)
+			if prev == nil || !prev.lost && !errors.Is(err, gonvml.ERROR_GPU_IS_LOST) {
+				b.log.Warn("GPU left out of the inventory", "index", i, "err", err)
+				continue
+			}
+			b.markLost(prev)
+			g, d = prev.info, prev
+		} else if prev, ok := old[g.UUID]; ok {
+			d.keepState(prev)
+			if d.lost { // lost before or while it was read: listed as it was
+				b.markLost(prev)
+				g, d = prev.info, prev
+			}
+		}
+		if listed[d.uuid] {
 			continue
 		}
-		if prev, ok := old[g.UUID]; ok {
-			d.keepState(prev)
-		}
+		listed[d.uuid] = true
+		d.info = g
 		inv.GPUs = append(inv.GPUs, g)
 		devs = append(devs, d)
+	}
+	for _, d := range b.devs {
+		if d.lost && !listed[d.uuid] { // no longer enumerated at all
+			inv.GPUs = append(inv.GPUs, d.info)
+			devs = append(devs, d)
+		}
 	}
 	freeGPMs(b.devs)
 	for _, d := range devs {
@@ -147,6 +166,25 @@ func (b *Backend) Inventory(ctx context.Context) (collector.Inventory, error) {
 	b.devs = devs
 	b.registerEvents()
 	return inv, nil
+}
+
+// readIndex reads the static facts of the GPU NVML enumerates at index i.
+func (b *Backend) readIndex(i int) (collector.GPU, *device, error) {
+	h, ret := b.lib.DeviceGetHandleByIndex(i)
+	if ret != gonvml.SUCCESS {
+		return collector.GPU{}, nil, fmt.Errorf("get handle: %w", ret)
+	}
+	return b.readGPU(i, h)
+}
+
+// deviceAt returns the GPU of the last inventory with NVML index i, or nil.
+func (b *Backend) deviceAt(i int) *device {
+	for _, d := range b.devs {
+		if d.index == i {
+			return d
+		}
+	}
+	return nil
 }
 
 // readGPU reads the static facts of the GPU at index.

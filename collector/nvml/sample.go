@@ -72,6 +72,7 @@ const maxEventsPerSample = 256
 // device is the backend's state of one GPU.
 type device struct {
 	h          gonvml.Device
+	info       collector.GPU // its entry in the last inventory
 	uuid       string
 	index      int
 	mig        bool
@@ -100,8 +101,10 @@ type migDevice struct {
 	gpm     *gpmSampler
 }
 
-// keepState carries what a GPU accumulated over into its new inventory entry.
+// keepState carries what a GPU accumulated over into its new inventory entry:
+// a GPU once lost stays lost.
 func (d *device) keepState(prev *device) {
+	d.lost = d.lost || prev.lost
 	d.registered = prev.registered
 	d.xids = prev.xids
 	d.xidLast = prev.xidLast
