@@ -28,13 +28,7 @@ func TestWriteFleetMergesNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := parse(t, buf.Bytes())
-	seen := map[string]bool{}
-	for _, f := range got.families {
-		if seen[f] {
-			t.Errorf("family %s appears twice", f)
-		}
-		seen[f] = true
-	}
+	checkFamiliesOnce(t, got.families)
 	hosts := map[string]int{}
 	var seconds, written float64
 	for _, key := range got.byName["gpuledger_gpu_seconds_total"] {

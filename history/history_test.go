@@ -73,13 +73,7 @@ func TestWriteIsValidOpenMetricsAndMatchesTheLedger(t *testing.T) {
 	}
 	got := parse(t, buf.Bytes())
 
-	seen := map[string]bool{}
-	for _, f := range got.families {
-		if seen[f] {
-			t.Errorf("family %s is interleaved: it appears twice", f)
-		}
-		seen[f] = true
-	}
+	checkFamiliesOnce(t, got.families)
 	for _, name := range []string{"DCGM_FI_DEV_POWER_USAGE", "gpuledger_cost_eur_total", "gpuledger_gpu_allocation", "gpuledger_pod_gpu_utilization_ratio"} {
 		if len(got.byName[name]) == 0 {
 			t.Errorf("no %s series in the history", name)
@@ -175,5 +169,18 @@ func BenchmarkShortJobsDay(b *testing.B) {
 		if _, err := Write(context.Background(), io.Discard, Options{Scenario: sc, Start: start, Duration: 24 * time.Hour}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// checkFamiliesOnce fails t for every metric family that appears more than
+// once in families: OpenMetrics forbids interleaving a family's samples.
+func checkFamiliesOnce(t *testing.T, families []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, f := range families {
+		if seen[f] {
+			t.Errorf("family %s is interleaved: it appears twice", f)
+		}
+		seen[f] = true
 	}
 }
