@@ -27,7 +27,11 @@ func TestDemoTotalsMatchLedger(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Format = FormatJSON
 	cfg.Out = filepath.Join(t.TempDir(), "demo.json")
-	if err := RunDemo(context.Background(), cfg, &om, discard()); err != nil {
+	st, err := LoadOpenMetrics(&om)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RunDemoStore(context.Background(), cfg, st, discard()); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(cfg.Out)
@@ -82,7 +86,7 @@ func TestLoadOpenMetricsErrors(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.Out = filepath.Join(t.TempDir(), "x.html")
-	if err := RunDemo(context.Background(), cfg, strings.NewReader("# EOF\n"), discard()); err == nil || !strings.Contains(err.Error(), "no GPU data") {
+	if err := RunDemoStore(context.Background(), cfg, st, discard()); err == nil || !strings.Contains(err.Error(), "no GPU data") {
 		t.Errorf("demo on empty history: error %v, want no GPU data", err)
 	}
 }

@@ -45,7 +45,7 @@ type Config struct {
 	PrometheusURL string        // base URL of the Prometheus-compatible API (Run only)
 	Range         time.Duration // length of the period reported on, e.g. 7 × 24h
 	// End is the end of the period; zero means now truncated to Step (Run) or
-	// the last sample of the data (RunDemo).
+	// the last sample of the data (RunDemoStore).
 	End time.Time
 	// Step is the bucket the ledger counters are read in (increase over Step);
 	// Range must be a multiple of it.
@@ -172,20 +172,6 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		cfg.End = cfg.now().Truncate(cfg.Step)
 	}
 	return generateAndWrite(ctx, cfg, q, cfg.PrometheusURL, logger)
-}
-
-// RunDemo is Run over OpenMetrics history (as `gpuledger simulate history`
-// writes it) evaluated by the embedded PromQL engine instead of a Prometheus.
-// See RunDemoStore for the range.
-func RunDemo(ctx context.Context, cfg Config, history io.Reader, logger *slog.Logger) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	st, err := LoadOpenMetrics(history)
-	if err != nil {
-		return err
-	}
-	return RunDemoStore(ctx, cfg, st, logger)
 }
 
 // RunDemoStore is Run over the samples of st (filled through a StoreBuilder,
