@@ -8,16 +8,18 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// family is one metric name with one label set: its Desc and its label names,
-// with the order that sorts them (exposition wants label pairs sorted by name).
+// family is one metric name with one label set: its Desc, name and HELP, and
+// its label names with the order that sorts them (exposition wants label pairs
+// sorted by name).
 type family struct {
-	desc   *prometheus.Desc
-	names  []string
-	sorted []int // positions in names, in name order
+	desc       *prometheus.Desc
+	name, help string
+	names      []string
+	sorted     []int // positions in names, in name order
 }
 
 func newFamily(name, help string, labels []string) *family {
-	f := &family{desc: prometheus.NewDesc(name, help, labels, nil), names: labels}
+	f := &family{desc: prometheus.NewDesc(name, help, labels, nil), name: name, help: help, names: labels}
 	f.sorted = make([]int, len(labels))
 	for i := range f.sorted {
 		f.sorted[i] = i
@@ -37,13 +39,13 @@ func newFamily(name, help string, labels []string) *family {
 // series is a const metric whose label pairs come from a pairCache: it costs
 // one slice where prometheus.MustNewConstMetric builds and sorts every pair.
 type series struct {
-	desc   *prometheus.Desc
+	family *family
 	labels []*dto.LabelPair // sorted by name; shared, never modified
 	typ    prometheus.ValueType
 	value  float64
 }
 
-func (s *series) Desc() *prometheus.Desc { return s.desc }
+func (s *series) Desc() *prometheus.Desc { return s.family.desc }
 
 func (s *series) Write(out *dto.Metric) error {
 	out.Label = s.labels
@@ -92,5 +94,5 @@ func (c *Collector) metric(f *family, typ prometheus.ValueType, v float64, value
 	for k, i := range f.sorted {
 		pairs[k] = c.pairs.get(f.names[i], values[i])
 	}
-	return &series{desc: f.desc, labels: pairs, typ: typ, value: v}
+	return &series{family: f, labels: pairs, typ: typ, value: v}
 }

@@ -8,21 +8,14 @@
 package history
 
 import (
-	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
-	"os"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gpuledger/gpuledger/attribution"
@@ -242,26 +235,14 @@ func (p *pinned) Snapshot() *collector.Snapshot { return p.snap }
 func newScraper(hostname string, sink Sink) *scraper {
 	s := &scraper{snaps: make(chan *collector.Snapshot, 8), done: make(chan error, 1)}
 	src := &pinned{}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector.NewCollector(src, hostname, func() time.Time { return src.snap.Time }))
+	col := collector.NewCollector(src, hostname, func() time.Time { return src.snap.Time })
 	scrapes := make(chan gathered, 8)
-	gatherErr := make(chan error, 1)
 	go func() {
 		defer close(scrapes)
-		var err error
 		for snap := range s.snaps {
-			if err != nil {
-				continue // drain after a failure
-			}
 			src.snap = snap
-			var mfs []*dto.MetricFamily
-			if mfs, err = reg.Gather(); err != nil {
-				err = fmt.Errorf("gather at %s: %w", snap.Time.Format(time.RFC3339), err)
-				continue
-			}
-			scrapes <- gathered{mfs, snap.Time}
+			scrapes <- gathered{col.Gather(), snap.Time}
 		}
-		gatherErr <- err
 	}()
 	go func() {
 		var err error
@@ -272,7 +253,7 @@ func newScraper(hostname string, sink Sink) *scraper {
 			s.samples += dropNaN(g.mfs)
 			err = sink.AddScrape(g.mfs, g.t)
 		}
-		s.done <- cmp.Or(<-gatherErr, err)
+		s.done <- err
 	}()
 	return s
 }
@@ -280,8 +261,8 @@ func newScraper(hostname string, sink Sink) *scraper {
 // scrape hands snap to the scraper; stop reports what failed.
 func (s *scraper) scrape(snap *collector.Snapshot) { s.snaps <- snap }
 
-// stop waits for the handed snapshots to be written and returns what failed,
-// a gather's error before the sink's. It may be called more than once.
+// stop waits for the handed snapshots to be written and returns the sink's
+// error. It may be called more than once.
 func (s *scraper) stop() error {
 	if !s.once {
 		s.once = true
@@ -298,66 +279,6 @@ type virtualClock struct{ now time.Time }
 func (c *virtualClock) Now() time.Time { return c.now }
 
 func (c *virtualClock) NewTicker(time.Duration) (<-chan time.Time, func()) { return nil, func() {} }
-
-// familyWriter keeps one temporary file per metric family, so a family's
-// samples end up contiguous, as OpenMetrics requires, without holding a week of
-// samples in memory.
-type familyWriter struct {
-	dir      string
-	families map[string]*family
-	// pairs holds each label pair rendered as `name="escaped value"`. The
-	// collector interns its pairs across scrapes, so most lookups hit; the map
-	// is emptied when it grows past maxRenderedPairs, so that pods that ended
-	// leave nothing behind and memory stays constant over a long run.
-	pairs map[*dto.LabelPair]string
-}
-
-// maxRenderedPairs bounds familyWriter.pairs: a few scrapes of a big node.
-const maxRenderedPairs = 1 << 16
-
-type family struct {
-	typ  string
-	file *os.File
-	buf  *bufio.Writer
-}
-
-func newFamilyWriter() (*familyWriter, error) {
-	dir, err := os.MkdirTemp("", "gpuledger-history")
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	return &familyWriter{dir: dir, families: map[string]*family{}, pairs: map[*dto.LabelPair]string{}}, nil
-}
-
-func (fw *familyWriter) close() {
-	for _, f := range fw.families {
-		f.file.Close()
-	}
-	os.RemoveAll(fw.dir)
-}
-
-// AddScrape appends the samples of mfs at time t; it implements Sink.
-func (fw *familyWriter) AddScrape(mfs []*dto.MetricFamily, t time.Time) error {
-	ts := strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', -1, 64)
-	var num []byte
-	for _, mf := range mfs {
-		f, err := fw.family(mf)
-		if err != nil {
-			return err
-		}
-		for _, m := range mf.GetMetric() {
-			f.buf.WriteString(mf.GetName())
-			fw.writeLabels(f.buf, m.GetLabel())
-			f.buf.WriteByte(' ')
-			num = strconv.AppendFloat(num[:0], value(mf.GetType(), m), 'g', -1, 64)
-			f.buf.Write(num)
-			f.buf.WriteByte(' ')
-			f.buf.WriteString(ts)
-			f.buf.WriteByte('\n')
-		}
-	}
-	return nil
-}
 
 // dropNaN removes the samples whose value is NaN from mfs and returns how
 // many samples are left.
@@ -377,58 +298,6 @@ func dropNaN(mfs []*dto.MetricFamily) int {
 	return n
 }
 
-func (fw *familyWriter) family(mf *dto.MetricFamily) (*family, error) {
-	if f, ok := fw.families[mf.GetName()]; ok {
-		return f, nil
-	}
-	file, err := os.CreateTemp(fw.dir, "family")
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	// Counters without the _total suffix (the DCGM names) are not valid
-	// OpenMetrics counters; their type is not needed to query them.
-	typ := "unknown"
-	if mf.GetType() == dto.MetricType_GAUGE {
-		typ = "gauge"
-	}
-	f := &family{typ: typ, file: file, buf: bufio.NewWriterSize(file, 64<<10)}
-	fw.families[mf.GetName()] = f
-	return f, nil
-}
-
-// writeTo writes the families, sorted by name, and "# EOF".
-func (fw *familyWriter) writeTo(w io.Writer) error {
-	names := make([]string, 0, len(fw.families))
-	for n := range fw.families {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	for _, n := range names {
-		f := fw.families[n]
-		if err := f.buf.Flush(); err != nil {
-			return fmt.Errorf("history: %w", err)
-		}
-		if _, err := f.file.Seek(0, io.SeekStart); err != nil {
-			return fmt.Errorf("history: %w", err)
-		}
-		fmt.Fprintf(bw, "# TYPE %s %s\n", n, f.typ)
-		// With nothing buffered, the copy goes straight from the family's file
-		// to w (copy_file_range or splice when w is a file or a pipe).
-		if err := bw.Flush(); err != nil {
-			return fmt.Errorf("write history: %w", err)
-		}
-		if _, err := io.Copy(bw, f.file); err != nil {
-			return fmt.Errorf("history: %w", err)
-		}
-	}
-	bw.WriteString("# EOF\n")
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write history: %w", err)
-	}
-	return nil
-}
-
 // value returns the value of m, a sample of a family of type t: its counter's,
 // gauge's or untyped value.
 func value(t dto.MetricType, m *dto.Metric) float64 {
@@ -442,31 +311,3 @@ func value(t dto.MetricType, m *dto.Metric) float64 {
 	}
 }
 
-var labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
-
-func (fw *familyWriter) writeLabels(w *bufio.Writer, labels []*dto.LabelPair) {
-	if len(labels) == 0 {
-		return
-	}
-	w.WriteByte('{')
-	for i, l := range labels {
-		if i > 0 {
-			w.WriteByte(',')
-		}
-		w.WriteString(fw.rendered(l))
-	}
-	w.WriteByte('}')
-}
-
-// rendered returns l as `name="escaped value"`.
-func (fw *familyWriter) rendered(l *dto.LabelPair) string {
-	if r, ok := fw.pairs[l]; ok {
-		return r
-	}
-	if len(fw.pairs) >= maxRenderedPairs {
-		clear(fw.pairs)
-	}
-	r := l.GetName() + `="` + labelEscaper.Replace(l.GetValue()) + `"`
-	fw.pairs[l] = r
-	return r
-}
