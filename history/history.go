@@ -310,4 +310,3 @@ func value(t dto.MetricType, m *dto.Metric) float64 {
 		return m.GetUntyped().GetValue()
 	}
 }
-

@@ -35,7 +35,7 @@ type familyWriter struct {
 	// maxSeriesBytes (defaultSeriesBytes) they are all emptied (a series met again is spooled with
 	// its labels again), so memory stays bounded however many pods come and go.
 	seriesBytes, maxSeriesBytes int
-	labels      []byte // scratch: the labels of one sample
+	labels                      []byte // scratch: the labels of one sample
 }
 
 // pairsKey identifies a series of a family by its label pairs, which the
@@ -67,8 +67,8 @@ type family struct {
 	file   *os.File
 	buf    *bufio.Writer
 	series map[pairsKey]uint64 // series number by label pairs
-	long   map[string]uint64    // by label text, for series of more than maxKeyLabels labels
-	next   uint64               // the number of the next new series
+	long   map[string]uint64   // by label text, for series of more than maxKeyLabels labels
+	next   uint64              // the number of the next new series
 }
 
 func newFamilyWriter() (*familyWriter, error) {

@@ -34,7 +34,7 @@ func TestFamilyWriterSpool(t *testing.T) {
 		}
 		return []*dto.MetricFamily{
 			{Name: new("temp"), Type: &gauge, Metric: []*dto.Metric{g(40+k, gpu0), g(0.5*k, gpu1, quoted), g(-k, long...)}},
-			{Name: new("seconds_total"), Type: &counter, Metric: []*dto.Metric{c(10 * k), c(1e21 + k, gpu1)}},
+			{Name: new("seconds_total"), Type: &counter, Metric: []*dto.Metric{c(10 * k), c(1e21+k, gpu1)}},
 		}
 	}
 	var want []string
