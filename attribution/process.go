@@ -99,7 +99,7 @@ func NewProcessResolver(cfg ProcessConfig) *ProcessResolver {
 // has no such PID (gone, or hostPID is off).
 func (r *ProcessResolver) Resolve(pid uint32) (PodProcess, error) {
 	path := filepath.Join(r.cfg.ProcRoot, strconv.FormatUint(uint64(pid), 10), "cgroup")
-	b, err := os.ReadFile(path)
+	b, err := readProcFile(path)
 	if err != nil {
 		return PodProcess{}, fmt.Errorf("resolve PID %d: %w", pid, err)
 	}
@@ -169,7 +169,7 @@ func (r *ProcessResolver) probe() {
 		return
 	}
 	r.probedAt = now
-	b, err := os.ReadFile(filepath.Join(r.cfg.ProcRoot, "1", "cgroup"))
+	b, err := readProcFile(filepath.Join(r.cfg.ProcRoot, "1", "cgroup"))
 	switch {
 	case err != nil:
 		r.probeErr = fmt.Errorf("read PID 1 of %s: %w", r.cfg.ProcRoot, err)
