@@ -53,4 +53,3 @@ func ignoringEINTR(f func() (int, error)) (int, error) {
 		}
 	}
 }
-
