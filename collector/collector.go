@@ -107,15 +107,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if snap == nil {
 		return
 	}
-	ch <- c.metric(c.up, prometheus.GaugeValue, boolValue(snap.Up), snap.Backend)
-	ch <- c.metric(c.age, prometheus.GaugeValue, c.now().Sub(snap.Time).Seconds())
-	ch <- c.metric(c.duration, prometheus.GaugeValue, snap.Duration.Seconds())
+	ch <- c.metric(c.up, prometheus.GaugeValue, boolValue(snap.Up), noDevice, snap.Backend)
+	ch <- c.metric(c.age, prometheus.GaugeValue, c.now().Sub(snap.Time).Seconds(), noDevice)
+	ch <- c.metric(c.duration, prometheus.GaugeValue, snap.Duration.Seconds(), noDevice)
 	for field, n := range snap.Errors {
-		ch <- c.metric(c.errors, prometheus.CounterValue, float64(n), snap.Backend, field)
+		ch <- c.metric(c.errors, prometheus.CounterValue, float64(n), noDevice, snap.Backend, field)
 	}
 	c.collectAttribution(ch, snap)
 	if snap.ProcessAccounting {
-		ch <- c.metric(c.procUp, prometheus.GaugeValue, boolValue(snap.ProcessAccountingUp))
+		ch <- c.metric(c.procUp, prometheus.GaugeValue, boolValue(snap.ProcessAccountingUp), noDevice)
 	}
 	c.collectLedger(ch, snap)
 	if !snap.Up {
@@ -127,9 +127,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectUsage(ch, snap)
 }
 
-// identity returns the label set and identity label values of a device. The
-// values are shared: callers append to them (which copies) but never write them.
-func (c *Collector) identity(snap *Snapshot, ref deviceRef) (labelSet, []string) {
+// identity returns the label set and identity labels of a device.
+func (c *Collector) identity(snap *Snapshot, ref deviceRef) (labelSet, deviceLabels) {
 	ids := c.identitiesOf(snap)
 	if ref.instance < 0 {
 		return setGPU, ids.gpus[ref.gpu]
@@ -148,10 +147,10 @@ func (c *Collector) identitiesOf(snap *Snapshot) *identities {
 	return ids
 }
 
-// ledgerIdentity returns the label set and identity values of the device of a
+// ledgerIdentity returns the label set and identity labels of the device of a
 // ledger series: one of the inventory, or one that left it (a MIG instance
 // after a reconfiguration) whose series the ledger still retains.
-func (c *Collector) ledgerIdentity(snap *Snapshot, uuid string) (labelSet, []string, bool) {
+func (c *Collector) ledgerIdentity(snap *Snapshot, uuid string) (labelSet, deviceLabels, bool) {
 	if ref, ok := snap.index.lookup(uuid); ok {
 		set, labels := c.identity(snap, ref)
 		return set, labels, true
@@ -160,12 +159,12 @@ func (c *Collector) ledgerIdentity(snap *Snapshot, uuid string) (labelSet, []str
 	return r.set, r.labels, ok
 }
 
-// identities are the identity label values of the devices of one inventory,
-// built once per inventory rather than per series.
+// identities are the identity labels of the devices of one inventory, built
+// once per inventory rather than per series.
 type identities struct {
 	index     *deviceIndex
-	gpus      [][]string
-	instances [][][]string
+	gpus      []deviceLabels
+	instances [][]deviceLabels
 	// retired are the identities of devices of earlier inventories that still
 	// have ledger series (retained after they left).
 	retired map[string]retiredIdentity
@@ -173,7 +172,7 @@ type identities struct {
 
 type retiredIdentity struct {
 	set    labelSet
-	labels []string
+	labels deviceLabels
 }
 
 // newIdentities builds the identities of snap's inventory, keeping from prev
@@ -183,11 +182,11 @@ func newIdentities(snap *Snapshot, hostname string, prev *identities) *identitie
 	ids := &identities{index: snap.index}
 	for _, g := range snap.Inventory.GPUs {
 		gl := []string{strconv.Itoa(g.Index), g.UUID, g.PCIBusID, "nvidia" + strconv.Itoa(g.Minor), g.Model, hostname}
-		var insts [][]string
+		var insts []deviceLabels
 		for _, in := range g.Instances {
-			insts = append(insts, slices.Clip(append(slices.Clone(gl), in.Profile, strconv.Itoa(in.GPUInstanceID))))
+			insts = append(insts, newDeviceLabels(migLabels, append(slices.Clone(gl), in.Profile, strconv.Itoa(in.GPUInstanceID))))
 		}
-		ids.gpus, ids.instances = append(ids.gpus, slices.Clip(gl)), append(ids.instances, insts)
+		ids.gpus, ids.instances = append(ids.gpus, newDeviceLabels(gpuLabels, gl)), append(ids.instances, insts)
 	}
 	if prev == nil {
 		return ids
@@ -216,18 +215,18 @@ func newIdentities(snap *Snapshot, hostname string, prev *identities) *identitie
 	return ids
 }
 
-// podLabels returns the label set and values of a device series: with pod
-// labels when exactly one container holds the whole device.
-func podLabels(attr *attribution.Snapshot, uuid string, set labelSet, labels []string) (labelSet, []string) {
+// podLabels returns the label set of a device series and the values of its
+// pod labels: with pod labels when exactly one container holds the whole device.
+func podLabels(attr *attribution.Snapshot, uuid string, set labelSet) (labelSet, []string) {
 	if attr == nil {
-		return set, labels
+		return set, nil
 	}
 	h, ok := attr.Exclusive(uuid)
 	if !ok {
-		return set, labels
+		return set, nil
 	}
 	// setGPUPod and setMIGPod follow setGPU and setMIG.
-	return set + 1, append(labels[:len(labels):len(labels)], h.Container, h.Namespace, h.Pod)
+	return set + 1, []string{h.Container, h.Namespace, h.Pod}
 }
 
 func (c *Collector) collectAttribution(ch chan<- prometheus.Metric, snap *Snapshot) {
@@ -235,20 +234,20 @@ func (c *Collector) collectAttribution(ch chan<- prometheus.Metric, snap *Snapsh
 	if attr == nil {
 		return
 	}
-	ch <- c.metric(c.attrUp, prometheus.GaugeValue, boolValue(attr.Up))
+	ch <- c.metric(c.attrUp, prometheus.GaugeValue, boolValue(attr.Up), noDevice)
 	if !attr.LastSuccess.IsZero() {
-		ch <- c.metric(c.attrSuccess, prometheus.GaugeValue, float64(attr.LastSuccess.UnixNano())/1e9)
+		ch <- c.metric(c.attrSuccess, prometheus.GaugeValue, float64(attr.LastSuccess.UnixNano())/1e9, noDevice)
 	}
-	ch <- c.metric(c.attrUnknown, prometheus.CounterValue, float64(attr.UnknownIDs))
+	ch <- c.metric(c.attrUnknown, prometheus.CounterValue, float64(attr.UnknownIDs), noDevice)
 	for uuid, holders := range attr.Holders {
 		ref, ok := snap.index.lookup(uuid)
 		if !ok {
 			continue
 		}
-		set, labels := c.identity(snap, ref)
+		set, id := c.identity(snap, ref)
 		for _, h := range holders {
-			ch <- c.metric(c.allocation[set], prometheus.GaugeValue, h.Share,
-				append(labels[:len(labels):len(labels)], h.Namespace, h.Pod, h.Container, h.Resource, string(h.Sharing))...)
+			ch <- c.metric(c.allocation[set], prometheus.GaugeValue, h.Share, id,
+				h.Namespace, h.Pod, h.Container, h.Resource, string(h.Sharing))
 		}
 	}
 }
@@ -262,39 +261,37 @@ func (c *Collector) collectUsage(ch chan<- prometheus.Metric, snap *Snapshot) {
 		if !ok {
 			continue
 		}
-		set, labels := c.identity(snap, ref)
+		set, id := c.identity(snap, ref)
 		for _, h := range u.Holders {
-			hl := append(labels[:len(labels):len(labels)], h.Namespace, h.Pod, h.Container)
 			if !math.IsNaN(h.Utilization) {
-				ch <- c.metric(c.podUtil[set], prometheus.GaugeValue, h.Utilization, hl...)
+				ch <- c.metric(c.podUtil[set], prometheus.GaugeValue, h.Utilization, id, h.Namespace, h.Pod, h.Container)
 			}
-			ch <- c.metric(c.podMemory[set], prometheus.GaugeValue, h.MemoryBytes, hl...)
+			ch <- c.metric(c.podMemory[set], prometheus.GaugeValue, h.MemoryBytes, id, h.Namespace, h.Pod, h.Container)
 		}
 	}
 }
 
 func (c *Collector) collectLedger(ch chan<- prometheus.Metric, snap *Snapshot) {
 	for _, t := range snap.Totals {
-		set, labels, ok := c.ledgerIdentity(snap, t.Device)
+		set, id, ok := c.ledgerIdentity(snap, t.Device)
 		if !ok {
 			continue
 		}
-		labels = append(labels[:len(labels):len(labels)], t.Holder.Namespace, t.Holder.Pod, t.Holder.Container, t.State.String())
-		ch <- c.metric(c.seconds[set], prometheus.CounterValue, t.Seconds, labels...)
-		ch <- c.metric(c.eur[set], prometheus.CounterValue, t.EUR, labels...)
+		holder := []string{t.Holder.Namespace, t.Holder.Pod, t.Holder.Container, t.State.String()}
+		ch <- c.metric(c.seconds[set], prometheus.CounterValue, t.Seconds, id, holder...)
+		ch <- c.metric(c.eur[set], prometheus.CounterValue, t.EUR, id, holder...)
 	}
 	for _, r := range snap.Rates {
 		ref, ok := snap.index.lookup(r.UUID)
 		if !ok {
 			continue
 		}
-		set, labels := c.identity(snap, ref)
+		set, id := c.identity(snap, ref)
 		for _, comp := range []struct {
 			name string
 			v    float64
 		}{{"capital", r.Rate.Capital}, {"energy", r.Rate.Energy}, {"overhead", r.Rate.Overhead}} {
-			ch <- c.metric(c.hourly[set], prometheus.GaugeValue, comp.v,
-				append(labels[:len(labels):len(labels)], comp.name)...)
+			ch <- c.metric(c.hourly[set], prometheus.GaugeValue, comp.v, id, comp.name)
 		}
 	}
 }
@@ -303,39 +300,38 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 	g := &snap.Inventory.GPUs[i]
 	r := &snap.Sample.GPUs[i]
 	act := snap.Activity[i]
-	_, labels := c.identity(snap, deviceRef{i, -1})
+	_, id := c.identity(snap, deviceRef{i, -1})
 	migMode := "disabled"
 	if g.MIGEnabled {
 		migMode = "enabled"
 	}
-	ch <- c.metric(c.info[setGPU], prometheus.GaugeValue, 1,
-		append(labels, snap.Inventory.DriverVersion, migMode, string(act.Signal))...)
-	ch <- c.metric(c.healthy[setGPU], prometheus.GaugeValue, boolValue(r.Healthy && !r.Lost), labels...)
+	ch <- c.metric(c.info[setGPU], prometheus.GaugeValue, 1, id, snap.Inventory.DriverVersion, migMode, string(act.Signal))
+	ch <- c.metric(c.healthy[setGPU], prometheus.GaugeValue, boolValue(r.Healthy && !r.Lost), id)
 	for _, x := range r.XIDs {
-		ch <- c.metric(c.xids[setGPU], prometheus.CounterValue, float64(x.Count),
-			append(labels, strconv.FormatUint(x.XID, 10))...)
+		ch <- c.metric(c.xids[setGPU], prometheus.CounterValue, float64(x.Count), id, strconv.FormatUint(x.XID, 10))
 	}
 	if r.Lost {
 		return
 	}
-	set, plabels := podLabels(snap.Attribution, g.UUID, setGPU, labels)
-	c.collectValues(ch, set, &r.Values, false, plabels)
+	set, pod := podLabels(snap.Attribution, g.UUID, setGPU)
+	c.collectValues(ch, set, &r.Values, false, id, pod)
 	for j := range g.Instances {
-		_, mlabels := c.identity(snap, deviceRef{i, j})
+		_, mid := c.identity(snap, deviceRef{i, j})
 		var signal Signal = SignalNone
 		if j < len(act.Instances) {
 			signal = act.Instances[j].Signal
 		}
-		ch <- c.metric(c.info[setMIG], prometheus.GaugeValue, 1,
-			append(mlabels, snap.Inventory.DriverVersion, migMode, string(signal))...)
-		set, plabels := podLabels(snap.Attribution, g.Instances[j].UUID, setMIG, mlabels)
-		c.collectValues(ch, set, &r.Instances[j], true, plabels)
+		ch <- c.metric(c.info[setMIG], prometheus.GaugeValue, 1, mid, snap.Inventory.DriverVersion, migMode, string(signal))
+		set, pod := podLabels(snap.Attribution, g.Instances[j].UUID, setMIG)
+		c.collectValues(ch, set, &r.Instances[j], true, mid, pod)
 	}
 }
 
-// collectValues sends the present fields of v; on a MIG instance only the
-// fields the contract exports per instance (parent-only fields are never repeated).
-func (c *Collector) collectValues(ch chan<- prometheus.Metric, set labelSet, v *Values, mig bool, labels []string) {
+// collectValues sends the present fields of v with the device's identity
+// labels and its pod labels (none, or those of podLabels); on a MIG instance
+// only the fields the contract exports per instance (parent-only fields are
+// never repeated).
+func (c *Collector) collectValues(ch chan<- prometheus.Metric, set labelSet, v *Values, mig bool, id deviceLabels, pod []string) {
 	for k, m := range deviceMetrics {
 		if mig && !m.onMIG {
 			continue
@@ -344,7 +340,7 @@ func (c *Collector) collectValues(ch chan<- prometheus.Metric, set labelSet, v *
 		if !ok {
 			continue
 		}
-		ch <- c.metric(c.device[k][set], m.valueType, x, labels...)
+		ch <- c.metric(c.device[k][set], m.valueType, x, id, pod...)
 	}
 }
 

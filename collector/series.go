@@ -88,11 +88,34 @@ func (c *pairCache) get(name, value string) *dto.LabelPair {
 	return p
 }
 
-// metric returns a series of f with the label values (in f's label order).
-func (c *Collector) metric(f *family, typ prometheus.ValueType, v float64, values ...string) prometheus.Metric {
+// deviceLabels are the identity label pairs of a device (gpu, UUID, ...
+// Hostname, and GPU_I_PROFILE, GPU_I_ID on a MIG instance), in label order.
+// Built once per inventory (identities), so that a series of the device looks
+// up only its other labels. Never modified once built.
+type deviceLabels []*dto.LabelPair
+
+// noDevice are the identity labels of a series of no device (gpuledger_up, ...).
+var noDevice deviceLabels
+
+func newDeviceLabels(names, values []string) deviceLabels {
+	d := make(deviceLabels, len(values))
+	for i, v := range values {
+		d[i] = &dto.LabelPair{Name: &names[i], Value: &v}
+	}
+	return d
+}
+
+// metric returns a series of f: its labels are the device's identity labels
+// followed by the extra values, in f's label order.
+func (c *Collector) metric(f *family, typ prometheus.ValueType, v float64, id deviceLabels, extra ...string) prometheus.Metric {
 	pairs := make([]*dto.LabelPair, len(f.sorted))
+	n := len(id)
 	for k, i := range f.sorted {
-		pairs[k] = c.pairs.get(f.names[i], values[i])
+		if i < n {
+			pairs[k] = id[i]
+		} else {
+			pairs[k] = c.pairs.get(f.names[i], extra[i-n])
+		}
 	}
 	return &series{family: f, labels: pairs, typ: typ, value: v}
 }
