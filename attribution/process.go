@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -29,6 +28,8 @@ type ProcessConfig struct {
 	RescanInterval time.Duration
 	Logger         *slog.Logger
 	Clock          Clock
+	// Files is what ProcRoot and PodLogsDir are read from; nil: the host's.
+	Files Files
 }
 
 // PodProcess is the pod and container a process runs in.
@@ -87,6 +88,9 @@ func NewProcessResolver(cfg ProcessConfig) *ProcessResolver {
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
 	}
+	if cfg.Files == nil {
+		cfg.Files = hostFiles{}
+	}
 	return &ProcessResolver{
 		cfg: cfg,
 		log: cfg.Logger.With("component", "process-attribution", "procfs", cfg.ProcRoot),
@@ -99,7 +103,7 @@ func NewProcessResolver(cfg ProcessConfig) *ProcessResolver {
 // has no such PID (gone, or hostPID is off).
 func (r *ProcessResolver) Resolve(pid uint32) (PodProcess, error) {
 	path := filepath.Join(r.cfg.ProcRoot, strconv.FormatUint(uint64(pid), 10), "cgroup")
-	b, err := readProcFile(path)
+	b, err := r.cfg.Files.ReadFile(path)
 	if err != nil {
 		return PodProcess{}, fmt.Errorf("resolve PID %d: %w", pid, err)
 	}
@@ -134,7 +138,7 @@ func (r *ProcessResolver) rescanDue() bool {
 // scan reads the pod log directory into r.pods. r.mu is held.
 func (r *ProcessResolver) scan() {
 	r.scannedAt = r.cfg.Clock.Now()
-	entries, err := os.ReadDir(r.cfg.PodLogsDir)
+	entries, err := r.cfg.Files.ReadDir(r.cfg.PodLogsDir)
 	if err != nil {
 		r.log.Debug("cannot read the pod log directory", "dir", r.cfg.PodLogsDir, "err", err)
 		r.pods = nil
@@ -148,7 +152,7 @@ func (r *ProcessResolver) scan() {
 			continue
 		}
 		d := podDir{namespace: parts[0], pod: parts[1]}
-		if ctrs, err := os.ReadDir(filepath.Join(r.cfg.PodLogsDir, e.Name())); err == nil {
+		if ctrs, err := r.cfg.Files.ReadDir(filepath.Join(r.cfg.PodLogsDir, e.Name())); err == nil {
 			for _, c := range ctrs {
 				if c.IsDir() {
 					d.containers = append(d.containers, c.Name())
@@ -169,7 +173,7 @@ func (r *ProcessResolver) probe() {
 		return
 	}
 	r.probedAt = now
-	b, err := readProcFile(filepath.Join(r.cfg.ProcRoot, "1", "cgroup"))
+	b, err := r.cfg.Files.ReadFile(filepath.Join(r.cfg.ProcRoot, "1", "cgroup"))
 	switch {
 	case err != nil:
 		r.probeErr = fmt.Errorf("read PID 1 of %s: %w", r.cfg.ProcRoot, err)

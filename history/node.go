@@ -113,7 +113,7 @@ func (n *node) start() error {
 		Interval: o.SampleInterval, Now: n.clock.Now, Logger: o.Logger,
 		Holders: client, Ledger: cost.NewLedger(n.book),
 		Processes: collector.NewPodProcesses(attribution.NewProcessResolver(attribution.ProcessConfig{
-			ProcRoot: n.kubelet.ProcRoot, PodLogsDir: n.kubelet.PodLogsDir, Clock: n.clock, Logger: o.Logger,
+			ProcRoot: n.kubelet.ProcRoot, PodLogsDir: n.kubelet.PodLogsDir, Files: n.kubelet.Files(), Clock: n.clock, Logger: o.Logger,
 		})),
 	})
 	n.ex = &exporterProcess{client: client, sampler: sampler}

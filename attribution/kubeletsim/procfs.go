@@ -9,27 +9,37 @@ import (
 	"strings"
 )
 
+// Tree is where a simulated procfs and pod log directory are written: the
+// host's file system (HostTree) or memory (MemFS).
+type Tree interface {
+	// WriteFile replaces path with content, creating its directories; a
+	// concurrent reader sees the old or the new file, never a partial one.
+	WriteFile(path, content string) error
+	// RemoveAll removes path and everything under it; a missing path is no error.
+	RemoveAll(path string) error
+}
+
 // WriteHostInit writes <procRoot>/1/cgroup as the host's init has it, so that a
 // resolver reading procRoot sees the host PID namespace.
-func WriteHostInit(procRoot string) error {
-	return writeFile(filepath.Join(procRoot, "1", "cgroup"), "0::/init.scope\n")
+func WriteHostInit(t Tree, procRoot string) error {
+	return t.WriteFile(filepath.Join(procRoot, "1", "cgroup"), "0::/init.scope\n")
 }
 
 // WriteProcess writes <procRoot>/<pid>/cgroup for a process of container
 // containerID (hex) in pod podUID, as cgroup v2 with the systemd driver and
 // containerd names it.
-func WriteProcess(procRoot string, pid uint32, podUID, containerID string) error {
+func WriteProcess(t Tree, procRoot string, pid uint32, podUID, containerID string) error {
 	line := fmt.Sprintf("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/cri-containerd-%s.scope\n",
 		strings.ReplaceAll(podUID, "-", "_"), containerID)
-	return writeFile(filepath.Join(procRoot, strconv.FormatUint(uint64(pid), 10), "cgroup"), line)
+	return t.WriteFile(filepath.Join(procRoot, strconv.FormatUint(uint64(pid), 10), "cgroup"), line)
 }
 
 // WritePodLogs creates the kubelet's log directories of a pod,
 // <podLogsDir>/<namespace>_<pod>_<uid>/<container>/, one per container.
-func WritePodLogs(podLogsDir, namespace, pod, uid string, containers ...string) error {
+func WritePodLogs(t Tree, podLogsDir, namespace, pod, uid string, containers ...string) error {
 	dir := filepath.Join(podLogsDir, namespace+"_"+pod+"_"+uid)
 	for _, c := range containers {
-		if err := writeFile(filepath.Join(dir, c, "0.log"), ""); err != nil {
+		if err := t.WriteFile(filepath.Join(dir, c, "0.log"), ""); err != nil {
 			return err
 		}
 	}
@@ -37,25 +47,28 @@ func WritePodLogs(podLogsDir, namespace, pod, uid string, containers ...string) 
 }
 
 // RemoveProcess removes <procRoot>/<pid>: the process ended.
-func RemoveProcess(procRoot string, pid uint32) error {
-	if err := os.RemoveAll(filepath.Join(procRoot, strconv.FormatUint(uint64(pid), 10))); err != nil {
+func RemoveProcess(t Tree, procRoot string, pid uint32) error {
+	if err := t.RemoveAll(filepath.Join(procRoot, strconv.FormatUint(uint64(pid), 10))); err != nil {
 		return fmt.Errorf("remove process %d: %w", pid, err)
 	}
 	return nil
 }
 
 // RemovePodLogs removes the kubelet's log directory of a pod: the pod is gone.
-func RemovePodLogs(podLogsDir, namespace, pod, uid string) error {
-	if err := os.RemoveAll(filepath.Join(podLogsDir, namespace+"_"+pod+"_"+uid)); err != nil {
+func RemovePodLogs(t Tree, podLogsDir, namespace, pod, uid string) error {
+	if err := t.RemoveAll(filepath.Join(podLogsDir, namespace+"_"+pod+"_"+uid)); err != nil {
 		return fmt.Errorf("remove pod log directory of %s/%s: %w", namespace, pod, err)
 	}
 	return nil
 }
 
-// writeFile replaces path with content in one step (a temporary file renamed
+// HostTree writes to the host's file system.
+type HostTree struct{}
+
+// WriteFile replaces path with content in one step (a temporary file renamed
 // over it), so that a concurrent reader sees the old or the new file, never a
 // partial one.
-func writeFile(path, content string) error {
+func (HostTree) WriteFile(path, content string) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -80,3 +93,6 @@ func writeFile(path, content string) error {
 	}
 	return nil
 }
+
+// RemoveAll is os.RemoveAll.
+func (HostTree) RemoveAll(path string) error { return os.RemoveAll(path) }

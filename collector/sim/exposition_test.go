@@ -48,7 +48,7 @@ func TestDefaultScenarioExposition(t *testing.T) {
 	s := collector.NewSampler(b, collector.SamplerOptions{
 		Interval: 10 * time.Second, Now: clock.Now, Holders: client, Ledger: cost.NewLedger(bookOf{cost.Default()}),
 		Processes: collector.NewPodProcesses(attribution.NewProcessResolver(attribution.ProcessConfig{
-			ProcRoot: kubelet.ProcRoot, PodLogsDir: kubelet.PodLogsDir, Clock: clock,
+			ProcRoot: kubelet.ProcRoot, PodLogsDir: kubelet.PodLogsDir, Files: kubelet.Files(), Clock: clock,
 		})),
 	})
 	for now := start; !now.After(end); now = now.Add(10 * time.Second) {

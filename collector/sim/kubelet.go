@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
 )
 
@@ -21,9 +22,10 @@ import (
 // What it serves follows the scenario at the time last given to Sync: the pods
 // and jobs running then, their processes, and, inside a `kubelet: down` window,
 // no answer at all (every call fails with Unavailable, at once). A Kubelet from
-// StartKubelet syncs itself to the wall clock at every change; one from
-// StartVirtualKubelet changes only when its owner calls Sync with virtual times.
-// Its methods are safe for concurrent use.
+// StartKubelet syncs itself to the wall clock at every change and writes its
+// procfs and pod log directory to disk, for an exporter process; one from
+// StartVirtualKubelet changes only when its owner calls Sync with virtual times
+// and keeps them in memory (Files). Its methods are safe for concurrent use.
 type Kubelet struct {
 	Socket     string // pod-resources socket
 	ProcRoot   string // fake procfs (--path.procfs)
@@ -31,6 +33,8 @@ type Kubelet struct {
 
 	backend *Backend
 	server  *kubeletsim.Server
+	tree    kubeletsim.Tree   // where ProcRoot and PodLogsDir are written
+	mem     *kubeletsim.MemFS // the tree when in memory, else nil
 	dir     string
 	stop    chan struct{} // closed by Stop
 	done    chan struct{} // closed when the follower ends; nil without one
@@ -51,7 +55,7 @@ func StartKubelet(b *Backend) (*Kubelet, error) {
 	if !b.started {
 		b.pin(time.Now().UnixNano())
 	}
-	k, err := startKubelet(b, time.Now())
+	k, err := startKubelet(b, time.Now(), kubeletsim.HostTree{})
 	if err != nil {
 		return nil, err
 	}
@@ -60,24 +64,41 @@ func StartKubelet(b *Backend) (*Kubelet, error) {
 	return k, nil
 }
 
-// StartVirtualKubelet serves b's pods as they are at b's start, under a new
-// temporary directory, until the next Sync. b's start must be fixed
+// StartVirtualKubelet serves b's pods as they are at b's start, on a socket
+// in a new temporary directory, with its procfs and pod log directory in
+// memory (Files), until the next Sync. b's start must be fixed
 // (Options.Start). Stop ends it and removes the directory.
 func StartVirtualKubelet(b *Backend) (*Kubelet, error) {
 	if !b.started {
 		return nil, fmt.Errorf("simulated kubelet in virtual time: the backend has no start time")
 	}
-	return startKubelet(b, time.Unix(0, b.start))
+	mem := kubeletsim.NewMemFS()
+	k, err := startKubelet(b, time.Unix(0, b.start), mem)
+	if err != nil {
+		return nil, err
+	}
+	k.mem = mem
+	return k, nil
 }
 
-func startKubelet(b *Backend, at time.Time) (*Kubelet, error) {
+// Files is what a process resolver reads ProcRoot and PodLogsDir from: nil
+// (the host's files) for a Kubelet from StartKubelet, memory for one from
+// StartVirtualKubelet.
+func (k *Kubelet) Files() attribution.Files {
+	if k.mem == nil {
+		return nil
+	}
+	return k.mem
+}
+
+func startKubelet(b *Backend, at time.Time, tree kubeletsim.Tree) (*Kubelet, error) {
 	// Unix socket paths are limited to 108 bytes: keep the directory short.
 	dir, err := os.MkdirTemp("", "gl")
 	if err != nil {
 		return nil, fmt.Errorf("simulated kubelet: %w", err)
 	}
 	k := &Kubelet{
-		backend: b, dir: dir, stop: make(chan struct{}), written: map[string]podEntry{},
+		backend: b, tree: tree, dir: dir, stop: make(chan struct{}), written: map[string]podEntry{},
 		ProcRoot: filepath.Join(dir, "proc"), PodLogsDir: filepath.Join(dir, "pods"),
 	}
 	if k.server, err = kubeletsim.Start(filepath.Join(dir, "kubelet.sock")); err != nil {
@@ -92,7 +113,7 @@ func startKubelet(b *Backend, at time.Time) (*Kubelet, error) {
 	}
 	k.server.SetAllocatable(devs)
 	// PID 1 is the host's init, in no pod: procfs shows the host PID namespace.
-	if err := kubeletsim.WriteHostInit(k.ProcRoot); err != nil {
+	if err := kubeletsim.WriteHostInit(tree, k.ProcRoot); err != nil {
 		k.Stop()
 		return nil, fmt.Errorf("simulated kubelet: %w", err)
 	}
@@ -119,7 +140,7 @@ func (k *Kubelet) Sync(t time.Time) error {
 	defer k.mu.Unlock()
 	for key, e := range k.written {
 		if !now[key] {
-			if err := removeEntry(k.ProcRoot, k.PodLogsDir, &e); err != nil {
+			if err := removeEntry(k.tree, k.ProcRoot, k.PodLogsDir, &e); err != nil {
 				return fmt.Errorf("simulated kubelet: %w", err)
 			}
 			delete(k.written, key)
@@ -128,7 +149,7 @@ func (k *Kubelet) Sync(t time.Time) error {
 	for i := range running {
 		e := &running[i]
 		if _, ok := k.written[e.key()]; !ok {
-			if err := writeEntry(k.ProcRoot, k.PodLogsDir, e); err != nil {
+			if err := writeEntry(k.tree, k.ProcRoot, k.PodLogsDir, e); err != nil {
 				return fmt.Errorf("simulated kubelet: %w", err)
 			}
 			k.written[e.key()] = *e

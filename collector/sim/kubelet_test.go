@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -77,7 +76,8 @@ func TestKubeletDownGoesStaleAtStaleAfter(t *testing.T) {
 }
 
 // TestKubeletSyncWritesProcesses checks that a job pod's process and log
-// directory exist while it runs and are gone after.
+// directory exist while it runs and are gone after, in the virtual kubelet's
+// files in memory.
 func TestKubeletSyncWritesProcesses(t *testing.T) {
 	b := life(t, lifeBase)
 	k, err := StartVirtualKubelet(b)
@@ -87,9 +87,13 @@ func TestKubeletSyncWritesProcesses(t *testing.T) {
 	t.Cleanup(k.Stop)
 	j := &b.jobs[0]
 	pidDir := func(n int64) string { return filepath.Join(k.ProcRoot, strconv.FormatUint(uint64(j.pid(n)), 10)) }
-	exists := func(path string) bool { _, err := os.Stat(path); return err == nil }
+	files := k.Files()
+	if files == nil {
+		t.Fatal("a virtual kubelet's files are not in memory")
+	}
+	exists := func(dir string) bool { _, err := files.ReadDir(dir); return err == nil }
 	logDirs := func() []string {
-		entries, _ := os.ReadDir(k.PodLogsDir)
+		entries, _ := files.ReadDir(k.PodLogsDir)
 		var names []string
 		for _, e := range entries {
 			names = append(names, e.Name())
@@ -97,7 +101,7 @@ func TestKubeletSyncWritesProcesses(t *testing.T) {
 		return names
 	}
 	// At the start build-0 runs.
-	cgroup, err := os.ReadFile(filepath.Join(pidDir(0), "cgroup"))
+	cgroup, err := files.ReadFile(filepath.Join(pidDir(0), "cgroup"))
 	allocs, _ := b.PodsAt(0)
 	if err != nil || !strings.Contains(string(cgroup), strings.ReplaceAll(allocs[0].UID, "-", "_")) {
 		t.Fatalf("build-0's process: %q, %v; want its pod UID %s", cgroup, err, allocs[0].UID)
@@ -117,7 +121,7 @@ func TestKubeletSyncWritesProcesses(t *testing.T) {
 	if !exists(pidDir(12)) || len(logDirs()) != 2 || !exists(filepath.Join(k.ProcRoot, strconv.Itoa(int(b.entries[0].pids[0])))) {
 		t.Errorf("at 2h01m: build-12 %v, log dirs %v; want build-12 and train-0", exists(pidDir(12)), logDirs())
 	}
-	if !exists(filepath.Join(k.ProcRoot, "1", "cgroup")) {
+	if _, err := files.ReadFile(filepath.Join(k.ProcRoot, "1", "cgroup")); err != nil {
 		t.Error("host init gone")
 	}
 }

@@ -143,11 +143,11 @@ func (b *Backend) advertised(sc *Scenario) []Allocatable {
 // A Kubelet keeps them up to date as pods come and go.
 func (b *Backend) WriteProcFS(procDir, podLogsDir string) error {
 	// PID 1 is the host's init, in no pod: procfs shows the host PID namespace.
-	if err := kubeletsim.WriteHostInit(procDir); err != nil {
+	if err := kubeletsim.WriteHostInit(kubeletsim.HostTree{}, procDir); err != nil {
 		return fmt.Errorf("write sim procfs: %w", err)
 	}
 	for _, e := range b.running(0) {
-		if err := writeEntry(procDir, podLogsDir, &e); err != nil {
+		if err := writeEntry(kubeletsim.HostTree{}, procDir, podLogsDir, &e); err != nil {
 			return err
 		}
 	}
@@ -155,26 +155,26 @@ func (b *Backend) WriteProcFS(procDir, podLogsDir string) error {
 }
 
 // writeEntry writes the processes and the pod log directory of one entry.
-func writeEntry(procDir, podLogsDir string, e *podEntry) error {
+func writeEntry(t kubeletsim.Tree, procDir, podLogsDir string, e *podEntry) error {
 	for _, pid := range e.pids {
-		if err := kubeletsim.WriteProcess(procDir, pid, e.uid, e.containerID); err != nil {
+		if err := kubeletsim.WriteProcess(t, procDir, pid, e.uid, e.containerID); err != nil {
 			return fmt.Errorf("write sim procfs: %w", err)
 		}
 	}
-	if err := kubeletsim.WritePodLogs(podLogsDir, e.namespace, e.pod, e.uid, e.container); err != nil {
+	if err := kubeletsim.WritePodLogs(t, podLogsDir, e.namespace, e.pod, e.uid, e.container); err != nil {
 		return fmt.Errorf("write sim pod logs dir: %w", err)
 	}
 	return nil
 }
 
 // removeEntry removes what writeEntry wrote: the entry's processes ended.
-func removeEntry(procDir, podLogsDir string, e *podEntry) error {
+func removeEntry(t kubeletsim.Tree, procDir, podLogsDir string, e *podEntry) error {
 	for _, pid := range e.pids {
-		if err := kubeletsim.RemoveProcess(procDir, pid); err != nil {
+		if err := kubeletsim.RemoveProcess(t, procDir, pid); err != nil {
 			return fmt.Errorf("remove sim process: %w", err)
 		}
 	}
-	if err := kubeletsim.RemovePodLogs(podLogsDir, e.namespace, e.pod, e.uid); err != nil {
+	if err := kubeletsim.RemovePodLogs(t, podLogsDir, e.namespace, e.pod, e.uid); err != nil {
 		return fmt.Errorf("remove sim pod logs dir: %w", err)
 	}
 	return nil
