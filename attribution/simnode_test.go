@@ -61,4 +61,3 @@ func TestSimulatedNodeFiles(t *testing.T) {
 		})
 	}
 }
-
