@@ -159,9 +159,11 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 		"gpus", len(inv.GPUs), "interval", c.interval, "attribution", client != nil)
 
 	sampler := collector.NewSampler(backend, opts)
+	authFailed := newAuthFailures(logger, nil)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collector.NewCollector(sampler, c.hostname, nil),
+		authFailed.total,
 		versioncollector.NewCollector("gpuledger"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -180,7 +182,6 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	authFailed := newLimitedLog(logger, slog.LevelWarn, "basic auth failed", authFailLogEvery, nil)
 	servers := serveWeb(listeners, mux, c.scrapeTimeout, c.web, logger, authFailed)
 	select {
 	case err := <-servers.errc:

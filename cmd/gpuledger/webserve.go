@@ -16,6 +16,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/mdlayher/vsock"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/exporter-toolkit/web"
 )
 
@@ -110,10 +111,10 @@ func vsockPort(address string) (uint32, error) {
 }
 
 // serveWeb serves h on each listener, with newHTTPServer's timeouts for
-// scrapeTimeout, and logs failed basic-auth attempts through authFailed. It
+// scrapeTimeout, and records failed basic-auth attempts in authFailed. It
 // returns at once; web.Serve's errors arrive on errc, and each listener is
 // closed when its server stops.
-func serveWeb(listeners []net.Listener, h http.Handler, scrapeTimeout time.Duration, flags *web.FlagConfig, logger *slog.Logger, authFailed *limitedLog) *webServers {
+func serveWeb(listeners []net.Listener, h http.Handler, scrapeTimeout time.Duration, flags *web.FlagConfig, logger *slog.Logger, authFailed *authFailures) *webServers {
 	s := &webServers{errc: make(chan error, len(listeners))}
 	for _, l := range listeners {
 		srv := newHTTPServer(h, scrapeTimeout)
@@ -193,12 +194,38 @@ func (l *authWatchListener) Accept() (net.Conn, error) {
 	return l.Listener.Accept()
 }
 
-// authFailureHandler logs a failed basic-auth attempt: a request that carried
-// credentials answered 401. A request without credentials (a browser's first)
-// is not an attempt. Safe for concurrent use.
+// authFailures records failed basic-auth attempts: each one counts in total,
+// and log writes at most one line per authFailLogEvery, naming the client's
+// address and the user name it gave, never the password. Safe for concurrent use.
+type authFailures struct {
+	log   *limitedLog
+	total prometheus.Counter
+}
+
+// newAuthFailures logs to logger at WARN, reading the time from now (time.Now
+// when nil). Register total to serve it.
+func newAuthFailures(logger *slog.Logger, now func() time.Time) *authFailures {
+	return &authFailures{
+		log: newLimitedLog(logger, slog.LevelWarn, "basic auth failed", authFailLogEvery, now),
+		total: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpuledger_web_auth_failures_total",
+			Help: "Requests that carried basic-auth credentials and were answered 401.",
+		}),
+	}
+}
+
+// record counts and logs one failed attempt from remote by user.
+func (a *authFailures) record(remote, user string) {
+	a.total.Inc()
+	a.log.log("remote", remote, "user", truncateUTF8(user, maxLoggedUserBytes))
+}
+
+// authFailureHandler records a failed basic-auth attempt: a request that
+// carried credentials answered 401. A request without credentials (a
+// browser's first) is not an attempt. Safe for concurrent use.
 type authFailureHandler struct {
 	next   http.Handler
-	failed *limitedLog
+	failed *authFailures
 }
 
 func (h authFailureHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -207,21 +234,22 @@ func (h authFailureHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	h.next.ServeHTTP(&authFailureWriter{ResponseWriter: w, log: func() {
-		h.failed.log("remote", r.RemoteAddr, "user", truncateUTF8(user, maxLoggedUserBytes))
+	h.next.ServeHTTP(&authFailureWriter{ResponseWriter: w, failed: func() {
+		h.failed.record(r.RemoteAddr, user)
 	}}, r)
 }
 
-// authFailureWriter calls log when its response's status is 401, before the
-// status goes out: the line is written before the client can see the answer.
+// authFailureWriter calls failed when its response's status is 401, before
+// the status goes out: the attempt is recorded before the client can see the
+// answer.
 type authFailureWriter struct {
 	http.ResponseWriter
-	log func()
+	failed func()
 }
 
 func (w *authFailureWriter) WriteHeader(code int) {
 	if code == http.StatusUnauthorized {
-		w.log()
+		w.failed()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

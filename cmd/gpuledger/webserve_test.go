@@ -27,6 +27,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/exporter-toolkit/web"
 )
 
@@ -43,6 +44,7 @@ type authServers struct {
 	client *http.Client // trusts the test's certificate
 	log    *syncBuffer  // the failed-attempt log only, without times
 	now    atomic.Int64 // the failed-attempt log's clock, Unix nanoseconds
+	failed *authFailures
 }
 
 // serveAuth serves a registry holding one counter on n loopback listeners,
@@ -83,10 +85,8 @@ func serveAuth(t *testing.T, n int, webConfig string, certPool *x509.CertPool) *
 			return attr
 		},
 	}))
-	authFailed := newLimitedLog(logger, slog.LevelWarn, "basic auth failed", authFailLogEvery, func() time.Time {
-		return time.Unix(0, a.now.Load())
-	})
-	servers := serveWeb(listeners, mux, 10*time.Second, flags, toolkitLog, authFailed)
+	a.failed = newAuthFailures(logger, func() time.Time { return time.Unix(0, a.now.Load()) })
+	servers := serveWeb(listeners, mux, 10*time.Second, flags, toolkitLog, a.failed)
 	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: certPool}}
 	a.client = &http.Client{Transport: transport, Timeout: time.Minute}
 	t.Cleanup(func() {
@@ -138,6 +138,14 @@ func (a *authServers) get(t *testing.T, i int, user, pass string) (int, string) 
 	return resp.StatusCode, string(b)
 }
 
+// wantFailures fails the test unless gpuledger_web_auth_failures_total is n.
+func (a *authServers) wantFailures(t *testing.T, n float64) {
+	t.Helper()
+	if got := testutil.ToFloat64(a.failed.total); got != n {
+		t.Errorf("gpuledger_web_auth_failures_total %v, want %v", got, n)
+	}
+}
+
 // lines returns the failed-attempt log's lines.
 func (a *authServers) lines() []string {
 	return strings.Split(strings.TrimSuffix(a.log.String(), "\n"), "\n")
@@ -185,6 +193,7 @@ func TestAuthFailuresLogged(t *testing.T) {
 	if got := a.log.String(); got != "" {
 		t.Fatalf("right password logged:\n%s", got)
 	}
+	a.wantFailures(t, 0)
 
 	if code, _ := a.get(t, 0, "alice", "wrong-guess-0"); code != http.StatusUnauthorized {
 		t.Fatalf("wrong password: %d, want 401", code)
@@ -193,6 +202,7 @@ func TestAuthFailuresLogged(t *testing.T) {
 	if len(lines) != 1 || !failedLine("alice", "").MatchString(lines[0]) {
 		t.Fatalf("after one wrong password, log:\n%s\nwant one line matching %s", a.log, failedLine("alice", ""))
 	}
+	a.wantFailures(t, 1)
 	// 9 more inside the interval, one by an unknown user, all answered 401.
 	for i := range 9 {
 		user := "alice"
@@ -207,10 +217,12 @@ func TestAuthFailuresLogged(t *testing.T) {
 	if n := len(a.lines()); n != 1 {
 		t.Fatalf("%d lines inside the interval, want 1:\n%s", n, a.log)
 	}
+	a.wantFailures(t, 10) // counted, unlike logged, every time
 	// The right password inside the interval neither logs nor counts.
 	if code, _ := a.get(t, 0, "alice", authPassword); code != http.StatusOK {
 		t.Fatalf("right password after failures: %d, want 200", code)
 	}
+	a.wantFailures(t, 10)
 	a.advance(authFailLogEvery)
 	if code, _ := a.get(t, 0, "mallory", "x"); code != http.StatusUnauthorized {
 		t.Fatalf("unknown user: %d, want 401", code)
@@ -219,6 +231,7 @@ func TestAuthFailuresLogged(t *testing.T) {
 	if len(lines) != 2 || !failedLine("mallory", "9").MatchString(lines[1]) {
 		t.Fatalf("log:\n%s\nwant a second line matching %s", a.log, failedLine("mallory", "9"))
 	}
+	a.wantFailures(t, 11)
 	if strings.Contains(a.log.String(), "wrong-guess") || strings.Contains(a.log.String(), authPassword) {
 		t.Errorf("the log holds a password:\n%s", a.log)
 	}
@@ -242,6 +255,7 @@ func TestAuthFailuresLoggedOverTLS(t *testing.T) {
 	if lines := a.lines(); len(lines) != 1 || !failedLine("alice", "").MatchString(lines[0]) {
 		t.Errorf("log:\n%s\nwant one line matching %s", a.log, failedLine("alice", ""))
 	}
+	a.wantFailures(t, 1)
 }
 
 // TestAuthFailuresLoggedOnEveryListener: with two --web.listen-address values
@@ -263,6 +277,7 @@ func TestAuthFailuresLoggedOnEveryListener(t *testing.T) {
 		}
 		a.advance(authFailLogEvery)
 	}
+	a.wantFailures(t, 2)
 }
 
 // TestListenWebBadAddress: a bad or busy address is bad input, and the
