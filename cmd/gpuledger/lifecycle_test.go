@@ -232,8 +232,9 @@ func TestValidWebConfigStarts(t *testing.T) {
 }
 
 // getFrom requests path from addr over HTTP with basic-auth credentials (none
-// when user is empty) and returns the status, 0 when the request failed; the
-// body goes to body when not nil.
+// when user is empty) and returns the status, 0 when the request failed or
+// got no answer within 10s (a listener nobody accepts on); the body goes to
+// body when not nil.
 func getFrom(t *testing.T, addr, path, user, pass string, body io.Writer) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
@@ -243,7 +244,8 @@ func getFrom(t *testing.T, addr, path, user, pass string, body io.Writer) int {
 	if user != "" {
 		req.SetBasicAuth(user, pass)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0
 	}

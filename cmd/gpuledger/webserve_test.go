@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -363,4 +364,44 @@ func writeTestCert(t *testing.T, dir string) *x509.CertPool {
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	return pool
+}
+
+// TestSystemdSocketActivation: with --web.systemd-socket the exporter serves on
+// the socket it is handed as systemd hands it (fd 3, LISTEN_FDS, LISTEN_PID),
+// behind basic authentication, and logs a failed attempt there too.
+func TestSystemdSocketActivation(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	f, err := l.(*net.TCPListener).File() // a duplicate: the child's fd 3
+	l.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	webConfig := writeWebConfig(t, t.TempDir(), "")
+	// The shell's pid is the exporter's after exec, as LISTEN_PID must be.
+	cmd := exec.Command("/bin/sh", "-c", `export LISTEN_PID=$$ LISTEN_FDS=1; exec "$0" "$@"`,
+		binary, "exporter", "--backend=sim", "--web.systemd-socket", "--web.config.file="+webConfig)
+	cmd.ExtraFiles = []*os.File{f}
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	waitFor(t, func() bool { return getFrom(t, addr, "/-/healthy", "alice", authPassword, nil) == http.StatusOK })
+	if code := getFrom(t, addr, "/-/healthy", "alice", "wrong", nil); code != http.StatusUnauthorized {
+		t.Fatalf("wrong password: %d, want 401", code)
+	}
+	// The line is written before the 401 is sent, but reaches logs through a pipe.
+	waitFor(t, func() bool { return strings.Contains(logs.String(), `msg="basic auth failed"`) })
+	if !strings.Contains(logs.String(), "systemd activated listeners") {
+		t.Errorf("no word of systemd's listeners in the log:\n%s", &logs)
+	}
 }
