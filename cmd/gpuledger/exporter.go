@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -160,9 +159,11 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 		"gpus", len(inv.GPUs), "interval", c.interval, "attribution", client != nil)
 
 	sampler := collector.NewSampler(backend, opts)
+	authFailed := newAuthFailures(logger, nil)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collector.NewCollector(sampler, c.hostname, nil),
+		authFailed.total,
 		versioncollector.NewCollector("gpuledger"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -177,21 +178,21 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	// Not in loops: shutdown never waits on a reload (reads are capped and
 	// regular files only, but a stuck file system is not ours to wait for).
 	go book.reloadOn(ctx, c.reload)
-	srv := newHTTPServer(mux, c.scrapeTimeout)
-	errc := make(chan error, 1)
-	go func() { errc <- web.ListenAndServe(srv, c.web, logger) }()
+	listeners, err := listenWeb(c.web, logger)
+	if err != nil {
+		return err
+	}
+	servers := serveWeb(listeners, mux, c.scrapeTimeout, c.web, logger, authFailed)
 	select {
-	case err := <-errc:
-		if listenError(err) {
-			return badInput(fmt.Errorf("--web.listen-address: %w", err))
-		}
+	case err := <-servers.errc:
+		servers.Close()
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := servers.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shut down: %w", err)
 	}
 	return nil

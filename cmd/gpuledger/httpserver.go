@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"path"
 	"regexp"
@@ -86,11 +84,4 @@ func checkWebConfig(file string) error {
 		return fmt.Errorf("--web.config.file %s: %w", file, err)
 	}
 	return nil
-}
-
-// listenError reports whether err is the server failing to listen (a bad or
-// busy --web.listen-address): bad input, not a fault while running.
-func listenError(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "listen"
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -182,7 +183,9 @@ func TestReloadMethods(t *testing.T) {
 }
 
 // TestValidWebConfigStarts: the start-up check of --web.config.file accepts a
-// good file, and the exporter then serves behind its basic authentication.
+// good file, and the exporter then serves behind its basic authentication on
+// each of two listen addresses, logging and counting a failed attempt
+// (webserve_test.go tests the logging in detail).
 func TestValidWebConfigStarts(t *testing.T) {
 	// exporter-toolkit's bcrypt hash (cost 10) of "fakepassword".
 	const hash = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi"
@@ -190,8 +193,8 @@ func TestValidWebConfigStarts(t *testing.T) {
 	if err := os.WriteFile(webConfig, []byte("basic_auth_users:\n  alice: "+hash+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	cmd := exec.Command(binary, "exporter", "--backend=sim", "--web.listen-address="+addr, "--web.config.file="+webConfig)
+	addr, addr2 := freeAddr(t), freeAddr(t)
+	cmd := exec.Command(binary, "exporter", "--backend=sim", "--web.listen-address="+addr, "--web.listen-address="+addr2, "--web.config.file="+webConfig)
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -202,25 +205,55 @@ func TestValidWebConfigStarts(t *testing.T) {
 		_ = cmd.Wait()
 	})
 	get := func(user, pass string) int {
-		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/-/ready", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if user != "" {
-			req.SetBasicAuth(user, pass)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return getFrom(t, addr, "/-/ready", user, pass, nil)
 	}
 	waitFor(t, func() bool { return get("alice", "fakepassword") == http.StatusOK })
+	if code := getFrom(t, addr2, "/-/ready", "alice", "fakepassword", nil); code != http.StatusOK {
+		t.Errorf("second listen address: %d, want 200", code)
+	}
 	if code := get("", ""); code != http.StatusUnauthorized {
 		t.Errorf("without credentials: %d, want 401", code)
 	}
 	if code := get("alice", "guess"); code != http.StatusUnauthorized {
 		t.Errorf("with a wrong password: %d, want 401", code)
 	}
+	// The line is written before the 401 is sent, but reaches logs through a pipe.
+	waitFor(t, func() bool { return strings.Contains(logs.String(), `msg="basic auth failed"`) })
+	if l := logs.String(); !regexp.MustCompile(`level=WARN .*msg="basic auth failed" remote=127\.0\.0\.1:\d+ user=alice\n`).MatchString(l) || strings.Count(l, "basic auth failed") != 1 || strings.Contains(l, "guess") {
+		t.Errorf("want one WARN line naming alice and not the password:\n%s", l)
+	}
+	var metrics strings.Builder
+	if code := getFrom(t, addr2, "/metrics", "alice", "fakepassword", &metrics); code != http.StatusOK {
+		t.Fatalf("/metrics: %d, want 200", code)
+	}
+	if !strings.Contains(metrics.String(), "\ngpuledger_web_auth_failures_total 1\n") {
+		t.Errorf("want gpuledger_web_auth_failures_total 1 in:\n%s", metrics.String())
+	}
+}
+
+// getFrom requests path from addr over HTTP with basic-auth credentials (none
+// when user is empty) and returns the status, 0 when the request failed or
+// got no answer within 10s (a listener nobody accepts on); the body goes to
+// body when not nil.
+func getFrom(t *testing.T, addr, path, user, pass string, body io.Writer) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	if body != nil {
+		if _, err := io.Copy(body, resp.Body); err != nil {
+			return 0
+		}
+	}
+	return resp.StatusCode
 }
