@@ -8,7 +8,7 @@ import (
 	"os"
 	"slices"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // TeamMap maps namespaces to teams. The zero value maps nothing. It is
