@@ -31,8 +31,8 @@ type familyWriter struct {
 	// is emptied when it grows past maxRenderedPairs, so that pods that ended
 	// leave nothing behind and memory stays constant over a long run.
 	pairs map[*dto.LabelPair]string
-	// seriesBytes counts the label text the families' series maps hold; past
-	// maxSeriesBytes (defaultSeriesBytes) they are all emptied (a series met again is spooled with
+	// seriesBytes counts the memory the families' series maps hold (label
+	// text and entries); past maxSeriesBytes (defaultSeriesBytes) they are all emptied (a series met again is spooled with
 	// its labels again), so memory stays bounded however many pods come and go.
 	seriesBytes, maxSeriesBytes int
 	labels                      []byte // scratch: the labels of one sample
@@ -53,10 +53,16 @@ const maxKeyLabels = 16
 const (
 	maxRenderedPairs   = 1 << 16
 	defaultSeriesBytes = 32 << 20 // familyWriter.maxSeriesBytes
+	// seriesEntryBytes is what a series map entry holds besides its label
+	// text: the key and the number, and the map's own share, about.
+	seriesEntryBytes = maxKeyLabels*8 + 8 + 16
+	// maxLabelTextBytes bounds one series' label text read back from a
+	// spool, so that a damaged spool is an error, not a huge allocation.
+	maxLabelTextBytes = 1 << 20
 )
 
 // family is one metric family's spool. Its records, one per scrape: the
-// scrape's time (uvarint, Unix milliseconds), the number of samples (uvarint),
+// scrape's time (varint, Unix milliseconds), the number of samples (uvarint),
 // then per sample the series number shifted left once (uvarint; the low bit
 // set when the series' label text follows: uvarint length, bytes) and the
 // value (8 bytes, little-endian IEEE 754). Series are numbered from 0 in the
@@ -94,7 +100,7 @@ func (fw *familyWriter) AddScrape(mfs []*dto.MetricFamily, t time.Time) error {
 		if err != nil {
 			return err
 		}
-		rec = binary.AppendUvarint(rec[:0], uint64(t.UnixMilli()))
+		rec = binary.AppendVarint(rec[:0], t.UnixMilli())
 		rec = binary.AppendUvarint(rec, uint64(len(mf.GetMetric())))
 		for _, m := range mf.GetMetric() {
 			if id, ok := fw.lookup(f, m.GetLabel()); ok {
@@ -132,7 +138,8 @@ func (fw *familyWriter) lookup(f *family, labels []*dto.LabelPair) (uint64, bool
 // emptying every family's series maps when they hold maxSeriesBytes of
 // labels, and returns its number.
 func (fw *familyWriter) remember(f *family, labels []*dto.LabelPair, text []byte) uint64 {
-	if fw.seriesBytes+len(text) > fw.maxSeriesBytes {
+	size := len(text) + seriesEntryBytes
+	if fw.seriesBytes+size > fw.maxSeriesBytes {
 		for _, f := range fw.families {
 			clear(f.series)
 			clear(f.long)
@@ -149,7 +156,7 @@ func (fw *familyWriter) remember(f *family, labels []*dto.LabelPair, text []byte
 		copy(k[:], labels)
 		f.series[k] = id
 	}
-	fw.seriesBytes += len(text)
+	fw.seriesBytes += size
 	return id
 }
 
@@ -209,7 +216,7 @@ func (f *family) writeTo(w *bufio.Writer, name string) error {
 		raw    [8]byte
 	)
 	for {
-		ms, err := binary.ReadUvarint(r)
+		ms, err := binary.ReadVarint(r)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -260,6 +267,9 @@ func readString(r *bufio.Reader) (string, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return "", err
+	}
+	if n > maxLabelTextBytes {
+		return "", fmt.Errorf("label text of %d bytes, at most %d", n, maxLabelTextBytes)
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {
