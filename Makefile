@@ -30,6 +30,8 @@ lint: ## gofmt, go vet, staticcheck, and that go.mod is tidy
 	$(GO) mod tidy -diff
 	@# Everything but the NVML backend builds without cgo (DESIGN.md).
 	CGO_ENABLED=0 $(GO) vet $$($(GO) list ./... | grep -v '/collector/nvml$$')
+	@# report --demo and simulate run on a laptop (README's first look), not only on Linux.
+	GOOS=windows CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/gpuledger/
 
 e2e: ## end-to-end tests against a real Prometheus, VictoriaMetrics and headless Chromium
 	@# Backfilling simulated weeks with promtool is slow on a loaded machine.
