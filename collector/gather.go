@@ -16,7 +16,8 @@ import (
 // more than the collecting itself; TestCollectorGolden compares the two on
 // every golden snapshot. It serves the simulation of many scrapes
 // (history.Run); /metrics keeps the registry, which also gathers the other
-// collectors. Safe for concurrent use.
+// collectors. The families share their names, HELP texts and label pairs with
+// the collector: callers must not modify them. Safe for concurrent use.
 func (c *Collector) Gather() []*dto.MetricFamily {
 	ch := make(chan prometheus.Metric, 256)
 	go func() {

@@ -91,7 +91,8 @@ func (c *pairCache) get(name, value string) *dto.LabelPair {
 // deviceLabels are the identity label pairs of a device (gpu, UUID, ...
 // Hostname, and GPU_I_PROFILE, GPU_I_ID on a MIG instance), in label order.
 // Built once per inventory (identities), so that a series of the device looks
-// up only its other labels. Never modified once built.
+// up only its other labels. Never modified once built; the pairs' names are
+// the package's label name slices.
 type deviceLabels []*dto.LabelPair
 
 // noDevice are the identity labels of a series of no device (gpuledger_up, ...).

@@ -103,35 +103,16 @@ func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 	if err := opts.defaults(); err != nil {
 		return Result{}, err
 	}
-	backend, err := sim.New(opts.Scenario, sim.Options{Seed: opts.Seed, Start: opts.Start})
+	node, err := newNode(ctx, &opts)
 	if err != nil {
 		return Result{}, err
 	}
-	kubelet, err := sim.StartVirtualKubelet(backend)
-	if err != nil {
-		return Result{}, err
-	}
-	defer kubelet.Stop()
-	inv, err := backend.Inventory(ctx)
-	if err != nil {
-		return Result{}, err
-	}
-	var models []cost.GPUModel
-	for _, g := range inv.GPUs {
-		models = append(models, cost.GPUModel{UUID: g.UUID, Model: g.Model})
-	}
-	book, err := cost.NewStore(opts.Book, models)
-	if err != nil {
-		return Result{}, err
-	}
+	defer node.close()
 	// Scrapes are gathered and handed to the sink by a second goroutine while
 	// the next samples are taken: each scrape reads the snapshot it was handed.
-	scraper := newScraper(backend.Hostname(), sink)
+	scraper := newScraper(node.backend.Hostname(), sink)
 	defer scraper.stop()
 
-	clock := &virtualClock{now: opts.Start}
-	node := &node{backend: backend, kubelet: kubelet, book: book, clock: clock, opts: &opts}
-	defer node.stop()
 	res := Result{Start: opts.Start, End: opts.Start.Add(opts.Duration)}
 	var sums tally
 	var rates []cost.GPURate
@@ -144,7 +125,7 @@ func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 			opts.Progress(t.Sub(opts.Start).Truncate(time.Hour), opts.Duration)
 			nextHour = nextHour.Add(time.Hour)
 		}
-		clock.now = t
+		node.clock.now = t
 		snap, started, err := node.tick(ctx, t)
 		if err != nil {
 			return Result{}, err

@@ -37,6 +37,41 @@ type exporterProcess struct {
 	sampler *collector.Sampler
 }
 
+// newNode starts the node of opts, whose defaults are set: its backend, its
+// kubelet and the price book of its GPUs; the exporter starts at the first
+// tick. close stops them.
+func newNode(ctx context.Context, opts *Options) (*node, error) {
+	backend, err := sim.New(opts.Scenario, sim.Options{Seed: opts.Seed, Start: opts.Start})
+	if err != nil {
+		return nil, err
+	}
+	kubelet, err := sim.StartVirtualKubelet(backend)
+	if err != nil {
+		return nil, err
+	}
+	inv, err := backend.Inventory(ctx)
+	if err != nil {
+		kubelet.Stop()
+		return nil, err
+	}
+	var models []cost.GPUModel
+	for _, g := range inv.GPUs {
+		models = append(models, cost.GPUModel{UUID: g.UUID, Model: g.Model})
+	}
+	book, err := cost.NewStore(opts.Book, models)
+	if err != nil {
+		kubelet.Stop()
+		return nil, err
+	}
+	return &node{backend: backend, kubelet: kubelet, book: book, clock: &virtualClock{now: opts.Start}, opts: opts}, nil
+}
+
+// close stops the exporter, if it runs, and the kubelet.
+func (n *node) close() {
+	n.stop()
+	n.kubelet.Stop()
+}
+
 // tick takes the sample at t and returns its snapshot, or nil while the
 // exporter is stopped; started is true at the first sample after a start.
 func (n *node) tick(ctx context.Context, t time.Time) (snap *collector.Snapshot, started bool, err error) {

@@ -14,7 +14,10 @@ import (
 // (attribution.Files). A simulation in virtual time reads a procfs file per
 // GPU process per sample; from memory that costs no system call. Paths are
 // cleaned; WriteFile creates the directories above a file, which stay until
-// removed, as on disk. Safe for concurrent use.
+// removed, as on disk. Misuse is not checked as a disk would: reading a
+// directory as a file (or the reverse) is fs.ErrNotExist, and a file may be
+// written below another file's path; the resolver does neither. Safe for
+// concurrent use.
 type MemFS struct {
 	mu    sync.RWMutex
 	files map[string]string          // content by path

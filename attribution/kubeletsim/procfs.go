@@ -10,7 +10,8 @@ import (
 )
 
 // Tree is where a simulated procfs and pod log directory are written: the
-// host's file system (HostTree) or memory (MemFS).
+// host's file system (HostTree) or memory (MemFS). Implementations are safe
+// for concurrent use.
 type Tree interface {
 	// WriteFile replaces path with content, creating its directories; a
 	// concurrent reader sees the old or the new file, never a partial one.
@@ -62,7 +63,8 @@ func RemovePodLogs(t Tree, podLogsDir, namespace, pod, uid string) error {
 	return nil
 }
 
-// HostTree writes to the host's file system.
+// HostTree writes to the host's file system. Safe for concurrent use: a
+// reader sees a file whole or not at all.
 type HostTree struct{}
 
 // WriteFile replaces path with content in one step (a temporary file renamed

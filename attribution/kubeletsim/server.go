@@ -1,6 +1,9 @@
 // Package kubeletsim serves the kubelet pod-resources v1 gRPC API on a unix
 // socket from a settable list of pods, so that the real attribution client can
 // run against it: in tests, and behind the simulated backend (--backend=sim).
+// It also writes the procfs and pod log directory entries that the process
+// resolver reads, to disk (HostTree) or, for a simulation in virtual time, to
+// memory (MemFS).
 //
 // Hooks let tests delay every answer, fail every call or answer with raw
 // (malformed) data.

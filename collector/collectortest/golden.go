@@ -1,5 +1,6 @@
 // Package collectortest compares a collector's exposition with a golden file,
-// for the tests of the collector and its backends.
+// and its own gather with a registry's, for the tests of the collector, its
+// backends and the simulation.
 package collectortest
 
 import (
@@ -11,7 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/proto"
 )
 
 // CompareGolden fails t when c's exposition differs from the golden file, which
@@ -49,6 +52,34 @@ func CompareGolden(t *testing.T, c prometheus.Collector, golden string, update b
 	for _, p := range problems {
 		if strings.HasPrefix(p.Metric, "gpuledger_") && !strings.Contains(p.Text, "snake_case") {
 			t.Errorf("lint %s: %s", p.Metric, p.Text)
+		}
+	}
+}
+
+// Gatherer is a collector that also gathers itself (collector.Collector).
+type Gatherer interface {
+	prometheus.Collector
+	Gather() []*dto.MetricFamily
+}
+
+// CompareGather fails t when c.Gather differs from what a pedantic registry
+// gathers from c (which also checks every series: valid label names, UTF-8
+// values, no series twice): families, order, labels, values and types.
+func CompareGather(t testing.TB, c Gatherer) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	want, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Gather()
+	if len(got) != len(want) {
+		t.Fatalf("Gather returned %d families, the registry %d", len(got), len(want))
+	}
+	for i := range want {
+		if !proto.Equal(got[i], want[i]) {
+			t.Errorf("family %d: Gather\n%v\nregistry\n%v", i, got[i], want[i])
 		}
 	}
 }
