@@ -194,16 +194,7 @@ func TestValidWebConfigStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr, addr2 := freeAddr(t), freeAddr(t)
-	cmd := exec.Command(binary, "exporter", "--backend=sim", "--web.listen-address="+addr, "--web.listen-address="+addr2, "--web.config.file="+webConfig)
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	logs := startLogged(t, exec.Command(binary, "exporter", "--backend=sim", "--web.listen-address="+addr, "--web.listen-address="+addr2, "--web.config.file="+webConfig))
 	get := func(user, pass string) int {
 		return getFrom(t, addr, "/-/ready", user, pass, nil)
 	}

@@ -386,15 +386,7 @@ func TestSystemdSocketActivation(t *testing.T) {
 	cmd := exec.Command("/bin/sh", "-c", `export LISTEN_PID=$$ LISTEN_FDS=1; exec "$0" "$@"`,
 		binary, "exporter", "--backend=sim", "--web.systemd-socket", "--web.config.file="+webConfig)
 	cmd.ExtraFiles = []*os.File{f}
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	logs := startLogged(t, cmd)
 	waitFor(t, func() bool { return getFrom(t, addr, "/-/healthy", "alice", authPassword, nil) == http.StatusOK })
 	if code := getFrom(t, addr, "/-/healthy", "alice", "wrong", nil); code != http.StatusUnauthorized {
 		t.Fatalf("wrong password: %d, want 401", code)
@@ -402,6 +394,22 @@ func TestSystemdSocketActivation(t *testing.T) {
 	// The line is written before the 401 is sent, but reaches logs through a pipe.
 	waitFor(t, func() bool { return strings.Contains(logs.String(), `msg="basic auth failed"`) })
 	if !strings.Contains(logs.String(), "systemd activated listeners") {
-		t.Errorf("no word of systemd's listeners in the log:\n%s", &logs)
+		t.Errorf("no word of systemd's listeners in the log:\n%s", logs)
 	}
+}
+
+// startLogged starts cmd with its output in the returned buffer and kills it
+// when t ends.
+func startLogged(t *testing.T, cmd *exec.Cmd) *syncBuffer {
+	t.Helper()
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return logs
 }
