@@ -3,6 +3,7 @@
 package soak
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,21 @@ func up(v float64, fams map[string]*dto.MetricFamily) map[string]*dto.MetricFami
 	return fams
 }
 
+// ended returns one scrape per value of GPU G's unallocated seconds, while
+// holder a's busy series stays at busy: a holder that ended, retained. With
+// upValue ≥ 0 each scrape also carries gpuledger_up.
+func ended(busy, upValue float64, unallocated ...float64) []map[string]*dto.MetricFamily {
+	var scrapes []map[string]*dto.MetricFamily
+	for _, v := range unallocated {
+		s := ledger("a", "busy", busy, "", "unallocated", v)
+		if upValue >= 0 {
+			s = up(upValue, s)
+		}
+		scrapes = append(scrapes, s)
+	}
+	return scrapes
+}
+
 // TestTrackerRules feeds the tracker scrapes one second apart (retention 5 s,
 // slack 2 s) and checks that each rule of the soak fails when broken and
 // holds when kept.
@@ -47,18 +63,14 @@ func TestTrackerRules(t *testing.T) {
 		want    string // a problem containing this; empty: none
 	}{{
 		name: "a holder ends, is retained 6 s and leaves; the GPU's seconds grow by the time",
-		scrapes: []map[string]*dto.MetricFamily{
-			ledger("a", "busy", 10.0, "", "unallocated", 0.0),
-			ledger("a", "busy", 11.0, "", "unallocated", 0.0),
-			ledger("a", "busy", 11.0, "", "unallocated", 1.0),
-			ledger("a", "busy", 11.0, "", "unallocated", 2.0),
-			ledger("a", "busy", 11.0, "", "unallocated", 3.0),
-			ledger("a", "busy", 11.0, "", "unallocated", 4.0),
-			ledger("a", "busy", 11.0, "", "unallocated", 5.0),
-			ledger("a", "busy", 11.0, "", "unallocated", 6.0),
-			ledger("", "unallocated", 7.0),
-			ledger("b", "idle", 1.0, "", "unallocated", 7.0),
-		},
+		scrapes: slices.Concat(
+			ended(10, -1, 0),
+			ended(11, -1, 0, 1, 2, 3, 4, 5, 6),
+			[]map[string]*dto.MetricFamily{
+				ledger("", "unallocated", 7.0),
+				ledger("b", "idle", 1.0, "", "unallocated", 7.0),
+			},
+		),
 	}, {
 		name: "a counter decreases",
 		scrapes: []map[string]*dto.MetricFamily{
@@ -66,65 +78,32 @@ func TestTrackerRules(t *testing.T) {
 		},
 		want: "decreased from 11 to 10.5",
 	}, {
-		name: "an ended holder stays past retention and slack",
-		scrapes: []map[string]*dto.MetricFamily{
-			ledger("a", "busy", 1.0, "", "unallocated", 0.0),
-			ledger("a", "busy", 1.0, "", "unallocated", 1.0),
-			ledger("a", "busy", 1.0, "", "unallocated", 2.0),
-			ledger("a", "busy", 1.0, "", "unallocated", 3.0),
-			ledger("a", "busy", 1.0, "", "unallocated", 4.0),
-			ledger("a", "busy", 1.0, "", "unallocated", 5.0),
-			ledger("a", "busy", 1.0, "", "unallocated", 6.0),
-			ledger("a", "busy", 1.0, "", "unallocated", 7.0),
-			ledger("a", "busy", 1.0, "", "unallocated", 8.0),
-			ledger("a", "busy", 1.0, "", "unallocated", 9.0),
-		},
-		want: "still exported 8s after its series stopped growing",
+		name:    "an ended holder stays past retention and slack",
+		scrapes: ended(1, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+		want:    "still exported 8s after its series stopped growing",
 	}, {
 		name: "an ended holder whose window ends in a backend outage leaves at the first sample after it",
-		scrapes: []map[string]*dto.MetricFamily{
-			ledger("a", "busy", 1.0, "", "unallocated", 0.0),
-			ledger("a", "busy", 1.0, "", "unallocated", 1.0),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(1, ledger("a", "busy", 1.0, "", "unallocated", 9.0)),
-			up(1, ledger("a", "busy", 1.0, "", "unallocated", 10.0)),
-			up(1, ledger("", "unallocated", 12.0)),
-		},
+		scrapes: slices.Concat(
+			ended(1, -1, 0, 1),
+			ended(1, 0, 1, 1, 1, 1, 1, 1, 1, 1), // the backend fails 8 s
+			ended(1, 1, 9, 10),
+			[]map[string]*dto.MetricFamily{up(1, ledger("", "unallocated", 12.0))},
+		),
 	}, {
 		name: "an ended holder stays past the first samples after a backend outage",
-		scrapes: []map[string]*dto.MetricFamily{
-			ledger("a", "busy", 1.0, "", "unallocated", 0.0),
-			ledger("a", "busy", 1.0, "", "unallocated", 1.0),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(0, ledger("a", "busy", 1.0, "", "unallocated", 1.0)),
-			up(1, ledger("a", "busy", 1.0, "", "unallocated", 9.0)),
-			up(1, ledger("a", "busy", 1.0, "", "unallocated", 10.0)),
-			up(1, ledger("a", "busy", 1.0, "", "unallocated", 11.0)),
-			up(1, ledger("a", "busy", 1.0, "", "unallocated", 13.0)),
-		},
+		scrapes: slices.Concat(
+			ended(1, -1, 0, 1),
+			ended(1, 0, 1, 1, 1, 1, 1, 1, 1, 1), // the backend fails 8 s
+			ended(1, 1, 9, 10, 11, 13),
+		),
 		want: "still exported 12s after its series stopped growing",
 	}, {
 		name: "an ended holder leaves before the retention window",
-		scrapes: []map[string]*dto.MetricFamily{
-			ledger("a", "busy", 1.0, "", "unallocated", 0.0),
-			ledger("a", "busy", 2.0, "", "unallocated", 0.0),
-			ledger("a", "busy", 2.0, "", "unallocated", 1.0),
-			ledger("", "unallocated", 2.0),
-			ledger("", "unallocated", 3.0),
-		},
+		scrapes: slices.Concat(
+			ended(1, -1, 0),
+			ended(2, -1, 0, 1),
+			[]map[string]*dto.MetricFamily{ledger("", "unallocated", 2.0), ledger("", "unallocated", 3.0)},
+		),
 		want: "left at most 2s after",
 	}, {
 		name: "the GPU's seconds lag the elapsed time",
