@@ -3,9 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,14 +32,7 @@ func TestDemoTotalsMatchLedger(t *testing.T) {
 	if err := RunDemoStore(context.Background(), cfg, st, discard()); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(cfg.Out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := readReportJSON(t, cfg.Out)
 	if r.End.Sub(r.Start) != 24*time.Hour || r.Partial {
 		t.Errorf("range %s – %s partial %v, want the day of history, complete", r.Start, r.End, r.Partial)
 	}

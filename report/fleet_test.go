@@ -2,9 +2,7 @@ package report
 
 import (
 	"context"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -58,14 +56,7 @@ func TestDemoFleetHeadline(t *testing.T) {
 	if err := RunDemoStore(context.Background(), cfg, store.Store(), discard()); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(cfg.Out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := readReportJSON(t, cfg.Out)
 	close := func(got, want float64) bool { return math.Abs(got-want) <= 1e-9*want }
 	const month = 730.5
 	want := []struct {

@@ -60,14 +60,7 @@ func TestRunOverHTTP(t *testing.T) {
 	if err := Run(context.Background(), cfg, discard()); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(cfg.Out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := readReportJSON(t, cfg.Out)
 	want := (2*252 + 420 + 252) * 730.5 / 168 // as TestRecommendationsHandComputed
 	if !near(r.FreedEURPerMonth, want) || len(r.Recommendations) != 4 {
 		t.Errorf("over HTTP: %d recommendations freeing %.4f EUR/month, want 4 freeing %.4f", len(r.Recommendations), r.FreedEURPerMonth, want)
