@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -71,7 +72,7 @@ func exactFixture(t *testing.T, path string, start time.Time) map[string]float64
 	}{{"gpuledger_gpu_seconds", 1}, {"gpuledger_cost_eur", exactRate / 3600}} {
 		fmt.Fprintf(w, "# TYPE %s counter\n", m.family)
 		for _, k := range keys {
-			ns, pod, _ := cutSlash(k)
+			ns, pod, _ := strings.Cut(k, "/")
 			for _, s := range series[k] {
 				fmt.Fprintf(w, "%s_total{UUID=\"GPU-%s\",gpu=\"0\",Hostname=\"node-0\",modelName=\"NVIDIA H100 80GB HBM3\",namespace=%q,pod=%q,container=\"main\",state=\"busy\"} %g %d\n",
 					m.family, pod, ns, pod, s.secs*m.scale, s.ts.Unix())
@@ -89,15 +90,6 @@ func exactFixture(t *testing.T, path string, start time.Time) map[string]float64
 }
 
 const exactRate = 2.7 // EUR per hour
-
-func cutSlash(s string) (a, b string, ok bool) {
-	for i := range s {
-		if s[i] == '/' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
-}
 
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
