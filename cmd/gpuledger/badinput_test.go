@@ -60,27 +60,33 @@ func TestBadInputExits2(t *testing.T) {
 		{"scenario on /dev/zero", append(sim, "--sim.scenario=/dev/zero"), []string{"/dev/zero", "not a regular file"}},
 		{"huge scenario", append(sim, "--sim.scenario="+hugeScenario), []string{hugeScenario, "too large"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			// Generous: the machine running the tests may be loaded; a hang
-			// (the FIFO, /dev/zero) would last forever, not a minute.
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, binary, tc.args...)
-			out, err := cmd.CombinedOutput()
-			if ctx.Err() != nil {
-				t.Fatalf("still running after a minute: a hang, not an error\n%s", out)
-			}
-			if code := cmd.ProcessState.ExitCode(); code != 2 {
-				t.Fatalf("exit code %d (%v), want 2; output:\n%s", code, err, out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("message lacks %q:\n%s", w, out)
-				}
-			}
-			if strings.Contains(string(out), "goroutine ") || countLines(out) > 3 {
-				t.Errorf("want one clear error, got:\n%s", out)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkBadInput(t, nil, tc.args, tc.want...) })
+	}
+}
+
+// checkBadInput runs the binary with args (env nil: this process's) and fails
+// t unless it exits 2 within a minute with one clear error, no stack trace,
+// naming every want. Generous: the machine running the tests may be loaded; a
+// hang (a FIFO, /dev/zero) would last forever, not a minute.
+func checkBadInput(t *testing.T, env, args []string, want ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("still running after a minute: a hang, not an error\n%s", out)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 2 {
+		t.Fatalf("exit code %d (%v), want 2; output:\n%s", code, err, out)
+	}
+	for _, w := range want {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("message lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(string(out), "goroutine ") || countLines(out) > 3 {
+		t.Errorf("want one clear error, got %d lines:\n%s", countLines(out), out)
 	}
 }

@@ -352,17 +352,7 @@ func TestDRAFlagErrors(t *testing.T) {
 		{"missing kubeconfig", []string{"--attribution.dra.enabled", "--kubeconfig=" + filepath.Join(t.TempDir(), "none")}, []string{"none"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(binary, append([]string{"exporter", "--backend=sim", "--web.listen-address=" + freeAddr(t)}, tc.args...)...)
-			cmd.Env = env
-			out, err := cmd.CombinedOutput()
-			if code := cmd.ProcessState.ExitCode(); code != 2 {
-				t.Fatalf("exit code %d (%v), want 2; output:\n%s", code, err, out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("message lacks %q:\n%s", w, out)
-				}
-			}
+			checkBadInput(t, env, append([]string{"exporter", "--backend=sim", "--web.listen-address=" + freeAddr(t)}, tc.args...), tc.want...)
 		})
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -258,23 +256,7 @@ func TestExitCodes(t *testing.T) {
 		{"empty fleet directory", []string{"simulate", "history", "--duration=1m", "--out=" + filepath.Join(dir, "h.om"), "--scenario=" + empty}, []string{"holds no *.yaml"}},
 		{"report bad price book", []string{"report", "--demo", "--out=-", "--cost.price-book=" + badBook}, []string{badBook + ":3"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, binary, tc.args...)
-			out, err := cmd.CombinedOutput()
-			if code := cmd.ProcessState.ExitCode(); code != 2 {
-				t.Fatalf("exit code %d (%v), want 2; output:\n%s", code, err, out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("message lacks %q:\n%s", w, out)
-				}
-			}
-			if lines := countLines(out); lines > 3 {
-				t.Errorf("want one clear error, got %d lines:\n%s", lines, out)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkBadInput(t, nil, tc.args, tc.want...) })
 	}
 }
 

@@ -121,31 +121,11 @@ func TestExactLedgerReadingOnPrometheusAndVictoriaMetrics(t *testing.T) {
 	om := filepath.Join(dir, "ledger.om")
 	truth := exactFixture(t, om, start)
 
-	data := filepath.Join(dir, "prometheus")
-	runTool(t, promtool, "tsdb", "create-blocks-from", "openmetrics", om, data)
-	config := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(config, []byte("global: {}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	promAddr := promFreeAddr(t)
-	promStartProcess(t, prometheus, "--config.file="+config, "--storage.tsdb.path="+data,
-		"--storage.tsdb.retention.time=100y", "--web.listen-address="+promAddr)
-	vmAddr := promFreeAddr(t)
-	promStartProcess(t, victoria, "-storageDataPath="+filepath.Join(dir, "victoria-metrics"), "-httpListenAddr="+vmAddr,
-		"-retentionPeriod=100y", "-search.disableCache")
-	for _, base := range []string{"http://" + promAddr, "http://" + vmAddr} {
-		path := "/-/ready"
-		if base == "http://"+vmAddr {
-			path = "/health"
-		}
-		promEventually(t, 2*time.Minute, 250*time.Millisecond, base+" ready", func() (bool, string) {
-			_, err := promGet(t.Context(), base, path)
-			return err == nil, fmt.Sprint(err)
-		})
-	}
-	vmImport(t, "http://"+vmAddr, om)
+	prom := promBackfilled(t, promtool, prometheus, om, dir)
+	vm := vmStarted(t, victoria, dir)
+	vmImport(t, vm, om)
 
-	for _, engine := range []struct{ name, base string }{{"prometheus", "http://" + promAddr}, {"victoria-metrics", "http://" + vmAddr}} {
+	for _, engine := range []struct{ name, base string }{{"prometheus", prom}, {"victoria-metrics", vm}} {
 		t.Run(engine.name, func(t *testing.T) {
 			out := filepath.Join(dir, engine.name+".json")
 			runTool(t, gpuledger, "report", "--prometheus.url="+engine.base, "--range=6h", "--step=1h",

@@ -153,20 +153,7 @@ func TestShortJobsAgainstPrometheusAndVictoriaMetrics(t *testing.T) {
 	}
 
 	// Prometheus, backfilled with promtool.
-	data := filepath.Join(dir, "prometheus")
-	runTool(t, promtool, "tsdb", "create-blocks-from", "openmetrics", history, data)
-	config := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(config, []byte("global: {}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	promAddr := promFreeAddr(t)
-	promStartProcess(t, prometheus, "--config.file="+config, "--storage.tsdb.path="+data,
-		"--storage.tsdb.retention.time=100y", "--web.listen-address="+promAddr)
-	prom := "http://" + promAddr
-	promEventually(t, 5*time.Minute, 250*time.Millisecond, "prometheus ready", func() (bool, string) {
-		_, err := promGet(t.Context(), prom, "/-/ready")
-		return err == nil, fmt.Sprint(err)
-	})
+	prom := promBackfilled(t, promtool, prometheus, history, dir)
 	fromProm := report(t, prom, "prometheus")
 	if len(fromProm.Namespaces) == 0 {
 		t.Fatal("the report over Prometheus has no namespaces")
@@ -204,14 +191,7 @@ func TestShortJobsAgainstPrometheusAndVictoriaMetrics(t *testing.T) {
 	t.Logf("%d pods ran less than one scrape interval", short)
 
 	// VictoriaMetrics, the same samples imported over HTTP.
-	vmAddr := promFreeAddr(t)
-	promStartProcess(t, victoria, "-storageDataPath="+filepath.Join(dir, "victoria-metrics"), "-httpListenAddr="+vmAddr,
-		"-retentionPeriod=100y", "-search.disableCache")
-	vm := "http://" + vmAddr
-	promEventually(t, 2*time.Minute, 250*time.Millisecond, "victoria-metrics ready", func() (bool, string) {
-		_, err := promGet(t.Context(), vm, "/health")
-		return err == nil, fmt.Sprint(err)
-	})
+	vm := vmStarted(t, victoria, dir)
 	vmImport(t, vm, history)
 	fromVM := report(t, vm, "victoria-metrics")
 	close01 := func(a, b float64) bool { return math.Abs(a-b) <= 0.001*math.Max(math.Abs(a), math.Abs(b)) }

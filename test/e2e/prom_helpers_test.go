@@ -221,3 +221,40 @@ func promAlerts(ctx context.Context, base string) ([]promAlert, error) {
 	}
 	return r.Data.Alerts, nil
 }
+
+// promBackfilled backfills the OpenMetrics file om into a new Prometheus data
+// directory under dir (promtool tsdb create-blocks-from openmetrics), serves
+// it with prometheus and returns its base URL once it is ready.
+func promBackfilled(t *testing.T, promtool, prometheus, om, dir string) string {
+	t.Helper()
+	data := filepath.Join(dir, "prometheus")
+	runTool(t, promtool, "tsdb", "create-blocks-from", "openmetrics", om, data)
+	config := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(config, []byte("global: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := promFreeAddr(t)
+	promStartProcess(t, prometheus, "--config.file="+config, "--storage.tsdb.path="+data,
+		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr)
+	base := "http://" + addr
+	promEventually(t, 5*time.Minute, 250*time.Millisecond, "prometheus ready", func() (bool, string) {
+		_, err := promGet(t.Context(), base, "/-/ready")
+		return err == nil, fmt.Sprint(err)
+	})
+	return base
+}
+
+// vmStarted starts victoria (VictoriaMetrics) with its data under dir and
+// returns its base URL once it is ready; vmImport fills it.
+func vmStarted(t *testing.T, victoria, dir string) string {
+	t.Helper()
+	addr := promFreeAddr(t)
+	promStartProcess(t, victoria, "-storageDataPath="+filepath.Join(dir, "victoria-metrics"), "-httpListenAddr="+addr,
+		"-retentionPeriod=100y", "-search.disableCache")
+	base := "http://" + addr
+	promEventually(t, 2*time.Minute, 250*time.Millisecond, "victoria-metrics ready", func() (bool, string) {
+		_, err := promGet(t.Context(), base, "/health")
+		return err == nil, fmt.Sprint(err)
+	})
+	return base
+}

@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -82,52 +80,20 @@ func TestReportAgainstBackfilledPrometheus(t *testing.T) {
 	gpuledger := promBuildGpuledger(t)
 	dir := t.TempDir()
 	history, summaryPath := filepath.Join(dir, "history.om"), filepath.Join(dir, "summary.json")
-	run := func(name string, args ...string) {
-		t.Helper()
-		out, err := exec.Command(name, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
-		}
-	}
-	run(gpuledger, "simulate", "history", "--scenario", filepath.Join("testdata", "report-scenario.yaml"),
+	runTool(t, gpuledger, "simulate", "history", "--scenario", filepath.Join("testdata", "report-scenario.yaml"),
 		"--duration", "7d", "--scrape-interval", "30s", "--start", "2026-01-05T00:00:00Z", "--out", history, "--summary", summaryPath)
 	var sum reportSummary
-	b, err := os.ReadFile(summaryPath)
-	if err != nil {
+	readJSON(t, summaryPath, &sum)
+	base := promBackfilled(t, promtool, prometheus, history, dir)
+	if err := os.Remove(history); err != nil { // 2 GB of text, now in the blocks
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &sum); err != nil {
-		t.Fatal(err)
-	}
-	data := filepath.Join(dir, "data")
-	run(promtool, "tsdb", "create-blocks-from", "openmetrics", history, data)
-	if err := os.Remove(history); err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(config, []byte("global: {}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr := promFreeAddr(t)
-	promStartProcess(t, prometheus, "--config.file="+config, "--storage.tsdb.path="+data,
-		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr)
-	base := "http://" + addr
-	promEventually(t, 60*time.Second, 250*time.Millisecond, "prometheus ready", func() (bool, string) {
-		_, err := promGet(t.Context(), base, "/-/ready")
-		return err == nil, fmt.Sprint(err)
-	})
 
 	out := filepath.Join(dir, "report.json")
-	run(gpuledger, "report", "--prometheus.url="+base, "--range=7d", "--end="+sum.End.Format(time.RFC3339),
+	runTool(t, gpuledger, "report", "--prometheus.url="+base, "--range=7d", "--end="+sum.End.Format(time.RFC3339),
 		"--format=json", "--out="+out)
-	b, err = os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var r reportJSON
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, out, &r)
 	if r.Partial || !r.Start.Equal(sum.Start) || !r.End.Equal(sum.End) {
 		t.Errorf("report over %s – %s (partial %v), want %s – %s, complete", r.Start, r.End, r.Partial, sum.Start, sum.End)
 	}
@@ -220,7 +186,7 @@ func TestReportAgainstBackfilledPrometheus(t *testing.T) {
 	// The same report as Markdown and HTML, and a range reaching before the
 	// data: a gap, so a non-zero exit that says so, unless --allow-partial.
 	for _, format := range []string{"md", "html"} {
-		run(gpuledger, "report", "--prometheus.url="+base, "--range=7d", "--end="+sum.End.Format(time.RFC3339),
+		runTool(t, gpuledger, "report", "--prometheus.url="+base, "--range=7d", "--end="+sum.End.Format(time.RFC3339),
 			"--format="+format, "--out="+filepath.Join(dir, "report."+format))
 	}
 	gap := exec.Command(gpuledger, "report", "--prometheus.url="+base, "--range=8d", "--end="+sum.End.Format(time.RFC3339),
@@ -228,7 +194,7 @@ func TestReportAgainstBackfilledPrometheus(t *testing.T) {
 	if msg, err := gap.CombinedOutput(); err == nil || !strings.Contains(string(msg), "gaps without GPU data") {
 		t.Errorf("report over a range with a gap: %v, %s; want a non-zero exit naming the gap", err, msg)
 	}
-	run(gpuledger, "report", "--prometheus.url="+base, "--range=8d", "--end="+sum.End.Format(time.RFC3339), "--allow-partial",
+	runTool(t, gpuledger, "report", "--prometheus.url="+base, "--range=8d", "--end="+sum.End.Format(time.RFC3339), "--allow-partial",
 		"--format=json", "--out="+filepath.Join(dir, "partial.json"))
 	if b, err := os.ReadFile(filepath.Join(dir, "partial.json")); err != nil || !strings.Contains(string(b), `"partial": true`) {
 		t.Errorf("--allow-partial report not marked partial (%v)", err)
