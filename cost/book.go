@@ -99,6 +99,10 @@ func (r Rate) Total() float64 { return r.Capital + r.Energy + r.Overhead }
 // draws 10 kW, so a higher reading is a broken sensor, not a cost.
 const MaxPowerW = 10000
 
+// knownPower reports whether powerW is a power reading to believe: not NaN,
+// not negative, at most MaxPowerW.
+func knownPower(powerW float64) bool { return powerW >= 0 && powerW <= MaxPowerW }
+
 // Rate returns the rate of one GPU priced by p that draws powerW watts. When
 // the power is unknown (NaN, negative, or above MaxPowerW), the energy
 // component is 0. For a book Parse accepted, every component is finite and
@@ -111,7 +115,7 @@ func (p *ModelPrice) Rate(powerW float64) Rate {
 		Capital:  p.PurchaseEUR / (p.AmortizationYears * HoursPerYear),
 		Overhead: p.OverheadEURPerHour,
 	}
-	if powerW >= 0 && powerW <= MaxPowerW {
+	if knownPower(powerW) {
 		r.Energy = powerW / 1000 * p.PUE * p.EnergyEURPerKWh
 	}
 	return r

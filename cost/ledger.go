@@ -224,7 +224,7 @@ type gpuAcc struct {
 	model     string
 	book      *Book
 	price     *ModelPrice // book.Price(model), cached per book and model
-	powerW    float64     // last known power, W; NaN after a loss, 0 (no energy) until one is seen
+	powerW    float64     // last known power, W; 0 (no energy) until one is seen and after a loss
 	rate      Rate
 	whole     deviceAcc // the GPU: its holders, its free MIG slices, its lost time
 	instances table[string, deviceAcc]
@@ -340,11 +340,11 @@ func (acc *gpuAcc) updateRate(book *Book, in *GPUState) {
 		acc.book, acc.model = book, in.Model
 		acc.price = book.Price(in.Model)
 	}
-	switch p := in.PowerW; {
+	switch {
 	case in.Lost:
-		acc.powerW = math.NaN()
-	case p >= 0 && !math.IsInf(p, 1):
-		acc.powerW = p
+		acc.powerW = 0
+	case knownPower(in.PowerW): // else a failed read or a broken sensor: keep the last
+		acc.powerW = in.PowerW
 	}
 	if acc.price == nil {
 		acc.rate = Rate{}

@@ -334,9 +334,11 @@ func TestLedgerFollowsBookAndPower(t *testing.T) {
 	gpu := []GPUState{{HoldersKnown: true, UUID: "G", Model: "A100", PowerW: 1000, Activity: math.NaN()}}
 	l.Advance(time.Hour, gpu)
 	checkRate(t, l, "G", Rate{Capital: 1, Energy: 0.42}) // 1 kW × 1.4 × 0.30
-	gpu[0].PowerW = math.NaN()                           // a failed read keeps the last power
-	l.Advance(time.Hour, gpu)
-	checkRate(t, l, "G", Rate{Capital: 1, Energy: 0.42})
+	for _, broken := range []float64{math.NaN(), math.Inf(1), 2 * MaxPowerW, -1} {
+		gpu[0].PowerW = broken // a failed read or a broken sensor keeps the last power
+		l.Advance(time.Hour/4, gpu)
+		checkRate(t, l, "G", Rate{Capital: 1, Energy: 0.42})
+	}
 	src.b = mustParse(t, "models: [{match: A100, hourly_eur: 2}]\n")
 	l.Advance(time.Hour, gpu)
 	checkRate(t, l, "G", Rate{Capital: 2})
