@@ -116,9 +116,7 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 		st.FreeSlicesMayBeHeld = unmapped
 		st.PowerW, _ = r.Values.Get(PowerUsage)
 		st.Activity = act[i].Ratio
-		if i < len(a.hostable) {
-			st.Hostable = a.hostable[i]
-		}
+		st.Hostable = a.hostable[i] // setInventory saw inv
 		if !g.MIGEnabled {
 			st.Holders = holdersOf(st.Holders, attr, g.UUID, usage)
 			st.Instances = st.Instances[:0]

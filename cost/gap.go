@@ -16,10 +16,10 @@ package cost
 // A device in after that before lacks (a new GPU or MIG instance) keeps no
 // holders. It allocates only when dst is too small.
 func HeldThroughout(dst, before, after []GPUState) []GPUState {
-	dst = grow(dst, len(after))
+	dst = resize(dst, len(after))
 	for i := range after {
 		a, d := &after[i], &dst[i]
-		holders, instances := d.Holders[:0], grow(d.Instances, len(a.Instances))
+		holders, instances := d.Holders[:0], resize(d.Instances, len(a.Instances))
 		*d = *a
 		b := gpuByUUID(before, a.UUID)
 		var bInstances []Instance
@@ -36,15 +36,6 @@ func HeldThroughout(dst, before, after []GPUState) []GPUState {
 		d.Instances = instances
 	}
 	return dst
-}
-
-// grow returns s with length n, reusing its array (and its elements' slices)
-// when large enough.
-func grow[T any](s []T, n int) []T {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return append(s[:cap(s)], make([]T, n-cap(s))...)
 }
 
 func gpuByUUID(gpus []GPUState, uuid string) *GPUState {
