@@ -2,7 +2,6 @@ package collector
 
 import (
 	"math"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -137,11 +136,12 @@ func (c *Collector) identity(snap *Snapshot, ref deviceRef) (labelSet, deviceLab
 }
 
 // identitiesOf returns the identities of snap's inventory, building them when
-// the inventory changed.
+// the inventory changed (snapshots of one index share their listed devices).
+// Two scrapes may both build them; they build the same.
 func (c *Collector) identitiesOf(snap *Snapshot) *identities {
 	ids := c.identities.Load()
 	if ids == nil || ids.index != snap.index {
-		ids = newIdentities(snap, c.hostname, ids)
+		ids = newIdentities(snap, c.hostname)
 		c.identities.Store(ids)
 	}
 	return ids
@@ -175,44 +175,40 @@ type retiredIdentity struct {
 	labels deviceLabels
 }
 
-// newIdentities builds the identities of snap's inventory, keeping from prev
-// (the identities of the inventory before) those of devices that left it but
-// still have ledger series in snap.
-func newIdentities(snap *Snapshot, hostname string, prev *identities) *identities {
+// newIdentities builds the identities of snap's inventory and of the listed
+// devices that left it.
+func newIdentities(snap *Snapshot, hostname string) *identities {
 	ids := &identities{index: snap.index}
 	for _, g := range snap.Inventory.GPUs {
-		gl := []string{strconv.Itoa(g.Index), g.UUID, g.PCIBusID, "nvidia" + strconv.Itoa(g.Minor), g.Model, hostname}
 		var insts []deviceLabels
-		for _, in := range g.Instances {
-			insts = append(insts, newDeviceLabels(migLabels, append(slices.Clone(gl), in.Profile, strconv.Itoa(in.GPUInstanceID))))
+		for j := range g.Instances {
+			insts = append(insts, identityOf(g, &g.Instances[j], hostname))
 		}
-		ids.gpus, ids.instances = append(ids.gpus, newDeviceLabels(gpuLabels, gl)), append(ids.instances, insts)
+		ids.gpus, ids.instances = append(ids.gpus, identityOf(g, nil, hostname)), append(ids.instances, insts)
 	}
-	if prev == nil {
-		return ids
-	}
-	for _, t := range snap.Totals {
-		if _, ok := snap.index.lookup(t.Device); ok {
+	for uuid, d := range snap.listed {
+		if _, ok := snap.index.lookup(uuid); ok {
 			continue
 		}
-		if _, done := ids.retired[t.Device]; done {
-			continue
+		if ids.retired == nil {
+			ids.retired = make(map[string]retiredIdentity)
 		}
-		r, ok := prev.retired[t.Device]
-		if ref, was := prev.index.lookup(t.Device); was {
-			r, ok = retiredIdentity{setGPU, prev.gpus[ref.gpu]}, true
-			if ref.instance >= 0 {
-				r = retiredIdentity{setMIG, prev.instances[ref.gpu][ref.instance]}
-			}
+		r := retiredIdentity{setGPU, identityOf(d.gpu, nil, hostname)}
+		if d.instance != nil {
+			r = retiredIdentity{setMIG, identityOf(d.gpu, d.instance, hostname)}
 		}
-		if ok {
-			if ids.retired == nil {
-				ids.retired = make(map[string]retiredIdentity)
-			}
-			ids.retired[t.Device] = r
-		}
+		ids.retired[uuid] = r
 	}
 	return ids
+}
+
+// identityOf returns the identity labels of GPU g, or of its MIG instance in.
+func identityOf(g GPU, in *MIGInstance, hostname string) deviceLabels {
+	values := []string{strconv.Itoa(g.Index), g.UUID, g.PCIBusID, "nvidia" + strconv.Itoa(g.Minor), g.Model, hostname}
+	if in == nil {
+		return newDeviceLabels(gpuLabels, values)
+	}
+	return newDeviceLabels(migLabels, append(values, in.Profile, strconv.Itoa(in.GPUInstanceID)))
 }
 
 // podLabels returns the label set of a device series and the values of its

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -362,4 +363,82 @@ func TestRetainedInstanceKeepsItsLabels(t *testing.T) {
 	if got := series(); got != "" {
 		t.Fatalf("nb-a's series outlived the retention window:\n%s", got)
 	}
+}
+
+// layoutBackend is fakeBackend whose GPU 1 changes its MIG layout when mig is
+// set: the next Sample reports the change, as a real backend does.
+type layoutBackend struct {
+	fakeBackend
+	changed bool
+}
+
+func (b *layoutBackend) relayout(mig []MIGInstance) { b.mig, b.changed = mig, true }
+
+func (b *layoutBackend) Sample(ctx context.Context, now time.Time, s *Sample, errs ErrorCounter) error {
+	if b.changed {
+		b.changed = false
+		return ErrInventoryChanged
+	}
+	return b.fakeBackend.Sample(ctx, now, s, errs)
+}
+
+// TestRetainedAcrossReconfigurationsBetweenScrapes: MIG-3333 is created, held
+// by nb-c and removed again by two reconfigurations between two scrapes. Its
+// ledger series are exported at the second scrape with the labels it had,
+// although no scrape ever saw it in an inventory.
+func TestRetainedAcrossReconfigurationsBetweenScrapes(t *testing.T) {
+	base := []MIGInstance{
+		{UUID: "MIG-1111", GPUInstanceID: 2, Profile: "3g.40gb", ComputeSlices: 3, MemorySlices: 4},
+		{UUID: "MIG-2222", GPUInstanceID: 9, Profile: "1g.10gb", ComputeSlices: 1, MemorySlices: 1},
+	}
+	b := &layoutBackend{fakeBackend: fakeBackend{power: 300, mig: base}}
+	holders := &attribution.Snapshot{Up: true, LastSuccess: t0, Holders: map[string][]attribution.Holder{
+		"MIG-3333": {{Namespace: "dev", Pod: "nb-c", Container: "jupyter", Resource: "nvidia.com/mig-1g.10gb", Sharing: attribution.MIG, Replicas: 1, Share: 1}},
+	}}
+	s := NewSampler(b, SamplerOptions{Interval: time.Second, Now: fixedClock(t0), Holders: fakeHolders{holders},
+		Ledger: cost.NewLedger(staticBook{cost.Default()})})
+	c := NewCollector(s, "node-a", fixedClock(t0))
+	ctx := context.Background()
+	tick := 0
+	ticks := func(n int) {
+		for range n {
+			if err := s.Tick(ctx, t0.Add(time.Duration(tick)*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			tick++
+		}
+	}
+	ticks(2)
+	if _, err := collectortest.Text(gathererOf(c)); err != nil { // the first scrape: MIG-3333 does not exist
+		t.Fatal(err)
+	}
+	b.relayout(append(slices.Clone(base), MIGInstance{UUID: "MIG-3333", GPUInstanceID: 10, Profile: "1g.10gb", ComputeSlices: 1, MemorySlices: 1}))
+	ticks(3)
+	b.relayout(base)
+	ticks(2)
+	text, err := collectortest.Text(gathererOf(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(string(text), "\n") {
+		if strings.HasPrefix(line, "gpuledger_gpu_seconds_total{") && strings.Contains(line, `pod="nb-c"`) {
+			got = append(got, line)
+		}
+	}
+	if len(got) == 0 {
+		t.Fatalf("nb-c's retained series on MIG-3333 are not exported:\n%s", text)
+	}
+	for _, l := range got {
+		if !strings.Contains(l, `UUID="GPU-bbbb"`) || !strings.Contains(l, `GPU_I_ID="10"`) || !strings.Contains(l, `GPU_I_PROFILE="1g.10gb"`) {
+			t.Errorf("series without MIG-3333's identity: %s", l)
+		}
+	}
+}
+
+// gathererOf is a registry holding only c.
+func gathererOf(c *Collector) prometheus.Gatherer {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	return reg
 }

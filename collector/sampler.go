@@ -38,8 +38,9 @@ type SamplerOptions struct {
 type Sampler struct {
 	backend  Backend
 	opts     SamplerOptions
-	inv      *Inventory // nil until read
+	inv      *Inventory // nil until read, and while a changed inventory is read again
 	index    *deviceIndex
+	listed   map[string]listedDevice // of the last inventory read
 	acct     accountant
 	errs     errorCounts
 	failing  bool // the last tick failed; failures are logged once, recoveries once
@@ -100,6 +101,7 @@ func (s *Sampler) Tick(ctx context.Context, now time.Time) error {
 	if s.inv != nil {
 		snap.Inventory, snap.index = *s.inv, s.index
 	}
+	snap.listed = s.listed
 	if s.opts.Holders != nil {
 		snap.Attribution = s.opts.Holders.Current()
 	}
@@ -132,6 +134,11 @@ func (s *Sampler) sample(ctx context.Context, now time.Time) (Sample, error) {
 				return Sample{}, fmt.Errorf("read %s inventory: %w", s.backend.Name(), err)
 			}
 			s.inv, s.index = &inv, newDeviceIndex(inv)
+			var totals []cost.Total
+			if prev := s.snapshot.Load(); prev != nil {
+				totals = prev.Totals
+			}
+			s.listed = listedDevices(inv, s.listed, totals)
 			s.acct.setInventory(inv)
 			if t, ok := s.opts.Holders.(deviceTable); ok {
 				t.SetDevices(AttributionDevices(inv))

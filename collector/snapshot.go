@@ -33,6 +33,10 @@ type Snapshot struct {
 	Rates  []cost.GPURate
 
 	index *deviceIndex // UUID → position in Inventory; shared by snapshots of one inventory
+	// listed are the devices a ledger series may belong to, those that left
+	// the inventory included (listedDevices); shared like index, and replaced
+	// only when index is.
+	listed map[string]listedDevice
 }
 
 // Signal names the activity signal a device's idle/busy state is judged by.
