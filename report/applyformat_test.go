@@ -275,9 +275,15 @@ func checkKueue(t *testing.T, text string) map[string]int {
 		t.Fatalf("kueue objects: %v\n%s", err, text)
 	}
 	flavors, queues, quota := map[string]bool{}, map[string]bool{}, map[string]int{}
+	seen := map[string]bool{} // kind/namespace/name: kubectl apply would keep only the last
 	for _, o := range objs {
 		if o.APIVersion != "kueue.x-k8s.io/v1beta2" {
 			t.Errorf("%s %s: apiVersion %s, want kueue.x-k8s.io/v1beta2", o.Kind, o.Metadata.Name, o.APIVersion)
+		}
+		if id := o.Kind + " " + o.Metadata.Namespace + "/" + o.Metadata.Name; seen[id] {
+			t.Errorf("%s twice", id)
+		} else {
+			seen[id] = true
 		}
 		switch o.Kind {
 		case "ResourceFlavor":

@@ -63,18 +63,26 @@ func (a *analysis) quotas(d *dataset) []quota {
 	var out []quota
 	for k, counts := range peak {
 		p := slices.Max(append(counts, 0))
-		// 1e-9 keeps 5 × 1.2 at 6, not 7.
-		q := max(1, int(math.Ceil(float64(p)*a.headroom-1e-9)))
-		out = append(out, quota{team: k.team, resource: k.resource, peak: p, devices: q, namespaces: slices.Sorted(maps.Keys(namespaces[k.team]))})
+		out = append(out, quota{team: k.team, resource: k.resource, peak: p, devices: quotaOf(p, a.headroom), namespaces: slices.Sorted(maps.Keys(namespaces[k.team]))})
 	}
 	slices.SortFunc(out, func(x, y quota) int { return cmp.Or(cmp.Compare(x.team, y.team), cmp.Compare(x.resource, y.resource)) })
 	return out
 }
 
+// quotaOf is the quota for a peak of busy devices: peak × headroom rounded
+// up, at least 1.
+func quotaOf(peak int, headroom float64) int {
+	// 1e-9 absorbs rounding: 50 × 1.1 is 55.00000000000001, whose ceiling is 56.
+	return max(1, int(math.Ceil(float64(peak)*headroom-1e-9)))
+}
+
 // kueueYAML writes a ResourceFlavor, one ClusterQueue per team in one cohort
 // (so a team can borrow what others leave unused), admitting only the team's
-// namespaces, and a LocalQueue in each of them. Comments say where each
-// quota comes from, and why when the floor of 1 applies.
+// namespaces, and a LocalQueue in each of them: named kueueLocalQueue, or,
+// in a namespace whose pods belong to several teams, kueueLocalQueue-<queue>,
+// one per team. Two teams whose names make the same DNS name get the second
+// -2, and so on. Comments say where each quota comes from, and why when the
+// floor of 1 applies.
 func kueueYAML(qs []quota, headroom float64, step time.Duration) string {
 	if len(qs) == 0 {
 		return ""
@@ -119,9 +127,22 @@ func kueueYAML(qs []quota, headroom float64, step time.Duration) string {
 	}
 	docs := []string{"# one flavor for every GPU resource below; add nodeLabels to tie it to nodes\n" +
 		mustYAML(object{kueueAPIVersion, "ResourceFlavor", meta{Name: kueueFlavor}, struct{}{}})}
+	teams := map[string]int{} // namespace → teams whose pods run in it
+	for i, q := range qs {
+		if i == 0 || q.team != qs[i-1].team {
+			for _, ns := range q.namespaces {
+				teams[ns]++
+			}
+		}
+	}
+	taken := map[string]bool{} // ClusterQueue names
 	for i := 0; i < len(qs); {
 		team := qs[i].team
 		name := dnsName(team)
+		for n := 2; taken[name]; n++ {
+			name = fmt.Sprintf("%s-%d", dnsName(team), n)
+		}
+		taken[name] = true
 		g := group{Flavors: []flavor{{Name: kueueFlavor}}}
 		var why []string
 		j := i
@@ -142,7 +163,11 @@ func kueueYAML(qs []quota, headroom float64, step time.Duration) string {
 			team, model.Duration(step), kueueCohort, strings.Join(why, "\n"))+
 			mustYAML(object{kueueAPIVersion, "ClusterQueue", meta{Name: name}, spec}))
 		for _, ns := range qs[i].namespaces {
-			docs = append(docs, mustYAML(object{kueueAPIVersion, "LocalQueue", meta{Name: kueueLocalQueue, Namespace: ns}, lqSpec{ClusterQueue: name}}))
+			lq := kueueLocalQueue
+			if teams[ns] > 1 {
+				lq += "-" + name
+			}
+			docs = append(docs, mustYAML(object{kueueAPIVersion, "LocalQueue", meta{Name: lq, Namespace: ns}, lqSpec{ClusterQueue: name}}))
 		}
 		i = j
 	}
