@@ -37,8 +37,8 @@ func placementStarts(p Profile) []int {
 // offsets: 1g.10gb ×4 + 3g.40gb puts the 3g instance at slice 4 and the 1g
 // instances at 0–3. On the tables of this package every layout CheckLayout
 // accepts also places (TestPlaceAgreesWithCheckLayout enumerates them); Place
-// adds the positions, which a partly used GPU needs. The result is sorted by
-// Start. It returns a *LayoutError when the layout does not fit: the first
+// adds the positions, which a partly used GPU needs. The result is in layout
+// order. It returns a *LayoutError when the layout does not fit: the first
 // profile CheckLayout rejects, or the profile that found no place.
 func (m *Model) Place(layout []string) ([]Placed, error) {
 	if err := m.CheckLayout(layout); err != nil {
@@ -89,6 +89,38 @@ func (m *Model) Place(layout []string) ([]Placed, error) {
 		return nil, &LayoutError{Index: i, Reason: fmt.Sprintf("%s finds no free placement on one %s next to the others",
 			layout[i], m.Name)}
 	}
-	slices.SortStableFunc(placed, func(x, y Placed) int { return cmp.Compare(x.Start, y.Start) })
 	return placed, nil
+}
+
+// PlaceInOrder returns where NVIDIA's driver puts the instances of layout
+// created one after the other in layout order, each at its lowest free
+// offset, as mig-parted creates them; when that order cannot create them all
+// (a 4g.20gb after a 2g.10gb on an A100 40GB: the 4g only starts at 0), the
+// placement of Place, which puts the largest first. The result is in layout
+// order; the error is Place's.
+func (m *Model) PlaceInOrder(layout []string) ([]Placed, error) {
+	placed, err := m.Place(layout)
+	if err != nil {
+		return nil, err
+	}
+	var used [MemorySlicesPerGPU]bool
+	inOrder := make([]Placed, len(layout))
+	for i, name := range layout {
+		p, _ := m.Profile(name)
+		start := -1
+		for _, s := range placementStarts(p) {
+			if s+p.MemorySlices <= MemorySlicesPerGPU && !slices.Contains(used[s:s+p.MemorySlices], true) {
+				start = s
+				break
+			}
+		}
+		if start < 0 {
+			return placed, nil
+		}
+		for j := start; j < start+p.MemorySlices; j++ {
+			used[j] = true
+		}
+		inOrder[i] = Placed{Profile: p.Name, Start: start, Size: p.MemorySlices}
+	}
+	return inOrder, nil
 }

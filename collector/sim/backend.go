@@ -216,7 +216,9 @@ func (b *Backend) addGPU(seed uint64, g *GPUGroup, spec modelSpec) {
 		model, _ := mig.ForModel(g.Model)
 		inv.MemoryTotalMiB = model.MemoryTotalMiB
 		ids := giIDs(model, g.MIG)
-		starts := placements(model, g.MIG)
+		// The scenario's layouts passed CheckLayout, so they place
+		// (mig.TestPlaceAgreesWithCheckLayout).
+		placed, _ := model.PlaceInOrder(g.MIG)
 		for j, pname := range g.MIG {
 			p, _ := model.Profile(pname)
 			inv.Instances = append(inv.Instances, collector.MIGInstance{
@@ -226,7 +228,7 @@ func (b *Backend) addGPU(seed uint64, g *GPUGroup, spec modelSpec) {
 				ComputeSlices:  p.ComputeSlices,
 				MemorySlices:   p.MemorySlices,
 				MemoryTotalMiB: p.MemoryMiB,
-				PlacementStart: starts[j],
+				PlacementStart: placed[j].Start,
 				PlacementSize:  p.MemorySlices,
 			})
 			sg.instances = append(sg.instances, simInstance{

@@ -7,7 +7,6 @@ import (
 	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
 	"github.com/gpuledger/gpuledger/collector"
-	"github.com/gpuledger/gpuledger/mig"
 )
 
 // resourceDRA is the resource of scenario pods that hold their device through a
@@ -79,39 +78,6 @@ func (sc *Scenario) checkDRADevice(p string, d Device, g gpuFacts, key devKey) (
 // claims share whole GPUs, never MIG instances or device-plugin devices.
 func sharedDRA(key devKey, dra, heldDRA bool) bool {
 	return key.instance < 0 && dra && heldDRA
-}
-
-// placements returns the first memory slice of each instance of layout: the
-// lowest free start aligned to the instance's size rounded up to a power of two,
-// as NVIDIA's placements are.
-func placements(m *mig.Model, layout []string) []int {
-	var used [mig.MemorySlicesPerGPU]bool
-	starts := make([]int, len(layout))
-	for j, name := range layout {
-		p, _ := m.Profile(name)
-		align := 1
-		for align < p.MemorySlices {
-			align *= 2
-		}
-		starts[j] = -1
-		for s := 0; s+p.MemorySlices <= mig.MemorySlicesPerGPU && starts[j] < 0; s += align {
-			free := true
-			for k := s; k < s+p.MemorySlices; k++ {
-				free = free && !used[k]
-			}
-			if free {
-				starts[j] = s
-			}
-		}
-		if starts[j] < 0 { // CheckLayout passed, so only alignment failed: pack anywhere
-			starts[j] = 0
-			continue
-		}
-		for k := starts[j]; k < starts[j]+p.MemorySlices; k++ {
-			used[k] = true
-		}
-	}
-	return starts
 }
 
 // ResourceSlices returns the ResourceSlice (resource.k8s.io/v1) that NVIDIA's DRA

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gpuledger/gpuledger/mig"
 )
 
 // draBase: GPU 0 whole, GPU 1 time-sliced, GPU 2 in MIG mode, GPU 3 whole; GPU 0
@@ -150,23 +148,6 @@ func TestDRAPodWindow(t *testing.T) {
 	}
 	if after["a/c"] != "lab-claim-a" || before["b/c1"] != "lab-claim-b" || after["b/c1"] != "lab-claim-b" {
 		t.Errorf("share IDs before %v, after %v; want lab-claim-a and lab-claim-b throughout", before, after)
-	}
-}
-
-func TestPlacements(t *testing.T) {
-	h100, _ := mig.ForModel("NVIDIA H100 80GB HBM3")
-	for _, tc := range []struct {
-		layout []string
-		want   []int
-	}{
-		{[]string{"3g.40gb", "1g.10gb", "1g.10gb"}, []int{0, 4, 5}},
-		{[]string{"1g.10gb", "2g.20gb", "3g.40gb"}, []int{0, 2, 4}},
-		{[]string{"1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb"}, []int{0, 1, 2, 3, 4, 5, 6}},
-		{[]string{"7g.80gb"}, []int{0}},
-	} {
-		if got := placements(h100, tc.layout); !slices.Equal(got, tc.want) {
-			t.Errorf("placements(%v) = %v, want %v", tc.layout, got, tc.want)
-		}
 	}
 }
 
