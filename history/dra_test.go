@@ -18,7 +18,7 @@ func TestDRAScenarioIsAttributed(t *testing.T) {
 		t.Fatal(err)
 	}
 	const d = 2 * time.Hour
-	res, err := Write(t.Context(), io.Discard, Options{Scenario: sc, Start: start, Duration: d})
+	res, err := writeNode(t.Context(), io.Discard, Options{Scenario: sc, Start: start, Duration: d})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func runFaults(t *testing.T) (Result, parsed) {
 			return
 		}
 		var buf bytes.Buffer
-		faultRun.res, faultRun.err = Write(context.Background(), &buf, Options{Scenario: sc, Start: start,
+		faultRun.res, faultRun.err = writeNode(context.Background(), &buf, Options{Scenario: sc, Start: start,
 			Duration: 4*time.Hour + 30*time.Minute, SampleInterval: 10 * time.Second, ScrapeInterval: 10 * time.Second})
 		faultRun.out = buf.Bytes()
 	})

@@ -15,10 +15,12 @@ import (
 	"github.com/gpuledger/gpuledger/collector/sim"
 )
 
-// WriteFleet runs every node of nodes in virtual time over the same period,
-// as Write does for one, and writes their metrics to w as one OpenMetrics
-// stream: each family once, holding every node's samples. See RunFleet for
-// the nodes, their labels and the Result.
+// WriteFleet runs every node of nodes in virtual time over the same period
+// and writes their metrics to w as one OpenMetrics stream, one metric family
+// after another, ending with "# EOF": each family once, holding every node's
+// samples. The families are kept in temporary files until the end, so memory
+// stays bounded however long the run. See RunFleet for the nodes, their
+// labels and the Result, and Run for the faults.
 func WriteFleet(ctx context.Context, w io.Writer, opts Options, nodes []*sim.Scenario) (Result, error) {
 	out, err := newFamilyWriter()
 	if err != nil {

@@ -137,3 +137,34 @@ func TestRunFleetHandsNodesInTurn(t *testing.T) {
 type sinkFunc func(mfs []*dto.MetricFamily, t time.Time) error
 
 func (f sinkFunc) AddScrape(mfs []*dto.MetricFamily, t time.Time) error { return f(mfs, t) }
+
+// TestRunFleetSeedsAndRestarts: with Options.Seed set, node i runs with seed
+// + i, so the two nodes of one scenario have GPUs of their own; each node's
+// exporter restart counts in the fleet's Result.
+func TestRunFleetSeedsAndRestarts(t *testing.T) {
+	node := func(host string) *sim.Scenario {
+		sc, err := sim.Parse([]byte(`node: {hostname: `+host+`}
+gpus:
+  - model: NVIDIA H100 80GB HBM3
+    count: 2
+events:
+  - {at: 20m, exporter: stopped, for: 10m}
+`), host+".yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	res, err := RunFleet(context.Background(), Options{Start: start, Duration: time.Hour, Seed: 7},
+		[]*sim.Scenario{node("node-a"), node("node-b")}, sinkFunc(func([]*dto.MetricFamily, time.Time) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus := map[string]bool{}
+	for _, tot := range res.Totals {
+		gpus[tot.GPU] = true
+	}
+	if len(gpus) != 4 || res.Restarts != 2 {
+		t.Errorf("%d GPUs, %d restarts; want 4 GPUs (2 a node) and 2 restarts (1 a node)", len(gpus), res.Restarts)
+	}
+}

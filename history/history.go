@@ -1,9 +1,9 @@
 // Package history runs a simulated node in virtual time — the real sampler,
 // pod attribution, process accounting, ledger and collector, driven by a
 // virtual clock instead of sleeping — and hands what Prometheus would have
-// scraped to a Sink: Write renders it as OpenMetrics with timestamps, for
-// `promtool tsdb create-blocks-from openmetrics`; Run hands the gathered
-// families to any other sink, such as the report's in-memory store for
+// scraped to a Sink: WriteFleet renders it as OpenMetrics with timestamps, for
+// `promtool tsdb create-blocks-from openmetrics`; Run and RunFleet hand the
+// gathered families to any other sink, such as the report's in-memory store for
 // `report --demo`, without a text round trip.
 package history
 
@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"time"
@@ -72,23 +71,6 @@ type Result struct {
 	// and EUR the ledgers accounted, sorted by GPU, device, holder and state.
 	Totals []cost.Total
 	Rates  []cost.GPURate // the rates in force at the last sample
-}
-
-// Write runs the node of opts in virtual time and writes its metrics to w as
-// OpenMetrics, one metric family after another, ending with "# EOF". The
-// families are kept in temporary files until the end, so memory stays
-// constant however long the run. See Run for the faults.
-func Write(ctx context.Context, w io.Writer, opts Options) (Result, error) {
-	out, err := newFamilyWriter()
-	if err != nil {
-		return Result{}, err
-	}
-	defer out.close()
-	res, err := Run(ctx, opts, out)
-	if err != nil {
-		return Result{}, err
-	}
-	return res, out.writeTo(w)
 }
 
 // Run runs the node of opts in virtual time and hands every scrape to sink.

@@ -67,7 +67,7 @@ func parse(t *testing.T, data []byte) parsed {
 
 func TestWriteIsValidOpenMetricsAndMatchesTheLedger(t *testing.T) {
 	var buf bytes.Buffer
-	res, err := Write(context.Background(), &buf, Options{Start: start, Duration: 2 * time.Hour, SampleInterval: 10 * time.Second, ScrapeInterval: 30 * time.Second})
+	res, err := writeNode(context.Background(), &buf, Options{Start: start, Duration: 2 * time.Hour, SampleInterval: 10 * time.Second, ScrapeInterval: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +116,10 @@ func TestWriteIsValidOpenMetricsAndMatchesTheLedger(t *testing.T) {
 func TestWriteIsDeterministic(t *testing.T) {
 	var a, b bytes.Buffer
 	opts := Options{Start: start, Duration: 10 * time.Minute}
-	if _, err := Write(context.Background(), &a, opts); err != nil {
+	if _, err := writeNode(context.Background(), &a, opts); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Write(context.Background(), &b, opts); err != nil {
+	if _, err := writeNode(context.Background(), &b, opts); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
@@ -133,7 +133,7 @@ func TestWriteRejectsBadOptions(t *testing.T) {
 		{Duration: time.Hour, SampleInterval: time.Minute, ScrapeInterval: time.Second},
 		{Duration: time.Hour, SampleInterval: -time.Second},
 	} {
-		if _, err := Write(context.Background(), io.Discard, o); err == nil {
+		if _, err := writeNode(context.Background(), io.Discard, o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
 	}
@@ -142,7 +142,7 @@ func TestWriteRejectsBadOptions(t *testing.T) {
 func TestWriteHonoursCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Write(ctx, io.Discard, Options{Start: start, Duration: time.Hour}); !errors.Is(err, context.Canceled) {
+	if _, err := writeNode(ctx, io.Discard, Options{Start: start, Duration: time.Hour}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
@@ -151,7 +151,7 @@ func TestWriteHonoursCancellation(t *testing.T) {
 // MIG mode), sampled every 10 s and scraped every 30 s; a week is 7 of these.
 func BenchmarkDay(b *testing.B) {
 	for b.Loop() {
-		if _, err := Write(context.Background(), io.Discard, Options{Start: start, Duration: 24 * time.Hour, Book: cost.Default()}); err != nil {
+		if _, err := writeNode(context.Background(), io.Discard, Options{Start: start, Duration: 24 * time.Hour, Book: cost.Default()}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -166,7 +166,7 @@ func BenchmarkShortJobsDay(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := Write(context.Background(), io.Discard, Options{Scenario: sc, Start: start, Duration: 24 * time.Hour}); err != nil {
+		if _, err := writeNode(context.Background(), io.Discard, Options{Scenario: sc, Start: start, Duration: 24 * time.Hour}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -183,4 +183,14 @@ func checkFamiliesOnce(t *testing.T, families []string) {
 		}
 		seen[f] = true
 	}
+}
+
+// writeNode runs the node of opts (the built-in one when opts.Scenario is
+// nil) as a fleet of one and writes its OpenMetrics to w.
+func writeNode(ctx context.Context, w io.Writer, opts Options) (Result, error) {
+	sc := opts.Scenario
+	if sc == nil {
+		sc = sim.Default()
+	}
+	return WriteFleet(ctx, w, opts, []*sim.Scenario{sc})
 }

@@ -18,7 +18,7 @@ func runScenario(t *testing.T, path string, opts Options) Result {
 		t.Fatal(err)
 	}
 	opts.Scenario, opts.Start = sc, start
-	res, err := Write(context.Background(), io.Discard, opts)
+	res, err := writeNode(context.Background(), io.Discard, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestScrapesStoreAsTheirText(t *testing.T) {
 	opts := history.Options{Scenario: sc, Start: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC),
 		Duration: 5 * time.Hour, SampleInterval: 10 * time.Second, ScrapeInterval: 30 * time.Second}
 	var text bytes.Buffer
-	res, err := history.Write(context.Background(), &text, opts)
+	res, err := history.WriteFleet(context.Background(), &text, opts, []*sim.Scenario{sc})
 	if err != nil {
 		t.Fatal(err)
 	}
