@@ -21,8 +21,7 @@ type Options struct {
 }
 
 // Backend is the simulated node. Sample, Inventory and Close are for the sampler's
-// single goroutine; PodsAt, Hostname, WriteProcFS and the fault and lifecycle
-// queries read only what New built (and the start, fixed before them) and are
+// single goroutine; Hostname and the fault and lifecycle queries read only what New built (and the start, fixed before them) and are
 // safe for concurrent use.
 type Backend struct {
 	hostname string

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuledger/gpuledger/attribution"
 	"github.com/gpuledger/gpuledger/collector"
 )
 
@@ -376,4 +377,23 @@ pods:
 		!strings.Contains(err.Error(), "bad.yaml:7: workloads[1].activity_scale") {
 		t.Errorf("activity_scale 1.5: %v, want an error at bad.yaml:7 naming workloads[1].activity_scale", err)
 	}
+}
+
+// podsAt returns the node's pod allocations at since after the backend's
+// start — the scenario's pods running then, in scenario order, then the
+// jobs' — and its allocatable devices per resource, sorted by resource.
+func (b *Backend) podsAt(since time.Duration) ([]Allocation, []Allocatable) {
+	return b.allocations(b.running(int64(since))), b.allocatable()
+}
+
+// startFiles starts b's kubelet in virtual time and returns what it wrote at
+// b's start: its procfs and pod log directory, in memory.
+func startFiles(t *testing.T, b *Backend) (files attribution.Files, proc, logs string) {
+	t.Helper()
+	k, err := StartVirtualKubelet(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	return k.Files(), k.ProcRoot, k.PodLogsDir
 }

@@ -68,7 +68,7 @@ func TestDRAPodsAndSlices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allocs, avail := b.PodsAt(0)
+	allocs, avail := b.podsAt(0)
 	type got struct{ pod, ctr, claim, pool, share, devices string }
 	var gots []got
 	for _, a := range allocs {
@@ -135,7 +135,7 @@ func TestDRAPodWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	shares := func(since time.Duration) map[string]string {
-		allocs, _ := b.PodsAt(since)
+		allocs, _ := b.podsAt(since)
 		got := map[string]string{}
 		for _, a := range allocs {
 			got[a.Pod+"/"+a.Container] = a.ShareID

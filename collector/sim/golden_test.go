@@ -2,7 +2,6 @@ package sim
 
 import (
 	"flag"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,33 +10,37 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// TestWriteProcFSGolden pins every file and directory WriteProcFS writes for the
-// default scenario. Rewrite with: go test ./collector/sim -run Golden -update
-func TestWriteProcFSGolden(t *testing.T) {
-	b := newDefault(t, Options{})
-	dir := t.TempDir()
-	if err := b.WriteProcFS(filepath.Join(dir, "proc"), filepath.Join(dir, "pods")); err != nil {
-		t.Fatal(err)
-	}
+// TestProcFSGolden pins every file and directory the kubelet writes at the
+// start of the default scenario: its procfs and its pod log directory.
+// Rewrite with: go test ./collector/sim -run Golden -update
+func TestProcFSGolden(t *testing.T) {
+	files, proc, logs := startFiles(t, newDefault(t, Options{}))
 	var out strings.Builder
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || path == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() {
-			out.WriteString(rel + "/\n")
-			return nil
-		}
-		data, err := os.ReadFile(path)
+	var walk func(dir string)
+	walk = func(dir string) {
+		entries, err := files.ReadDir(dir)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		out.WriteString(rel + ": " + string(data))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		for _, e := range entries {
+			path := filepath.Join(dir, e.Name())
+			rel, _ := filepath.Rel(filepath.Dir(proc), path)
+			if e.IsDir() {
+				out.WriteString(rel + "/\n")
+				walk(path)
+				continue
+			}
+			data, err := files.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.WriteString(rel + ": " + string(data))
+		}
+	}
+	for _, root := range []string{logs, proc} { // in name order: pods, proc
+		rel, _ := filepath.Rel(filepath.Dir(proc), root)
+		out.WriteString(rel + "/\n")
+		walk(root)
 	}
 	golden := filepath.Join("testdata", "procfs.golden")
 	if *update {
@@ -53,6 +56,6 @@ func TestWriteProcFSGolden(t *testing.T) {
 		t.Fatalf("%v (run with -update to create it)", err)
 	}
 	if out.String() != string(want) {
-		t.Errorf("WriteProcFS output differs from %s (run with -update if intended):\n%s", golden, out.String())
+		t.Errorf("the kubelet's files differ from %s (run with -update if intended):\n%s", golden, out.String())
 	}
 }

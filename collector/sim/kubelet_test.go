@@ -102,7 +102,7 @@ func TestKubeletSyncWritesProcesses(t *testing.T) {
 	}
 	// At the start build-0 runs.
 	cgroup, err := files.ReadFile(filepath.Join(pidDir(0), "cgroup"))
-	allocs, _ := b.PodsAt(0)
+	allocs, _ := b.podsAt(0)
 	if err != nil || !strings.Contains(string(cgroup), strings.ReplaceAll(allocs[0].UID, "-", "_")) {
 		t.Fatalf("build-0's process: %q, %v; want its pod UID %s", cgroup, err, allocs[0].UID)
 	}

@@ -178,7 +178,7 @@ var epoch = time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 
 // podNames lists namespace/pod of the allocations at since.
 func podNames(b *Backend, since time.Duration) []string {
-	allocs, _ := b.PodsAt(since)
+	allocs, _ := b.podsAt(since)
 	var names []string
 	for _, a := range allocs {
 		names = append(names, a.Namespace+"/"+a.Pod)
@@ -205,9 +205,9 @@ func TestPodsAtFollowsWindowsAndJobs(t *testing.T) {
 		}
 	}
 	// A job's pods have distinct, stable UIDs and cycle through their own PIDs.
-	first, _ := b.PodsAt(0)
-	again, _ := b.PodsAt(time.Minute)
-	next, _ := b.PodsAt(10 * time.Minute)
+	first, _ := b.podsAt(0)
+	again, _ := b.podsAt(time.Minute)
+	next, _ := b.podsAt(10 * time.Minute)
 	if first[0].UID != again[0].UID || first[0].UID == next[0].UID {
 		t.Errorf("UIDs: build-0 %s then %s, build-1 %s", first[0].UID, again[0].UID, next[0].UID)
 	}
@@ -347,7 +347,7 @@ func TestJobsAreDeterministicAndTakeTheirDevice(t *testing.T) {
 	a, b := life(t, scenario), life(t, scenario)
 	other := life(t, strings.Replace(scenario, "seed: 1", "seed: 2", 1))
 	at := func(b *Backend) Allocation {
-		allocs, _ := b.PodsAt(time.Hour + time.Minute) // build-6
+		allocs, _ := b.podsAt(time.Hour + time.Minute) // build-6
 		if len(allocs) != 1 {
 			t.Fatalf("allocations %+v, want build-6 alone", allocs)
 		}

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
 )
@@ -49,14 +48,6 @@ type Allocation struct {
 type Allocatable struct {
 	Resource  string
 	DeviceIDs []string
-}
-
-// PodsAt returns the node's pod allocations at since after the backend's start —
-// the scenario's pods running then, in scenario order, then the jobs' — and its
-// allocatable devices per resource, sorted by resource. A container that holds
-// several devices of one resource is one Allocation. The slices are the caller's.
-func (b *Backend) PodsAt(since time.Duration) ([]Allocation, []Allocatable) {
-	return b.allocations(b.running(int64(since))), b.allocatable()
 }
 
 // allocations groups pod entries into Allocations.
@@ -131,27 +122,6 @@ func (b *Backend) advertised(sc *Scenario) []Allocatable {
 	}
 	sort.Slice(out, func(x, y int) bool { return out[x].Resource < out[y].Resource })
 	return out
-}
-
-// WriteProcFS writes what process accounting reads for every process running at
-// the backend's start: <procDir>/<pid>/cgroup, a cgroup v2 line of a burstable
-// pod under the systemd cgroup driver with containerd naming
-//
-//	0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid with _>.slice/cri-containerd-<id>.scope
-//
-// and the kubelet's log directory <podLogsDir>/<namespace>_<pod>_<uid>/<container>/.
-// A Kubelet keeps them up to date as pods come and go.
-func (b *Backend) WriteProcFS(procDir, podLogsDir string) error {
-	// PID 1 is the host's init, in no pod: procfs shows the host PID namespace.
-	if err := kubeletsim.WriteHostInit(kubeletsim.HostTree{}, procDir); err != nil {
-		return fmt.Errorf("write sim procfs: %w", err)
-	}
-	for _, e := range b.running(0) {
-		if err := writeEntry(kubeletsim.HostTree{}, procDir, podLogsDir, &e); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // writeEntry writes the processes and the pod log directory of one entry.

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,7 +14,7 @@ import (
 
 func TestPods(t *testing.T) {
 	b := newDefault(t, Options{})
-	allocs, avail := b.PodsAt(0)
+	allocs, avail := b.podsAt(0)
 	inv := b.inv
 	if len(allocs) != 14 {
 		t.Fatalf("%d allocations, want 14: %+v", len(allocs), allocs)
@@ -71,7 +70,7 @@ func TestPods(t *testing.T) {
 	}
 	// The caller owns the slices.
 	allocs[0].DeviceIDs[0] = "changed"
-	if again, _ := b.PodsAt(0); again[0].DeviceIDs[0] == "changed" {
+	if again, _ := b.podsAt(0); again[0].DeviceIDs[0] == "changed" {
 		t.Error("Pods returned shared slices")
 	}
 }
@@ -85,24 +84,23 @@ func TestPodsMergesDevicesOfOneContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allocs, _ := b.PodsAt(0)
+	allocs, _ := b.podsAt(0)
 	if len(allocs) != 3 || allocs[0].Pod != "pretrain-0" || len(allocs[0].DeviceIDs) != 3 {
 		t.Fatalf("allocations %+v, want pretrain-0 with 3 GPUs first", allocs)
 	}
 }
 
-func TestWriteProcFS(t *testing.T) {
+// TestKubeletProcFS: at the start, the kubelet's pod log directory has a
+// directory per running container, and every process the backend samples has
+// a cgroup file naming its pod's UID.
+func TestKubeletProcFS(t *testing.T) {
 	b := newDefault(t, Options{})
-	dir := t.TempDir()
-	proc, logs := filepath.Join(dir, "proc"), filepath.Join(dir, "pods")
-	if err := b.WriteProcFS(proc, logs); err != nil {
-		t.Fatal(err)
-	}
-	allocs, _ := b.PodsAt(0)
+	files, proc, logs := startFiles(t, b)
+	allocs, _ := b.podsAt(0)
 	uidOf := map[string]string{}
 	for _, a := range allocs {
 		uidOf[a.Namespace+"/"+a.Pod] = a.UID
-		if fi, err := os.Stat(filepath.Join(logs, a.Namespace+"_"+a.Pod+"_"+a.UID, a.Container)); err != nil || !fi.IsDir() {
+		if _, err := files.ReadDir(filepath.Join(logs, a.Namespace+"_"+a.Pod+"_"+a.UID, a.Container)); err != nil {
 			t.Errorf("no log dir for %s/%s/%s: %v", a.Namespace, a.Pod, a.Container, err)
 		}
 	}
@@ -113,7 +111,7 @@ func TestWriteProcFS(t *testing.T) {
 	for _, g := range s.GPUs {
 		for _, p := range g.Processes {
 			n++
-			data, err := os.ReadFile(filepath.Join(proc, itoa(p.PID), "cgroup"))
+			data, err := files.ReadFile(filepath.Join(proc, itoa(p.PID), "cgroup"))
 			if err != nil {
 				t.Fatalf("PID %d: %v", p.PID, err)
 			}
@@ -133,11 +131,11 @@ func TestWriteProcFS(t *testing.T) {
 		}
 	}
 	// One entry per process, and the host's init (PID 1, in no pod).
-	entries, _ := os.ReadDir(proc)
+	entries, _ := files.ReadDir(proc)
 	if len(entries) != n+1 {
 		t.Errorf("%d procfs entries for %d processes and init", len(entries), n)
 	}
-	if data, err := os.ReadFile(filepath.Join(proc, "1", "cgroup")); err != nil || string(data) != "0::/init.scope\n" {
+	if data, err := files.ReadFile(filepath.Join(proc, "1", "cgroup")); err != nil || string(data) != "0::/init.scope\n" {
 		t.Errorf("PID 1 cgroup %q (%v), want the host's init scope", data, err)
 	}
 }
