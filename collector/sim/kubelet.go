@@ -130,7 +130,7 @@ func startKubelet(b *Backend, at time.Time, tree kubeletsim.Tree) (*Kubelet, err
 func (k *Kubelet) Sync(t time.Time) error {
 	since := t.UnixNano() - k.backend.start
 	running := k.backend.running(since)
-	down := k.backend.kubeletDown.contains(since)
+	down := k.backend.KubeletDown(t)
 
 	now := make(map[string]bool, len(running))
 	for i := range running {
