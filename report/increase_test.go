@@ -52,14 +52,7 @@ func play(t *testing.T, b *StoreBuilder, procs []process, runs []holdingRun, scr
 			}
 			for ts := first; ts.Before(visibleTo); ts = ts.Add(scrapeEvery) {
 				secs := earlier(ts, to).Sub(from).Seconds()
-				for _, m := range []struct {
-					name string
-					v    float64
-				}{{"gpuledger_gpu_seconds_total", secs}, {"gpuledger_cost_eur_total", secs * eurPerSecond}} {
-					if err := b.Append(labels.FromStrings(append([]string{"__name__", m.name}, base...)...), ts.UnixMilli(), m.v); err != nil {
-						t.Fatal(err)
-					}
-				}
+				appendLedger(t, b, base, ts, secs)
 			}
 		}
 	}
@@ -277,14 +270,7 @@ func TestExactIncreaseSlowCounterGap(t *testing.T) {
 					continue // not created yet, or not scraped
 				}
 				secs := rate * ts.Sub(start.Add(c.created)).Seconds()
-				for _, m := range []struct {
-					name string
-					v    float64
-				}{{"gpuledger_gpu_seconds_total", secs}, {"gpuledger_cost_eur_total", secs * eurPerSecond}} {
-					if err := b.Append(labels.FromStrings(append([]string{"__name__", m.name}, base...)...), ts.UnixMilli(), m.v); err != nil {
-						t.Fatal(err)
-					}
-				}
+				appendLedger(t, b, base, ts, secs)
 			}
 			d, l := ledgerOver(t, NewEngineQuerier(b.Store(), time.Minute, discard()), start, end, time.Hour)
 			g := d.gpus["GPU-0"]
@@ -333,5 +319,19 @@ func TestNoPreviousPeriodFromOneSample(t *testing.T) {
 	}
 	if got := r.Fleet.Totals.GPUHours * 3600; math.Abs(got-truth["ml"]) > 1e-6 {
 		t.Errorf("%.3f device-seconds, the ledger counted %.3f", got, truth["ml"])
+	}
+}
+
+// appendLedger appends, at ts, the seconds and EUR series (at eurPerSecond)
+// of one ledger series labelled base.
+func appendLedger(t *testing.T, b *StoreBuilder, base []string, ts time.Time, secs float64) {
+	t.Helper()
+	for _, m := range []struct {
+		name string
+		v    float64
+	}{{"gpuledger_gpu_seconds_total", secs}, {"gpuledger_cost_eur_total", secs * eurPerSecond}} {
+		if err := b.Append(labels.FromStrings(append([]string{"__name__", m.name}, base...)...), ts.UnixMilli(), m.v); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
