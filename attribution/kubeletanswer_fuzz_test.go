@@ -22,7 +22,9 @@ var fuzzDevices = []Device{
 // failed call (the client keeps no data from it and reports attribution down);
 // every answer that decodes, however absurd (duplicate, unknown or malformed
 // IDs, nil entries, huge replica numbers), must give consistent tables: no
-// panic, only devices of this node, shares that sum to 1 per device.
+// panic, only devices of this node, and on each device shares that sum to the
+// replicas held over the replicas offered (free replicas stay unpaid), never
+// above 1.
 func FuzzKubeletAnswer(f *testing.F) {
 	gpu0, gpu1, mig := fuzzDevices[0].UUID, fuzzDevices[1].UUID, fuzzDevices[2].UUID
 	list := &podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
@@ -38,7 +40,20 @@ func FuzzKubeletAnswer(f *testing.F) {
 	alloc := &podresourcesv1.AllocatableResourcesResponse{Devices: []*podresourcesv1.ContainerDevices{
 		{ResourceName: "nvidia.com/gpu", DeviceIds: []string{gpu0, gpu1, gpu1, "", "GPU-"}}, nil,
 	}}
-	for _, seed := range [][2]proto.Message{{list, alloc}, {&podresourcesv1.ListPodResourcesResponse{}, &podresourcesv1.AllocatableResourcesResponse{}}} {
+	// Two replicas of gpu1 offered, one held: its one share is 1/2.
+	halfList := &podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
+		{Namespace: "dev", Name: "nb", Containers: []*podresourcesv1.ContainerResources{{Name: "c", Devices: []*podresourcesv1.ContainerDevices{
+			{ResourceName: "nvidia.com/gpu.shared", DeviceIds: []string{gpu1 + "::0"}},
+		}}}},
+	}}
+	halfAlloc := &podresourcesv1.AllocatableResourcesResponse{Devices: []*podresourcesv1.ContainerDevices{
+		{ResourceName: "nvidia.com/gpu.shared", DeviceIds: []string{gpu1 + "::0", gpu1 + "::1"}},
+	}}
+	for _, seed := range [][2]proto.Message{
+		{list, alloc},
+		{halfList, halfAlloc},
+		{&podresourcesv1.ListPodResourcesResponse{}, &podresourcesv1.AllocatableResourcesResponse{}},
+	} {
 		a, err := proto.Marshal(seed[0])
 		if err != nil {
 			f.Fatal(err)
@@ -81,15 +96,18 @@ func FuzzKubeletAnswer(f *testing.F) {
 			if !known[uuid] {
 				t.Fatalf("holders for %q, not a device of this node", uuid)
 			}
-			total := 0.0
+			total, held := 0.0, 0
 			for _, h := range hs {
 				if h.Replicas < 1 || !(h.Share > 0 && h.Share <= 1) {
 					t.Fatalf("%s: holder %+v", uuid, h)
 				}
 				total += h.Share
+				held += h.Replicas
 			}
-			if math.Abs(total-1) > 1e-9 {
-				t.Fatalf("%s: shares sum to %v, want 1: %+v", uuid, total, hs)
+			want := float64(held) / float64(max(tb.replicas[uuid], held))
+			if math.Abs(total-want) > 1e-9 || total > 1+1e-9 {
+				t.Fatalf("%s: shares sum to %v, want %d held / max(%d offered, %d held) = %v: %+v",
+					uuid, total, held, tb.replicas[uuid], held, want, hs)
 			}
 			if !slices.IsSortedFunc(hs, compareHolders) {
 				t.Fatalf("%s: holders not sorted: %+v", uuid, hs)
