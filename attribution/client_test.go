@@ -208,6 +208,19 @@ func TestClientAssignments(t *testing.T) {
 			wantReplicas: map[string]int{gpu0: 4},
 		},
 		{
+			// Replicas offered count distinct replica indices: an ID listed
+			// twice offers one replica, so the holder of one of two pays a
+			// half, not a third.
+			name:        "a replica the kubelet lists twice is offered once",
+			pods:        []kubeletsim.Pod{pod("a", "p1", ctr("c", shared, gpu0+"::0"))},
+			allocatable: []kubeletsim.Devices{{Resource: shared, IDs: []string{gpu0 + "::0", gpu0 + "::1", gpu0 + "::1"}}},
+			want: map[string][]attribution.Holder{
+				gpu0: {{Namespace: "a", Pod: "p1", Container: "c", Resource: shared, Sharing: attribution.TimeSlicing, Replicas: 1, Share: 0.5}},
+			},
+			wantAlloc:    map[string][]string{shared: {gpu0}},
+			wantReplicas: map[string]int{gpu0: 2},
+		},
+		{
 			name:        "a lone holder of one of four replicas pays a quarter",
 			pods:        []kubeletsim.Pod{pod("a", "p1", ctr("c", shared, gpu0+"::2"))},
 			allocatable: []kubeletsim.Devices{{Resource: shared, IDs: []string{gpu0 + "::0", gpu0 + "::1", gpu0 + "::2", gpu0 + "::3"}}},
