@@ -208,6 +208,19 @@ func TestClientAssignments(t *testing.T) {
 			wantReplicas: map[string]int{gpu0: 4},
 		},
 		{
+			// Replicas offered count distinct replica indices: an ID listed
+			// twice offers one replica, so the holder of one of two pays a
+			// half, not a third.
+			name:        "a replica the kubelet lists twice is offered once",
+			pods:        []kubeletsim.Pod{pod("a", "p1", ctr("c", shared, gpu0+"::0"))},
+			allocatable: []kubeletsim.Devices{{Resource: shared, IDs: []string{gpu0 + "::0", gpu0 + "::1", gpu0 + "::1"}}},
+			want: map[string][]attribution.Holder{
+				gpu0: {{Namespace: "a", Pod: "p1", Container: "c", Resource: shared, Sharing: attribution.TimeSlicing, Replicas: 1, Share: 0.5}},
+			},
+			wantAlloc:    map[string][]string{shared: {gpu0}},
+			wantReplicas: map[string]int{gpu0: 2},
+		},
+		{
 			name:        "a lone holder of one of four replicas pays a quarter",
 			pods:        []kubeletsim.Pod{pod("a", "p1", ctr("c", shared, gpu0+"::2"))},
 			allocatable: []kubeletsim.Devices{{Resource: shared, IDs: []string{gpu0 + "::0", gpu0 + "::1", gpu0 + "::2", gpu0 + "::3"}}},
@@ -534,11 +547,21 @@ func TestMalformedResponse(t *testing.T) {
 	}
 }
 
+// TestStaleSnapshotDropped: while the kubelet fails, the last good tables
+// (holders, allocatable, replicas and the devices the ResourceSlices publish)
+// are kept until StaleAfter has passed since the last success, then dropped.
 func TestStaleSnapshotDropped(t *testing.T) {
-	h := newHarness(t, func(c *attribution.Config) { c.StaleAfter = time.Minute })
+	h := newHarness(t, func(c *attribution.Config) {
+		c.StaleAfter = time.Minute
+		c.Slices = nodeSlices
+	})
 	h.sim.SetPods([]kubeletsim.Pod{pod("a", "p", ctr("c", "nvidia.com/gpu", gpu0))})
 	h.sim.SetAllocatable([]kubeletsim.Devices{{Resource: "nvidia.com/gpu", IDs: []string{gpu0}}})
 	good := h.refresh(t)
+	// gpu1 is advertised only by the ResourceSlices (DRAPublished).
+	if !good.Advertised(gpu1, "") {
+		t.Fatalf("Advertised(%s) = false after a good refresh; DRAPublished = %v", gpu1, good.DRAPublished)
+	}
 	h.sim.SetError(errors.New("kubelet is unwell"))
 
 	tests := []struct {
@@ -561,6 +584,9 @@ func TestStaleSnapshotDropped(t *testing.T) {
 		}
 		if got := s.Holders != nil && s.Allocatable != nil && s.Replicas != nil; got != tt.wantHolders {
 			t.Errorf("step %d (%v after success): holders kept = %v, want %v", i, h.clock.Now().Sub(good.LastSuccess), got, tt.wantHolders)
+		}
+		if got := s.Advertised(gpu1, ""); got != tt.wantHolders {
+			t.Errorf("step %d (%v after success): Advertised(DRA-only %s) = %v, want %v", i, h.clock.Now().Sub(good.LastSuccess), gpu1, got, tt.wantHolders)
 		}
 	}
 	if n := strings.Count(h.log.String(), "refresh failed"); n != 1 {

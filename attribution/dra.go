@@ -96,15 +96,10 @@ type draMapper struct {
 // maxLoggedDRA bounds how many distinct unmapped DRA devices are logged.
 const maxLoggedDRA = 100
 
+// newDRAMapper returns a mapper of the devices of drivers (none means
+// DefaultDRADriver) that looks them up in slices (nil: lookups are off).
 func newDRAMapper(drivers []string, slices SliceSource, log *slog.Logger) *draMapper {
-	if len(drivers) == 0 {
-		drivers = []string{DefaultDRADriver}
-	}
-	m := &draMapper{drivers: make(map[string]bool), slices: slices, log: log, logged: make(map[string]bool)}
-	for _, d := range drivers {
-		m.drivers[d] = true
-	}
-	return m
+	return &draMapper{drivers: driverSet(drivers), slices: slices, log: log, logged: make(map[string]bool)}
 }
 
 // published returns the device UUIDs the slice source publishes

@@ -95,6 +95,7 @@ func TestClientDRA(t *testing.T) {
 		slices        attribution.SliceSource // nil: nodeSlices
 		noSlices      bool
 		pods          []kubeletsim.Pod
+		allocatable   []kubeletsim.Devices
 		want          map[string][]attribution.Holder
 		wantExclusive map[string]bool
 		wantUnmapped  []string // "pod/container device: reason substring"
@@ -156,6 +157,51 @@ func TestClientDRA(t *testing.T) {
 			wantExclusive: map[string]bool{gpu0: false},
 		},
 		{
+			// A container's repeated listing of one claim on one device is one
+			// hold: claim x's half goes to c1 and c2 equally (1/4 each), not
+			// 2/3 to c1 as if it were held twice.
+			name: "a claim listed twice by one container counts once",
+			pods: []kubeletsim.Pod{
+				pod("a", "p",
+					kubeletsim.Container{Name: "c1", Claims: []kubeletsim.Claim{
+						{Name: "x", Devices: []kubeletsim.ClaimDevice{sharedDev("gpu-0", "s1")}},
+						{Name: "x", Devices: []kubeletsim.ClaimDevice{sharedDev("gpu-0", "s1")}},
+					}},
+					claimCtr("c2", "x", sharedDev("gpu-0", "s1")),
+				),
+				pod("b", "q", claimCtr("c", "y", sharedDev("gpu-0", "s2"))),
+			},
+			want: map[string][]attribution.Holder{
+				gpu0: {
+					withShareID(draHolder("a", "p", "c1", "x", 0.25), "s1"),
+					withShareID(draHolder("a", "p", "c2", "x", 0.25), "s1"),
+					withShareID(draHolder("b", "q", "c", "y", 0.5), "s2"),
+				},
+			},
+			wantExclusive: map[string]bool{gpu0: false},
+		},
+		{
+			// Device-plugin and DRA holders of one device each get half of
+			// what their own rule gives: the plugin's one replica of two
+			// offered (1/2) becomes 1/4, each of the two DRA shares (1/2)
+			// becomes 1/4; a quarter of the device stays unpaid.
+			name: "device plugin and DRA on one device: every share halved",
+			pods: []kubeletsim.Pod{
+				pod("ml", "plugin", ctr("main", "nvidia.com/gpu.shared", gpu0+"::0")),
+				pod("a", "p1", claimCtr("c", "shared-1", sharedDev("gpu-0", "s1"))),
+				pod("b", "p2", claimCtr("c", "shared-2", sharedDev("gpu-0", "s2"))),
+			},
+			allocatable: []kubeletsim.Devices{{Resource: "nvidia.com/gpu.shared", IDs: []string{gpu0 + "::0", gpu0 + "::1"}}},
+			want: map[string][]attribution.Holder{
+				gpu0: {
+					withShareID(draHolder("a", "p1", "c", "shared-1", 0.25), "s1"),
+					withShareID(draHolder("b", "p2", "c", "shared-2", 0.25), "s2"),
+					{Namespace: "ml", Pod: "plugin", Container: "main", Resource: "nvidia.com/gpu.shared", Sharing: attribution.TimeSlicing, Replicas: 1, Share: 0.25},
+				},
+			},
+			wantExclusive: map[string]bool{gpu0: false},
+		},
+		{
 			name: "a lone holder of one share of a shared device keeps no pod labels",
 			pods: []kubeletsim.Pod{pod("a", "p1", claimCtr("c", "shared-1", sharedDev("gpu-0", "s1")))},
 			want: map[string][]attribution.Holder{
@@ -210,6 +256,7 @@ func TestClientDRA(t *testing.T) {
 			})
 			h.client.SetMIGLayout(nodeLayout)
 			h.sim.SetPods(tc.pods)
+			h.sim.SetAllocatable(tc.allocatable)
 			s := h.refresh(t)
 			assertHolders(t, s.Holders, tc.want)
 			switch {
@@ -236,6 +283,38 @@ func TestClientDRA(t *testing.T) {
 				t.Errorf("UnmappedDRATotal = %d, want %d", s.UnmappedDRATotal, len(tc.wantUnmapped))
 			}
 		})
+	}
+}
+
+// TestClientDRAOneContainerTwoClaims: a container that holds one device
+// through two claims is one holder with the sum of both allocations' parts
+// (2 of the device's 3 allocations: 2/3), and a share of a shared device
+// when either claim is one (its ShareID is the shared claim's). Which of the
+// two claims it names is not fixed, so the refresh is repeated: the holder's
+// merge must not depend on the order the allocations are visited in.
+func TestClientDRAOneContainerTwoClaims(t *testing.T) {
+	h := newHarness(t, func(c *attribution.Config) { c.Slices = nodeSlices })
+	h.sim.SetPods([]kubeletsim.Pod{
+		pod("a", "p", kubeletsim.Container{Name: "c", Claims: []kubeletsim.Claim{
+			{Name: "x", Devices: []kubeletsim.ClaimDevice{nvDev("gpu-0")}},
+			{Name: "y", Devices: []kubeletsim.ClaimDevice{sharedDev("gpu-0", "s2")}},
+		}}),
+		pod("b", "q", claimCtr("c", "z", sharedDev("gpu-0", "s3"))),
+	})
+	want := []attribution.Holder{
+		withShareID(draHolder("a", "p", "c", "", 2.0/3), "s2"),
+		withShareID(draHolder("b", "q", "c", "z", 1.0/3), "s3"),
+	}
+	for range 16 {
+		s := h.refresh(t)
+		got := s.Holders[gpu0]
+		if len(got) == 2 && (got[0].Claim == "x" || got[0].Claim == "y") {
+			want[0].Claim = got[0].Claim
+		}
+		assertHolders(t, s.Holders, map[string][]attribution.Holder{gpu0: want})
+		if t.Failed() {
+			return
+		}
 	}
 }
 

@@ -2,13 +2,17 @@ package attribution
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuledger/gpuledger/smallfile"
 )
+
+// maxKubeconfigBytes caps the kubeconfig file read at start-up, bytes.
+const maxKubeconfigBytes = 1 << 20
 
 // kubeconfig is the part of a kubeconfig file (v1) that loadKubeconfig reads.
 // client-go's own loader (tools/clientcmd) would cost the exporter about 2 MiB of
@@ -53,9 +57,10 @@ type kubeconfig struct {
 // loadKubeconfig reads the current context of the kubeconfig file at path:
 // server, TLS settings, and a token, token file, client certificate, basic auth or
 // exec credential plugin. Relative file names are relative to the file's
-// directory, as kubectl reads them.
+// directory, as kubectl reads them. The file must be a regular file of at most
+// maxKubeconfigBytes: a FIFO or a device is an error, not a hang.
 func loadKubeconfig(path string) (*rest.Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := smallfile.Read(path, maxKubeconfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read kubeconfig: %w", err)
 	}

@@ -98,6 +98,7 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
 clusters: [{name: c, cluster: {server: "https://c"}}]
 users: [{name: u, user: {auth-provider: {name: gcp}}}]`, "auth-provider plugins are not supported"},
 		{"not YAML", "current-context: [", "kubeconfig"},
+		{"over the size cap", "current-context: x\n#" + strings.Repeat("x", maxKubeconfigBytes), "too large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadKubeconfig(writeKubeconfig(t, tc.content))

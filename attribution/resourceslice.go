@@ -126,14 +126,20 @@ type sliceIndex struct {
 // newSliceIndex returns an empty index of the devices of drivers; none means
 // DefaultDRADriver.
 func newSliceIndex(drivers []string) *sliceIndex {
+	return &sliceIndex{drivers: driverSet(drivers), devices: make(map[DRADeviceRef]SliceDevice)}
+}
+
+// driverSet returns the set of the DRA driver names drivers; none means
+// DefaultDRADriver.
+func driverSet(drivers []string) map[string]bool {
 	if len(drivers) == 0 {
 		drivers = []string{DefaultDRADriver}
 	}
-	x := &sliceIndex{drivers: make(map[string]bool), devices: make(map[DRADeviceRef]SliceDevice)}
+	set := make(map[string]bool, len(drivers))
 	for _, d := range drivers {
-		x.drivers[d] = true
+		set[d] = true
 	}
-	return x
+	return set
 }
 
 // Device returns what the slices publish for ref.
