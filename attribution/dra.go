@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 
@@ -179,6 +180,10 @@ type draAlloc struct {
 	namespace, claim, shareID string
 }
 
+func compareDRAAllocs(a, b draAlloc) int {
+	return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.claim, b.claim), cmp.Compare(a.shareID, b.shareID))
+}
+
 // addHolders adds to t the holders of the DRA devices in list and records the
 // allocations that could not be mapped. A device's DRA holders split it equally
 // per allocation (claim and share ID), and an allocation equally among the
@@ -215,7 +220,10 @@ func (m *draMapper) addHolders(t *tables, list *podresourcesv1.ListPodResourcesR
 	}
 	for uuid, allocs := range holds {
 		var hs []Holder
-		for _, ctrs := range allocs {
+		// In a fixed order, so that a container in two claims names the same
+		// one (the first) at every refresh.
+		for _, a := range slices.SortedFunc(maps.Keys(allocs), compareDRAAllocs) {
+			ctrs := allocs[a]
 			for _, h := range ctrs {
 				share := 1 / float64(len(allocs)) / float64(len(ctrs))
 				i := slices.IndexFunc(hs, func(o Holder) bool {
