@@ -93,10 +93,11 @@ func TestReleaseThreshold(t *testing.T) {
 }
 
 // TestReleaseSharedIsReclaimable: releasing a MIG instance frees no GPU: its
-// cost moves to the GPU's other parts, so it is reclaimable capacity.
+// cost moves to the GPU's other parts, so it is reclaimable capacity: all its
+// cost, busy hours too (busy 3 %, below the release threshold), not its idle EUR.
 func TestReleaseSharedIsReclaimable(t *testing.T) {
 	g := fakeGPU{uuid: "GPU-M", index: "0", model: h100Name, host: "node-m", ns: "svc", pod: "idle", container: "c", rateEURPerHour: 1.4,
-		busyShare: 0, activity: 0.01, fbMiB: 1000, hasActivity: true, hasFB: true, resource: "nvidia.com/mig-3g.40gb", sharing: "mig"}
+		busyShare: 0.03, activity: 0.01, fbMiB: 1000, hasActivity: true, hasFB: true, resource: "nvidia.com/mig-3g.40gb", sharing: "mig"}
 	ss := fakeSeriesFor(g, time.Hour)
 	for i := range ss {
 		ss[i].labels = with(ss[i].labels, "GPU_I_ID", "1", "GPU_I_PROFILE", "3g.40gb")
