@@ -240,8 +240,10 @@ func withUnknown(g fakeGPU, u float64) []fakeSeries {
 
 // TestUnknownBlocksHoldingAdvice: an idle pod alone on its GPU is released
 // when 0.8 % of its hours are unknown and gets no advice at 1.2 % (the 1 %
-// rule); a busy neighbour keeps the node's unknown share at half the pod's,
-// under 1 %, so the node does not decide it. An idle pod with no unknown
+// rule). At 0.995 % it is released: the share is of its busy + idle +
+// unknown hours; of its known hours alone it would be 1.005 %. A busy
+// neighbour keeps the node's unknown share at half the pod's, under 1 %, so
+// the node does not decide it. An idle pod with no unknown
 // time of its own on a node whose unknown share is above 1 % gets no advice
 // either.
 func TestUnknownBlocksHoldingAdvice(t *testing.T) {
@@ -250,7 +252,7 @@ func TestUnknownBlocksHoldingAdvice(t *testing.T) {
 	for _, tc := range []struct {
 		unknown float64
 		release bool
-	}{{0.008, true}, {0.012, false}} {
+	}{{0.008, true}, {0.00995, true}, {0.012, false}} {
 		q := fleetQuerier([]fakeGPU{alone("GPU-B", "1", "node-u", h100Name, "ml", "trainer", 1.5, 1, 0.95, 70000)}, time.Hour)
 		q.series = append(q.series, withUnknown(alone("GPU-I", "0", "node-u", h100Name, "dev", "idle", 1.5, 0, 0, 70000), tc.unknown)...)
 		r := generate(t, cfg, q)
