@@ -87,9 +87,23 @@ func adviceExcluded(r *Report) map[int]bool {
 // (busy + idle + unknown) unknown, or on a node that drainBlocked. Its busy
 // share reads only measured hours, so unknown time would pass for idle.
 func unknownBlocked(r *Report, h *Holding) bool {
-	all := h.Totals.HeldHours + h.Totals.UnknownHours
-	return all > 0 && h.Totals.UnknownHours/all > unknownBlocksAdvice || drainBlocked(r, h.Node)
+	share, _ := holdingUnknown(h)
+	return tooUnknown(share) || drainBlocked(r, h.Node)
 }
+
+// holdingUnknown returns the share of holding h's hours that is unknown, 0
+// when it has none, and those hours (busy + idle + unknown).
+func holdingUnknown(h *Holding) (share, all float64) {
+	all = h.Totals.HeldHours + h.Totals.UnknownHours
+	if all <= 0 {
+		return 0, all
+	}
+	return h.Totals.UnknownHours / all, all
+}
+
+// tooUnknown reports whether an unknown share (of a holding's or a node's
+// hours) blocks advice.
+func tooUnknown(share float64) bool { return share > unknownBlocksAdvice }
 
 // unknownHoldingWarnings names the holdings whose own unknown time blocks
 // advice (those on a node with too much unknown time are named by
@@ -98,9 +112,9 @@ func unknownHoldingWarnings(r *Report) []string {
 	var out []string
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if all := h.Totals.HeldHours + h.Totals.UnknownHours; all > 0 && h.Totals.UnknownHours/all > unknownBlocksAdvice {
+		if share, all := holdingUnknown(h); tooUnknown(share) {
 			out = append(out, fmt.Sprintf("holding %s on %s (%s): %s of %s hours unknown (%s, above %s); no release, time-slicing or MIG advice for it",
-				holdingName(h), h.Node, h.UUID, hours(h.Totals.UnknownHours), hours(all), pct(h.Totals.UnknownHours/all), pct(unknownBlocksAdvice)))
+				holdingName(h), h.Node, h.UUID, hours(h.Totals.UnknownHours), hours(all), pct(share), pct(unknownBlocksAdvice)))
 		}
 	}
 	return out
@@ -110,7 +124,7 @@ func unknownHoldingWarnings(r *Report) []string {
 func drainBlocked(r *Report, node string) bool {
 	for _, n := range r.Coverage.Nodes {
 		if n.Node == node {
-			return n.UnknownShare() > unknownBlocksAdvice
+			return tooUnknown(n.UnknownShare())
 		}
 	}
 	return false
@@ -120,7 +134,7 @@ func drainBlocked(r *Report, node string) bool {
 func unknownNodeWarnings(r *Report) []string {
 	var out []string
 	for _, n := range r.Coverage.Nodes {
-		if n.UnknownShare() > unknownBlocksAdvice {
+		if tooUnknown(n.UnknownShare()) {
 			out = append(out, fmt.Sprintf("node %s: %s of %s device-hours unknown (%s, above %s): who held its GPUs or how busy they were was not measured; no drain advice for it",
 				n.Node, hours(n.UnknownHours), hours(n.SeenHours), pct(n.UnknownShare()), pct(unknownBlocksAdvice)))
 		}
