@@ -26,7 +26,6 @@ type tsGroup struct {
 	model    string
 	replicas int
 	nodes    []string
-	holdings []int
 }
 
 // timeSlicing groups low-duty pods that alone hold a whole GPU by namespace
@@ -102,7 +101,7 @@ func (a *analysis) timeSlicing(r *Report, p *plan) []tsGroup {
 		nFree := len(idx) - len(bins)
 		hosts := slices.Clone(gpus[nFree:])
 		byPlace(hosts)
-		g := tsGroup{model: k.model, replicas: n, holdings: idx}
+		g := tsGroup{model: k.model, replicas: n}
 		for _, h := range hosts {
 			if !slices.Contains(g.nodes, h.node) {
 				g.nodes = append(g.nodes, h.node)
