@@ -108,7 +108,7 @@ func (a *analysis) timeSlicing(r *Report, p *plan) []tsGroup {
 			}
 		}
 		rec := Recommendation{Kind: "time-slicing", Target: k.ns, Model: k.model, Replicas: n, Holdings: names, Nodes: g.nodes}
-		rec.FreedEURPerMonth, rec.FreedGPUs = p.free("time-slicing "+k.ns, gpus[:nFree])
+		rec.FreedEURPerMonth, rec.FreedGPUs = p.free(gpus[:nFree])
 		rec.Evidence = fmt.Sprintf("%d pods each hold a whole GPU but are busy below %s of the time (%s); with %d replicas per GPU they fit on %d GPU(s) instead of %d; the %d cheapest of their GPUs become free, %.2f EUR over the range",
 			len(idx), pct(a.lowDuty), strings.Join(shares, ", "), n, len(bins), len(idx), nFree, rec.FreedEURPerMonth/p.month)
 		r.Recommendations = append(r.Recommendations, rec)
@@ -208,7 +208,7 @@ func (a *analysis) migSizing(r *Report, p *plan) map[string][]string {
 			profiles = append(profiles, fmt.Sprintf("%s ×%d", pn, count[pn]))
 		}
 		rec.Profile = strings.Join(profiles, ", ")
-		rec.FreedEURPerMonth, rec.FreedGPUs = p.free("mig "+name, gpus[:nFree])
+		rec.FreedEURPerMonth, rec.FreedGPUs = p.free(gpus[:nFree])
 		var left []string
 		for b, h := range hosts {
 			layouts[h.uuid] = bins[b]
