@@ -66,22 +66,6 @@ func brokenGPUs(d *dataset) []BrokenGPU {
 	return out
 }
 
-// adviceExcluded marks the holdings no advice may be made for: those on a
-// broken GPU (the advice for it is to repair or replace it).
-func adviceExcluded(r *Report) map[int]bool {
-	broken := map[string]bool{}
-	for _, b := range r.BrokenGPUs {
-		broken[b.UUID] = true
-	}
-	out := map[int]bool{}
-	for i := range r.Holdings {
-		if broken[r.Holdings[i].UUID] {
-			out[i] = true
-		}
-	}
-	return out
-}
-
 // unknownBlocked reports whether holding h gets no release, time-slicing or
 // MIG advice for unknown time: more than unknownBlocksAdvice of its hours
 // (busy + idle + unknown) unknown, or on a node that drainBlocked. Its busy

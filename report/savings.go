@@ -32,7 +32,7 @@ type plan struct {
 	month float64 // MonthFactor
 	gpus  map[string]*gpuInfo
 	nodes map[string][]*gpuInfo // by node, sorted by index
-	used  []bool                // per holding: a recommendation covers it, or it gets no advice (adviceExcluded)
+	used  []bool                // per holding: a recommendation covers it, or it is on a broken GPU and gets no advice
 	blind []bool                // per holding: too much unknown time for release, time-slicing or MIG (unknownBlocked)
 	freed map[string]bool       // UUIDs of the GPUs a recommendation frees
 	lost  map[string]bool       // UUIDs of broken GPUs: nothing frees them (faults.go)
@@ -41,9 +41,6 @@ type plan struct {
 func newPlan(r *Report, d *dataset) *plan {
 	p := &plan{month: r.MonthFactor(), gpus: map[string]*gpuInfo{}, nodes: map[string][]*gpuInfo{},
 		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]bool{}, lost: map[string]bool{}}
-	for i := range adviceExcluded(r) {
-		p.used[i] = true
-	}
 	for _, b := range r.BrokenGPUs {
 		p.lost[b.UUID] = true
 	}
@@ -84,6 +81,7 @@ func newPlan(r *Report, d *dataset) *plan {
 	for i := range r.Holdings {
 		g := p.gpus[r.Holdings[i].UUID]
 		g.holdings = append(g.holdings, i)
+		p.used[i] = p.lost[g.uuid] // the advice for a broken GPU is to repair or replace it
 		p.blind[i] = unknownBlocked(r, &r.Holdings[i])
 	}
 	for _, gs := range p.nodes {
