@@ -86,7 +86,7 @@ func newPlan(r *Report, d *dataset) *plan {
 	}
 	for _, gs := range p.nodes {
 		slices.SortFunc(gs, func(x, y *gpuInfo) int {
-			return cmp.Or(cmp.Compare(len(x.index), len(y.index)), cmp.Compare(x.index, y.index), cmp.Compare(x.uuid, y.uuid))
+			return cmp.Or(cmpIndex(x.index, y.index), cmp.Compare(x.uuid, y.uuid))
 		})
 	}
 	return p
@@ -195,6 +195,6 @@ func cheapestFirst(gs []*gpuInfo) {
 // byPlace sorts GPUs by node, then index.
 func byPlace(gs []*gpuInfo) {
 	slices.SortStableFunc(gs, func(x, y *gpuInfo) int {
-		return cmp.Or(cmp.Compare(x.node, y.node), cmp.Compare(len(x.index), len(y.index)), cmp.Compare(x.index, y.index))
+		return cmp.Or(cmp.Compare(x.node, y.node), cmpIndex(x.index, y.index))
 	})
 }
