@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -217,6 +218,41 @@ func TestTimeSlicingFreesTheCheapest(t *testing.T) {
 		t.Errorf("sharing warnings %q, want one naming ml/trainer/main and not the notebooks", r.Apply.TimeSlicingSharing)
 	}
 	checkDevicePlugin(t, r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels)
+}
+
+// TestTimeSlicingDutyLimit: four pods busy 25 % pack by busy share ×
+// headroom, at most 1 per GPU: with headroom 1.2 (30 % each) three share a
+// GPU and the fourth keeps its own, so 2 GPUs are freed; with headroom 1 all
+// four fit one GPU and 3 are freed.
+func TestTimeSlicingDutyLimit(t *testing.T) {
+	for _, tc := range []struct {
+		headroom        float64
+		replicas, freed int
+	}{{1.2, 3, 2}, {1, 4, 3}} {
+		cfg := testConfig()
+		cfg.Headroom = tc.headroom
+		var pods []fakeGPU
+		for i := range 4 {
+			pods = append(pods, alone(fmt.Sprintf("GPU-Q%d", i), fmt.Sprint(i), "node-q", h100Name, "dev", fmt.Sprintf("q-%d", i), 1.5, 0.25, 0.24, 2000))
+		}
+		ts := recsOf(generate(t, cfg, fleetQuerier(pods, time.Hour)), "time-slicing")
+		if len(ts) != 1 || ts[0].Replicas != tc.replicas || len(ts[0].FreedGPUs) != tc.freed || !near(ts[0].FreedEURPerMonth, float64(tc.freed)*252*perMonth) {
+			t.Errorf("headroom %g: time-slicing %+v, want %d replicas per GPU and %d GPUs freed", tc.headroom, ts, tc.replicas, tc.freed)
+		}
+	}
+}
+
+// TestTimeSlicingMemoryLimit: two pods busy 10 % that each use 45,000 MiB
+// of an H100's 81,559 MiB do not fit one GPU together, so they get no
+// time-slicing advice however little they compute.
+func TestTimeSlicingMemoryLimit(t *testing.T) {
+	r := generate(t, testConfig(), fleetQuerier([]fakeGPU{
+		alone("GPU-F0", "0", "node-f", h100Name, "dev", "f-0", 1.5, 0.1, 0.09, 45000),
+		alone("GPU-F1", "1", "node-f", h100Name, "dev", "f-1", 1.5, 0.1, 0.09, 45000),
+	}, time.Hour))
+	if ts := recsOf(r, "time-slicing"); len(ts) != 0 {
+		t.Errorf("time-slicing %+v, want none: 2 × 45,000 MiB exceed one H100", ts)
+	}
 }
 
 // withUnknown turns share u of each hour of g's idle time into unknown time,
