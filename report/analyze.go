@@ -332,30 +332,31 @@ func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
 
 	fleet, teams, namespaces, models, nodes := groupSet{}, groupSet{}, groupSet{}, groupSet{}, groupSet{}
 	gpus := map[string]bool{}
+	// groupsOf lists the groups an entry counts in: the fleet, its model and
+	// its node, and for a held entry its team and namespace.
+	groupsOf := func(k holdingKey, e *ledgerEntry) []*groupAcc {
+		gs := []*groupAcc{fleet.get(""), models.get(e.model), nodes.get(e.host)}
+		if k.holder != (holderKey{}) {
+			gs = append(gs, teams.get(a.team(d, k.holder)), namespaces.get(k.holder.Namespace))
+		}
+		return gs
+	}
 	for _, k := range sortedKeys(d.ledger) {
 		e := d.ledger[k]
 		gpus[k.dev.UUID] = true
 		act, fb := d.activity[k], d.fbMiB[k]
-		for _, g := range []*groupAcc{fleet.get(""), models.get(e.model), nodes.get(e.host)} {
+		for _, g := range groupsOf(k, e) {
 			g.totals.add(e)
-		}
-		if k.holder != (holderKey{}) {
-			for _, g := range []*groupAcc{fleet.get(""), models.get(e.model), nodes.get(e.host), teams.get(a.team(d, k.holder)), namespaces.get(k.holder.Namespace)} {
+			if k.holder != (holderKey{}) {
 				g.act = append(g.act, act)
 				g.fb = append(g.fb, fb)
 			}
-			teams.get(a.team(d, k.holder)).totals.add(e)
-			namespaces.get(k.holder.Namespace).totals.add(e)
 		}
 	}
 	for _, k := range sortedKeys(d.previous) {
 		e := d.previous[k]
-		for _, g := range []*groupAcc{fleet.get(""), models.get(e.model), nodes.get(e.host)} {
+		for _, g := range groupsOf(k, e) {
 			g.prev.add(e)
-		}
-		if k.holder != (holderKey{}) {
-			teams.get(a.team(d, k.holder)).prev.add(e)
-			namespaces.get(k.holder.Namespace).prev.add(e)
 		}
 	}
 	withPrev := d.previous != nil

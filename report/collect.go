@@ -84,10 +84,10 @@ type dataset struct {
 
 // gpuSeen is what the ledger recorded of one physical GPU over the range.
 type gpuSeen struct {
-	host, gpu, model string
-	seen             []float64 // device-seconds over all states per step bucket
-	unknown          []float64 // of them unknown, per step bucket
-	firstLost        int       // first bucket with lost seconds; -1: none
+	host, gpu string
+	seen      []float64 // device-seconds over all states per step bucket
+	unknown   []float64 // of them unknown, per step bucket
+	firstLost int       // first bucket with lost seconds; -1: none
 }
 
 const byDevice = "UUID, GPU_I_ID, namespace, pod, container"
@@ -317,7 +317,7 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 func (d *dataset) gpu(uuid string, e *ledgerEntry) *gpuSeen {
 	g := d.gpus[uuid]
 	if g == nil {
-		g = &gpuSeen{host: e.host, gpu: e.gpu, model: e.model, seen: make([]float64, d.buckets), unknown: make([]float64, d.buckets), firstLost: -1}
+		g = &gpuSeen{host: e.host, gpu: e.gpu, seen: make([]float64, d.buckets), unknown: make([]float64, d.buckets), firstLost: -1}
 		d.gpus[uuid] = g
 	}
 	return g

@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -97,7 +98,7 @@ func coverageOf(d *dataset) Coverage {
 	var fleet CoverageOf
 	nodes := map[string]*NodeCoverage{}
 	step := d.step.Seconds()
-	for _, uuid := range slicesSortedKeys(d.gpus) {
+	for _, uuid := range slices.Sorted(maps.Keys(d.gpus)) {
 		g := d.gpus[uuid]
 		gc := GPUCoverage{Node: g.host, UUID: uuid, GPU: g.gpu}
 		gc.ExpectedHours = float64(d.buckets) * step / 3600
@@ -155,15 +156,6 @@ func coverageOf(d *dataset) Coverage {
 
 // cmpIndex orders GPU indexes as numbers ("2" before "10").
 func cmpIndex(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b)) }
-
-func slicesSortedKeys(m map[string]*gpuSeen) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 // partial reports whether more than partialAbove of the expected device-hours
 // are missing or unknown.

@@ -66,30 +66,28 @@ func brokenGPUs(d *dataset) []BrokenGPU {
 	return out
 }
 
-// adviceExcluded marks the holdings no advice may be made for: those on a
-// broken GPU (the advice for it is to repair or replace it).
-func adviceExcluded(r *Report) map[int]bool {
-	broken := map[string]bool{}
-	for _, b := range r.BrokenGPUs {
-		broken[b.UUID] = true
-	}
-	out := map[int]bool{}
-	for i := range r.Holdings {
-		if broken[r.Holdings[i].UUID] {
-			out[i] = true
-		}
-	}
-	return out
-}
-
 // unknownBlocked reports whether holding h gets no release, time-slicing or
 // MIG advice for unknown time: more than unknownBlocksAdvice of its hours
 // (busy + idle + unknown) unknown, or on a node that drainBlocked. Its busy
 // share reads only measured hours, so unknown time would pass for idle.
 func unknownBlocked(r *Report, h *Holding) bool {
-	all := h.Totals.HeldHours + h.Totals.UnknownHours
-	return all > 0 && h.Totals.UnknownHours/all > unknownBlocksAdvice || drainBlocked(r, h.Node)
+	share, _ := holdingUnknown(h)
+	return tooUnknown(share) || drainBlocked(r, h.Node)
 }
+
+// holdingUnknown returns the share of holding h's hours that is unknown, 0
+// when it has none, and those hours (busy + idle + unknown).
+func holdingUnknown(h *Holding) (share, all float64) {
+	all = h.Totals.HeldHours + h.Totals.UnknownHours
+	if all <= 0 {
+		return 0, all
+	}
+	return h.Totals.UnknownHours / all, all
+}
+
+// tooUnknown reports whether an unknown share (of a holding's or a node's
+// hours) blocks advice.
+func tooUnknown(share float64) bool { return share > unknownBlocksAdvice }
 
 // unknownHoldingWarnings names the holdings whose own unknown time blocks
 // advice (those on a node with too much unknown time are named by
@@ -98,9 +96,9 @@ func unknownHoldingWarnings(r *Report) []string {
 	var out []string
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if all := h.Totals.HeldHours + h.Totals.UnknownHours; all > 0 && h.Totals.UnknownHours/all > unknownBlocksAdvice {
+		if share, all := holdingUnknown(h); tooUnknown(share) {
 			out = append(out, fmt.Sprintf("holding %s on %s (%s): %s of %s hours unknown (%s, above %s); no release, time-slicing or MIG advice for it",
-				holdingName(h), h.Node, h.UUID, hours(h.Totals.UnknownHours), hours(all), pct(h.Totals.UnknownHours/all), pct(unknownBlocksAdvice)))
+				holdingName(h), h.Node, h.UUID, hours(h.Totals.UnknownHours), hours(all), pct(share), pct(unknownBlocksAdvice)))
 		}
 	}
 	return out
@@ -110,7 +108,7 @@ func unknownHoldingWarnings(r *Report) []string {
 func drainBlocked(r *Report, node string) bool {
 	for _, n := range r.Coverage.Nodes {
 		if n.Node == node {
-			return n.UnknownShare() > unknownBlocksAdvice
+			return tooUnknown(n.UnknownShare())
 		}
 	}
 	return false
@@ -120,7 +118,7 @@ func drainBlocked(r *Report, node string) bool {
 func unknownNodeWarnings(r *Report) []string {
 	var out []string
 	for _, n := range r.Coverage.Nodes {
-		if n.UnknownShare() > unknownBlocksAdvice {
+		if tooUnknown(n.UnknownShare()) {
 			out = append(out, fmt.Sprintf("node %s: %s of %s device-hours unknown (%s, above %s): who held its GPUs or how busy they were was not measured; no drain advice for it",
 				n.Node, hours(n.UnknownHours), hours(n.SeenHours), pct(n.UnknownShare()), pct(unknownBlocksAdvice)))
 		}

@@ -26,7 +26,6 @@ type tsGroup struct {
 	model    string
 	replicas int
 	nodes    []string
-	holdings []int
 }
 
 // timeSlicing groups low-duty pods that alone hold a whole GPU by namespace
@@ -102,14 +101,14 @@ func (a *analysis) timeSlicing(r *Report, p *plan) []tsGroup {
 		nFree := len(idx) - len(bins)
 		hosts := slices.Clone(gpus[nFree:])
 		byPlace(hosts)
-		g := tsGroup{model: k.model, replicas: n, holdings: idx}
+		g := tsGroup{model: k.model, replicas: n}
 		for _, h := range hosts {
 			if !slices.Contains(g.nodes, h.node) {
 				g.nodes = append(g.nodes, h.node)
 			}
 		}
 		rec := Recommendation{Kind: "time-slicing", Target: k.ns, Model: k.model, Replicas: n, Holdings: names, Nodes: g.nodes}
-		rec.FreedEURPerMonth, rec.FreedGPUs = p.free("time-slicing "+k.ns, gpus[:nFree])
+		rec.FreedEURPerMonth, rec.FreedGPUs = p.free(gpus[:nFree])
 		rec.Evidence = fmt.Sprintf("%d pods each hold a whole GPU but are busy below %s of the time (%s); with %d replicas per GPU they fit on %d GPU(s) instead of %d; the %d cheapest of their GPUs become free, %.2f EUR over the range",
 			len(idx), pct(a.lowDuty), strings.Join(shares, ", "), n, len(bins), len(idx), nFree, rec.FreedEURPerMonth/p.month)
 		r.Recommendations = append(r.Recommendations, rec)
@@ -209,7 +208,7 @@ func (a *analysis) migSizing(r *Report, p *plan) map[string][]string {
 			profiles = append(profiles, fmt.Sprintf("%s ×%d", pn, count[pn]))
 		}
 		rec.Profile = strings.Join(profiles, ", ")
-		rec.FreedEURPerMonth, rec.FreedGPUs = p.free("mig "+name, gpus[:nFree])
+		rec.FreedEURPerMonth, rec.FreedGPUs = p.free(gpus[:nFree])
 		var left []string
 		for b, h := range hosts {
 			layouts[h.uuid] = bins[b]

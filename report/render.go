@@ -269,8 +269,8 @@ func renderCSV(w io.Writer, r *Report) error {
 	}
 	month := f64(r.HoursPerMonth)
 	headline := make([]string, len(csvHeader))
-	headline[0], headline[1], headline[14] = "headline", "fleet", "all advice"
-	headline[15], headline[16], headline[17] = f64(r.FreedEURPerMonth), f64(r.ReclaimableEURPerMonth), month
+	headline[0], headline[1], headline[csvKind] = "headline", "fleet", "all advice"
+	headline[csvFreed], headline[csvReclaimable], headline[csvHoursPerMonth] = f64(r.FreedEURPerMonth), f64(r.ReclaimableEURPerMonth), month
 	rows = append(rows, headline)
 	for _, rec := range r.Recommendations {
 		cells := make([]string, len(csvHeader))

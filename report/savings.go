@@ -32,18 +32,15 @@ type plan struct {
 	month float64 // MonthFactor
 	gpus  map[string]*gpuInfo
 	nodes map[string][]*gpuInfo // by node, sorted by index
-	used  []bool                // per holding: a recommendation covers it, or it gets no advice (adviceExcluded)
+	used  []bool                // per holding: a recommendation covers it, or it is on a broken GPU and gets no advice
 	blind []bool                // per holding: too much unknown time for release, time-slicing or MIG (unknownBlocked)
-	freed map[string]string     // UUID → the recommendation that frees it
+	freed map[string]bool       // UUIDs of the GPUs a recommendation frees
 	lost  map[string]bool       // UUIDs of broken GPUs: nothing frees them (faults.go)
 }
 
 func newPlan(r *Report, d *dataset) *plan {
 	p := &plan{month: r.MonthFactor(), gpus: map[string]*gpuInfo{}, nodes: map[string][]*gpuInfo{},
-		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]string{}, lost: map[string]bool{}}
-	for i := range adviceExcluded(r) {
-		p.used[i] = true
-	}
+		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]bool{}, lost: map[string]bool{}}
 	for _, b := range r.BrokenGPUs {
 		p.lost[b.UUID] = true
 	}
@@ -84,11 +81,12 @@ func newPlan(r *Report, d *dataset) *plan {
 	for i := range r.Holdings {
 		g := p.gpus[r.Holdings[i].UUID]
 		g.holdings = append(g.holdings, i)
+		p.used[i] = p.lost[g.uuid] // the advice for a broken GPU is to repair or replace it
 		p.blind[i] = unknownBlocked(r, &r.Holdings[i])
 	}
 	for _, gs := range p.nodes {
 		slices.SortFunc(gs, func(x, y *gpuInfo) int {
-			return cmp.Or(cmp.Compare(len(x.index), len(y.index)), cmp.Compare(x.index, y.index), cmp.Compare(x.uuid, y.uuid))
+			return cmp.Or(cmpIndex(x.index, y.index), cmp.Compare(x.uuid, y.uuid))
 		})
 	}
 	return p
@@ -99,22 +97,23 @@ func newPlan(r *Report, d *dataset) *plan {
 func (p *plan) open(i int) bool { return !p.used[i] && !p.blind[i] }
 
 // sole reports whether holding i is the only one its GPU had over the range,
-// and held it whole: moving it leaves the GPU free.
+// and held it whole: moving it leaves the GPU free. For an open holding the
+// GPU is not freed yet: whatever frees a GPU covers every holding on it.
 func (p *plan) sole(r *Report, i int) bool {
 	h := &r.Holdings[i]
 	g := p.gpus[h.UUID]
-	return wholeExclusive(h) && len(g.holdings) == 1 && len(g.layout) == 0 && p.freed[h.UUID] == ""
+	return wholeExclusive(h) && len(g.holdings) == 1 && len(g.layout) == 0
 }
 
-// free records that rec frees the GPUs and returns their cost per month and
-// their names. A GPU already freed by another recommendation is skipped, and
-// so is a broken one: it needs repair, and freeing it saves nothing.
-func (p *plan) free(rec string, gpus []*gpuInfo) (eur float64, names []string) {
+// free records that a recommendation frees the GPUs and returns their cost
+// per month and their names. A GPU already freed by another recommendation is
+// skipped, and so is a broken one: it needs repair, and freeing it saves nothing.
+func (p *plan) free(gpus []*gpuInfo) (eur float64, names []string) {
 	for _, g := range gpus {
-		if p.freed[g.uuid] != "" || p.lost[g.uuid] {
+		if p.freed[g.uuid] || p.lost[g.uuid] {
 			continue
 		}
-		p.freed[g.uuid] = rec
+		p.freed[g.uuid] = true
 		eur += g.eur * p.month
 		names = append(names, g.uuid)
 	}
@@ -140,7 +139,7 @@ func (a *analysis) drainNodes(r *Report, p *plan) {
 			continue
 		}
 		target := n.Name
-		eur, freed := p.free("drain "+target, p.nodes[n.Name])
+		eur, freed := p.free(p.nodes[n.Name])
 		var held []string
 		for _, g := range p.nodes[n.Name] {
 			for _, i := range g.holdings {
@@ -178,7 +177,7 @@ func (a *analysis) releaseIdle(r *Report, p *plan) {
 		what := fmt.Sprintf("held %.1f device-hours on %s (%s), busy %s of them (below %s)",
 			h.Totals.HeldHours, h.Node, h.UUID, pct(h.Totals.BusyShare), pct(a.release))
 		if p.sole(r, i) {
-			rec.FreedEURPerMonth, rec.FreedGPUs = p.free("release "+rec.Target, []*gpuInfo{p.gpus[h.UUID]})
+			rec.FreedEURPerMonth, rec.FreedGPUs = p.free([]*gpuInfo{p.gpus[h.UUID]})
 			rec.Evidence = fmt.Sprintf("%s; it alone held the GPU, which cost %.2f EUR over the range and becomes free", what, p.gpus[h.UUID].eur)
 		} else {
 			rec.ReclaimableEURPerMonth = h.Totals.CostEUR * p.month
@@ -196,6 +195,6 @@ func cheapestFirst(gs []*gpuInfo) {
 // byPlace sorts GPUs by node, then index.
 func byPlace(gs []*gpuInfo) {
 	slices.SortStableFunc(gs, func(x, y *gpuInfo) int {
-		return cmp.Or(cmp.Compare(x.node, y.node), cmp.Compare(len(x.index), len(y.index)), cmp.Compare(x.index, y.index))
+		return cmp.Or(cmp.Compare(x.node, y.node), cmpIndex(x.index, y.index))
 	})
 }

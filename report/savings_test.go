@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -93,10 +94,11 @@ func TestReleaseThreshold(t *testing.T) {
 }
 
 // TestReleaseSharedIsReclaimable: releasing a MIG instance frees no GPU: its
-// cost moves to the GPU's other parts, so it is reclaimable capacity.
+// cost moves to the GPU's other parts, so it is reclaimable capacity: all its
+// cost, busy hours too (busy 3 %, below the release threshold), not its idle EUR.
 func TestReleaseSharedIsReclaimable(t *testing.T) {
 	g := fakeGPU{uuid: "GPU-M", index: "0", model: h100Name, host: "node-m", ns: "svc", pod: "idle", container: "c", rateEURPerHour: 1.4,
-		busyShare: 0, activity: 0.01, fbMiB: 1000, hasActivity: true, hasFB: true, resource: "nvidia.com/mig-3g.40gb", sharing: "mig"}
+		busyShare: 0.03, activity: 0.01, fbMiB: 1000, hasActivity: true, hasFB: true, resource: "nvidia.com/mig-3g.40gb", sharing: "mig"}
 	ss := fakeSeriesFor(g, time.Hour)
 	for i := range ss {
 		ss[i].labels = with(ss[i].labels, "GPU_I_ID", "1", "GPU_I_PROFILE", "3g.40gb")
@@ -218,6 +220,41 @@ func TestTimeSlicingFreesTheCheapest(t *testing.T) {
 	checkDevicePlugin(t, r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels)
 }
 
+// TestTimeSlicingDutyLimit: four pods busy 25 % pack by busy share ×
+// headroom, at most 1 per GPU: with headroom 1.2 (30 % each) three share a
+// GPU and the fourth keeps its own, so 2 GPUs are freed; with headroom 1 all
+// four fit one GPU and 3 are freed.
+func TestTimeSlicingDutyLimit(t *testing.T) {
+	for _, tc := range []struct {
+		headroom        float64
+		replicas, freed int
+	}{{1.2, 3, 2}, {1, 4, 3}} {
+		cfg := testConfig()
+		cfg.Headroom = tc.headroom
+		var pods []fakeGPU
+		for i := range 4 {
+			pods = append(pods, alone(fmt.Sprintf("GPU-Q%d", i), fmt.Sprint(i), "node-q", h100Name, "dev", fmt.Sprintf("q-%d", i), 1.5, 0.25, 0.24, 2000))
+		}
+		ts := recsOf(generate(t, cfg, fleetQuerier(pods, time.Hour)), "time-slicing")
+		if len(ts) != 1 || ts[0].Replicas != tc.replicas || len(ts[0].FreedGPUs) != tc.freed || !near(ts[0].FreedEURPerMonth, float64(tc.freed)*252*perMonth) {
+			t.Errorf("headroom %g: time-slicing %+v, want %d replicas per GPU and %d GPUs freed", tc.headroom, ts, tc.replicas, tc.freed)
+		}
+	}
+}
+
+// TestTimeSlicingMemoryLimit: two pods busy 10 % that each use 45,000 MiB
+// of an H100's 81,559 MiB do not fit one GPU together, so they get no
+// time-slicing advice however little they compute.
+func TestTimeSlicingMemoryLimit(t *testing.T) {
+	r := generate(t, testConfig(), fleetQuerier([]fakeGPU{
+		alone("GPU-F0", "0", "node-f", h100Name, "dev", "f-0", 1.5, 0.1, 0.09, 45000),
+		alone("GPU-F1", "1", "node-f", h100Name, "dev", "f-1", 1.5, 0.1, 0.09, 45000),
+	}, time.Hour))
+	if ts := recsOf(r, "time-slicing"); len(ts) != 0 {
+		t.Errorf("time-slicing %+v, want none: 2 × 45,000 MiB exceed one H100", ts)
+	}
+}
+
 // withUnknown turns share u of each hour of g's idle time into unknown time,
 // under the same holder (or none): busy + idle + unknown stays the hour.
 func withUnknown(g fakeGPU, u float64) []fakeSeries {
@@ -239,8 +276,10 @@ func withUnknown(g fakeGPU, u float64) []fakeSeries {
 
 // TestUnknownBlocksHoldingAdvice: an idle pod alone on its GPU is released
 // when 0.8 % of its hours are unknown and gets no advice at 1.2 % (the 1 %
-// rule); a busy neighbour keeps the node's unknown share at half the pod's,
-// under 1 %, so the node does not decide it. An idle pod with no unknown
+// rule). At 0.995 % it is released: the share is of its busy + idle +
+// unknown hours; of its known hours alone it would be 1.005 %. A busy
+// neighbour keeps the node's unknown share at half the pod's, under 1 %, so
+// the node does not decide it. An idle pod with no unknown
 // time of its own on a node whose unknown share is above 1 % gets no advice
 // either.
 func TestUnknownBlocksHoldingAdvice(t *testing.T) {
@@ -249,7 +288,7 @@ func TestUnknownBlocksHoldingAdvice(t *testing.T) {
 	for _, tc := range []struct {
 		unknown float64
 		release bool
-	}{{0.008, true}, {0.012, false}} {
+	}{{0.008, true}, {0.00995, true}, {0.012, false}} {
 		q := fleetQuerier([]fakeGPU{alone("GPU-B", "1", "node-u", h100Name, "ml", "trainer", 1.5, 1, 0.95, 70000)}, time.Hour)
 		q.series = append(q.series, withUnknown(alone("GPU-I", "0", "node-u", h100Name, "dev", "idle", 1.5, 0, 0, 70000), tc.unknown)...)
 		r := generate(t, cfg, q)
