@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,6 +56,10 @@ func TestHTMLInChromium(t *testing.T) {
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
 		"--user-data-dir="+filepath.Join(dir, "profile"), "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
 		"--remote-allow-origins=*", "--window-size=1200,2400", "about:blank")
+	// Its own process group, killed whole: the renderer and helper processes
+	// would otherwise outlive the browser and write to the profile while the
+	// test's temporary directory is removed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +68,7 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		cmd.Process.Kill()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	}()
 	wsURL := make(chan string, 1)
