@@ -1,8 +1,8 @@
 # syntax=docker/dockerfile:1
 #
-# The one gpuledger image: the node exporter and the weekly report.
+# The one gputally image: the node exporter and the weekly report.
 #
-#   docker build --build-arg VERSION=$(git describe --tags) -t gpuledger/gpuledger:dev .
+#   docker build --build-arg VERSION=$(git describe --tags) -t gputally/gputally:dev .
 #
 # NVML is loaded at run time (dlopen) from the driver libraries the NVIDIA container
 # toolkit injects into the pod, so the binary is built with cgo against glibc and runs on a
@@ -29,16 +29,16 @@ RUN --mount=type=cache,target=/go/pkg/mod \
         -X github.com/prometheus/common/version.Version=${VERSION} \
         -X github.com/prometheus/common/version.Revision=${REVISION} \
         -X github.com/prometheus/common/version.Branch=${BRANCH} \
-        -X github.com/prometheus/common/version.BuildUser=gpuledger \
+        -X github.com/prometheus/common/version.BuildUser=gputally \
         -X github.com/prometheus/common/version.BuildDate=1970-01-01T00:00:00Z" \
-      -o /out/gpuledger ./cmd/gpuledger \
- && /out/gpuledger version
+      -o /out/gputally ./cmd/gputally \
+ && /out/gputally version
 
 # base-debian12 (not static): glibc for cgo and dlopen of libnvidia-ml.so.1.
 FROM gcr.io/distroless/base-debian12:nonroot
-COPY --from=build /out/gpuledger /gpuledger
+COPY --from=build /out/gputally /gputally
 # nonroot (65532), the uid the Helm chart's securityContext runs as.
 USER 65532:65532
 EXPOSE 9400
-ENTRYPOINT ["/gpuledger"]
+ENTRYPOINT ["/gputally"]
 CMD ["exporter"]

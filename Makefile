@@ -1,11 +1,11 @@
-# gpuledger build, test and release targets. `make help` lists them.
+# gputally build, test and release targets. `make help` lists them.
 GO          ?= go
-BIN         ?= bin/gpuledger
+BIN         ?= bin/gputally
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 VERSION_PKG := github.com/prometheus/common/version
 LDFLAGS     := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION) \
-               -X $(VERSION_PKG).Branch=main -X $(VERSION_PKG).BuildUser=gpuledger
+               -X $(VERSION_PKG).Branch=main -X $(VERSION_PKG).BuildUser=gputally
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # go-nvml's generated cgo uses deprecated NVML declarations on purpose.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
@@ -17,8 +17,8 @@ all: build
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-build: ## build bin/gpuledger (cgo on, for the NVML and DCGM backends)
-	CGO_ENABLED=1 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuledger
+build: ## build bin/gputally (cgo on, for the NVML and DCGM backends)
+	CGO_ENABLED=1 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gputally
 
 test: ## unit, golden, property and promtool tests, with the race detector
 	$(GO) test -race -count=1 -timeout 20m ./...
@@ -31,7 +31,7 @@ lint: ## gofmt, go vet, staticcheck, and that go.mod is tidy
 	@# Everything but the NVML backend builds without cgo (DESIGN.md).
 	CGO_ENABLED=0 $(GO) vet $$($(GO) list ./... | grep -v '/collector/nvml$$')
 	@# report --demo and simulate run on a laptop (README's first look), not only on Linux.
-	GOOS=windows CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/gpuledger/
+	GOOS=windows CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/gputally/
 
 e2e: ## end-to-end tests against a real Prometheus, VictoriaMetrics and headless Chromium
 	@# Backfilling simulated weeks with promtool is slow on a loaded machine.
@@ -54,10 +54,10 @@ fuzz: ## run each fuzz target for FUZZTIME (default 20s): price book, scenario, 
 		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
 	done
 
-soak: ## the exporter for minutes under churn and faults (GPULEDGER_SOAK_DURATION, default 5m); not part of check
+soak: ## the exporter for minutes under churn and faults (GPUTALLY_SOAK_DURATION, default 5m); not part of check
 	$(GO) test -count=1 -tags soak -timeout 2h -v ./test/soak/
 
-bench-fleet: ## the report over 1,000 GPUs x 7 days in a VictoriaMetrics on loopback (GPULEDGER_FLEET_GPUS=300,3000; GPULEDGER_FLEET_MAX_SAMPLES=0,500000)
+bench-fleet: ## the report over 1,000 GPUs x 7 days in a VictoriaMetrics on loopback (GPUTALLY_FLEET_GPUS=300,3000; GPUTALLY_FLEET_MAX_SAMPLES=0,500000)
 	$(GO) test -count=1 -tags fleetbench -timeout 2h -run FleetReport -v ./report/
 
 chart-test: ## helm lint and template, strict decoding, and a server-side dry-run against a real kube-apiserver

@@ -1,4 +1,4 @@
-module github.com/gpuledger/gpuledger
+module github.com/gputally/gputally
 
 go 1.26.8
 

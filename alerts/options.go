@@ -1,9 +1,9 @@
-// Package alerts generates gpuledger's Prometheus recording and alerting rules as
+// Package alerts generates gputally's Prometheus recording and alerting rules as
 // a plain rules file (the format `promtool check rules` reads).
 //
 // The rules are Go code: thresholds and `for:` durations come from Options, the
 // recording-rule names are exported constants the dashboards and the report
-// query, and alerts/generated/gpuledger-rules.yaml is what Generate returns for
+// query, and alerts/generated/gputally-rules.yaml is what Generate returns for
 // DefaultOptions (a test fails when the committed file differs; rewrite it with
 // `go generate ./alerts`).
 package alerts
@@ -22,7 +22,7 @@ import (
 // DefaultOptions and change what differs; a zero Options is invalid.
 type Options struct {
 	// ExporterJob is a regular expression matching the Prometheus `job` label
-	// of the gpuledger scrape (used by GPULedgerExporterDown).
+	// of the gputally scrape (used by GPUTallyExporterDown).
 	ExporterJob string
 
 	// IdleRatio is the fraction (0–1) of the time a holder held a device that
@@ -90,7 +90,7 @@ type Options struct {
 // DefaultOptions returns the thresholds the committed rules file uses.
 func DefaultOptions() Options {
 	return Options{
-		ExporterJob:        "gpuledger",
+		ExporterJob:        "gputally",
 		IdleRatio:          0.95,
 		IdleWindow:         30 * time.Minute,
 		IdleFor:            time.Hour,

@@ -14,11 +14,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-var update = flag.Bool("update", false, "rewrite alerts/generated/gpuledger-rules.yaml from the code")
+var update = flag.Bool("update", false, "rewrite alerts/generated/gputally-rules.yaml from the code")
 
 const (
-	generatedFile = "generated/gpuledger-rules.yaml"
-	unitTestFile  = "testdata/gpuledger-rules_test.yaml"
+	generatedFile = "generated/gputally-rules.yaml"
+	unitTestFile  = "testdata/gputally-rules_test.yaml"
 )
 
 func TestGeneratedFileIsCurrent(t *testing.T) {
@@ -208,7 +208,7 @@ func TestOptionsReachTheRules(t *testing.T) {
 		{"GPUTemperatureHigh", alert["GPUTemperatureHigh"].Expr, "DCGM_FI_DEV_GPU_TEMP > 77"},
 		{"GPUTemperatureHigh", alert["GPUTemperatureHigh"].For, "3m"},
 		{"GPUAllocatedButIdle", alert["GPUAllocatedButIdle"].Expr, `[1m30s]`},
-		{"GPULedgerExporterDown", alert["GPULedgerExporterDown"].Expr, `up{job=~"gpu-exporter"}`},
+		{"GPUTallyExporterDown", alert["GPUTallyExporterDown"].Expr, `up{job=~"gpu-exporter"}`},
 	} {
 		if !strings.Contains(tc.field, tc.want) {
 			t.Errorf("%s: %q does not contain %q", tc.alert, tc.field, tc.want)
@@ -233,7 +233,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"sub-second window", func(o *Options) { o.IdleWindow = 1500 * time.Millisecond }, "IdleWindow"},
 		{"negative for", func(o *Options) { o.StaleFor = -time.Second }, "StaleFor"},
 		{"empty job", func(o *Options) { o.ExporterJob = "" }, "ExporterJob"},
-		{"job regex", func(o *Options) { o.ExporterJob = "gpuledger|dcgm-.*" }, ""},
+		{"job regex", func(o *Options) { o.ExporterJob = "gputally|dcgm-.*" }, ""},
 		{"bad job regex", func(o *Options) { o.ExporterJob = "gpu(" }, "ExporterJob"},
 		{"quote in job", func(o *Options) { o.ExporterJob = `a"b` }, "ExporterJob"},
 		{"negative idle cost", func(o *Options) { o.IdleMinEURPerHour = -1 }, "IdleMinEURPerHour"},

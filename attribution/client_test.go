@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/attribution/kubeletsim"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 

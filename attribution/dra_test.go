@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/attribution/kubeletsim"
 )
 
 const (

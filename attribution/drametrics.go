@@ -19,13 +19,13 @@ func NewDRACollector(client *Client, slices SliceSource) *DRACollector {
 	return &DRACollector{
 		client: client,
 		slices: slices,
-		up: prometheus.NewDesc("gpuledger_dra_resourceslices_up",
+		up: prometheus.NewDesc("gputally_dra_resourceslices_up",
 			"1 when the last list or watch of the node's ResourceSlices succeeded, else 0.", nil, nil),
-		devices: prometheus.NewDesc("gpuledger_dra_resourceslice_devices",
+		devices: prometheus.NewDesc("gputally_dra_resourceslice_devices",
 			"Devices of attributed DRA drivers that the node's ResourceSlices publish.", nil, nil),
-		unmapped: prometheus.NewDesc("gpuledger_dra_unmapped_allocations",
+		unmapped: prometheus.NewDesc("gputally_dra_unmapped_allocations",
 			"DRA allocations of the last kubelet refresh that could not be mapped to a GPU or MIG instance of this node.", nil, nil),
-		unmappedTotal: prometheus.NewDesc("gpuledger_dra_unmapped_allocations_total",
+		unmappedTotal: prometheus.NewDesc("gputally_dra_unmapped_allocations_total",
 			"DRA allocations that could not be mapped, one per allocation per kubelet refresh.", nil, nil),
 	}
 }

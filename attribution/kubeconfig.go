@@ -8,7 +8,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuledger/gpuledger/smallfile"
+	"github.com/gputally/gputally/smallfile"
 )
 
 // maxKubeconfigBytes caps the kubeconfig file read at start-up, bytes.

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/smallfile"
+	"github.com/gputally/gputally/smallfile"
 )
 
 // TestLoadKubeconfigFIFO: a kubeconfig path naming a FIFO is an error naming

@@ -188,7 +188,7 @@ func (r *ProcessResolver) probe() {
 
 // Up reports whether PIDs can be resolved: procfs shows the host's processes and
 // the last non-empty process list given to Split had a PID present in it. When it
-// is false, gpuledger_process_attribution_up is 0 and per-pod usage is unknown.
+// is false, gputally_process_attribution_up is 0 and per-pod usage is unknown.
 func (r *ProcessResolver) Up() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

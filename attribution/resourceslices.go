@@ -84,7 +84,7 @@ func NewSliceWatcher(cfg SliceWatcherConfig) (*SliceWatcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ResourceSlice watch: API server configuration (in cluster, or --kubeconfig): %w", err)
 	}
-	rc.UserAgent = "gpuledger"
+	rc.UserAgent = "gputally"
 	return &SliceWatcher{
 		sliceIndex: newSliceIndex(cfg.Drivers),
 		cfg:        cfg,

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/attribution/kubeletsim"
 )
 
 // TestSimulatedNodeFiles checks that the files kubeletsim writes for the

@@ -10,7 +10,7 @@ import (
 )
 
 // Sharing says how a holder shares the device it holds: the `sharing` label of
-// gpuledger_gpu_allocation.
+// gputally_gpu_allocation.
 type Sharing string
 
 // The sharing modes.

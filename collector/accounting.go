@@ -4,9 +4,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/cost"
-	"github.com/gpuledger/gpuledger/mig"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/mig"
 )
 
 // HolderSource gives the latest pod attribution; *attribution.Client is one.

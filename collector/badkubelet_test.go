@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 
-	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gputally/gputally/attribution"
 )
 
 // rawCodec passes bytes through: the server below answers whatever bytes it is
@@ -50,7 +50,7 @@ func startGarbageKubelet(t *testing.T, answer []byte) string {
 }
 
 // TestMalformedKubeletAnswerKeepsDeviceMetrics: a kubelet whose answers are
-// not protobuf (issue 14's malformed answers) sets gpuledger_attribution_up 0;
+// not protobuf (issue 14's malformed answers) sets gputally_attribution_up 0;
 // every device series is still exported, as many as with attribution off.
 func TestMalformedKubeletAnswerKeepsDeviceMetrics(t *testing.T) {
 	ctx := context.Background()
@@ -72,7 +72,7 @@ func TestMalformedKubeletAnswerKeepsDeviceMetrics(t *testing.T) {
 		}
 		up = -1
 		for _, mf := range mfs {
-			if mf.GetName() == "gpuledger_attribution_up" {
+			if mf.GetName() == "gputally_attribution_up" {
 				up = mf.GetMetric()[0].GetGauge().GetValue()
 			}
 		}
@@ -101,7 +101,7 @@ func TestMalformedKubeletAnswerKeepsDeviceMetrics(t *testing.T) {
 			}
 			up, fb := gather(client)
 			if up != 0 || fb != want {
-				t.Errorf("gpuledger_attribution_up %v and %d FB series, want 0 and %d", up, fb, want)
+				t.Errorf("gputally_attribution_up %v and %d FB series, want 0 and %d", up, fb, want)
 			}
 		})
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/cost"
 )
 
 // benchSampler returns a sampler of the budget node with attribution and the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gputally/gputally/attribution"
 )
 
 // SnapshotSource gives the latest Snapshot; *Sampler is one.
@@ -50,7 +50,7 @@ type Collector struct {
 }
 
 // NewCollector returns a Collector of src's snapshots for the node hostname
-// (the `Hostname` label). now is the clock for gpuledger_sample_age_seconds;
+// (the `Hostname` label). now is the clock for gputally_sample_age_seconds;
 // nil means time.Now.
 func NewCollector(src SnapshotSource, hostname string, now func() time.Time) *Collector {
 	if now == nil {
@@ -60,37 +60,37 @@ func NewCollector(src SnapshotSource, hostname string, now func() time.Time) *Co
 		source:   src,
 		hostname: hostname,
 		now:      now,
-		info: newDescSet("gpuledger_gpu_info",
+		info: newDescSet("gputally_gpu_info",
 			"Inventory of GPUs and MIG instances; idle_signal names the activity signal the ledger uses.",
 			"driver_version", "mig_mode", "idle_signal"),
-		healthy:  newDescSet("gpuledger_gpu_healthy", "1 when the GPU is on the bus and passes health checks, else 0."),
-		xids:     newDescSet("gpuledger_xid_errors_total", "XID error events per XID code since the exporter started.", "xid"),
-		up:       newFamily("gpuledger_up", "1 when the last sample of the backend succeeded, else 0.", []string{"backend"}),
-		age:      newFamily("gpuledger_sample_age_seconds", "Seconds since the latest published sample was taken.", nil),
-		duration: newFamily("gpuledger_sample_duration_seconds", "Seconds the latest sample took to read from the backend.", nil),
-		errors:   newFamily("gpuledger_sample_errors_total", "Failed device reads per field since the exporter started.", []string{"backend", "field"}),
+		healthy:  newDescSet("gputally_gpu_healthy", "1 when the GPU is on the bus and passes health checks, else 0."),
+		xids:     newDescSet("gputally_xid_errors_total", "XID error events per XID code since the exporter started.", "xid"),
+		up:       newFamily("gputally_up", "1 when the last sample of the backend succeeded, else 0.", []string{"backend"}),
+		age:      newFamily("gputally_sample_age_seconds", "Seconds since the latest published sample was taken.", nil),
+		duration: newFamily("gputally_sample_duration_seconds", "Seconds the latest sample took to read from the backend.", nil),
+		errors:   newFamily("gputally_sample_errors_total", "Failed device reads per field since the exporter started.", []string{"backend", "field"}),
 	}
-	c.allocation = newDescSet("gpuledger_gpu_allocation",
+	c.allocation = newDescSet("gputally_gpu_allocation",
 		"Share of the GPU or MIG instance, 0-1, that a container holds.",
 		"namespace", "pod", "container", "resource", "sharing")
-	c.podUtil = newDescSet("gpuledger_pod_gpu_utilization_ratio",
+	c.podUtil = newDescSet("gputally_pod_gpu_utilization_ratio",
 		"A container's share of SM time on a shared GPU, 0-1, from process accounting.",
 		"namespace", "pod", "container")
-	c.podMemory = newDescSet("gpuledger_pod_gpu_memory_used_bytes",
+	c.podMemory = newDescSet("gputally_pod_gpu_memory_used_bytes",
 		"Framebuffer a container uses on a shared GPU, from process accounting.",
 		"namespace", "pod", "container")
-	c.seconds = newDescSet("gpuledger_gpu_seconds_total",
+	c.seconds = newDescSet("gputally_gpu_seconds_total",
 		"Device-seconds by state (busy, idle, unallocated, lost, unknown) and holder; a GPU adds one per second.",
 		"namespace", "pod", "container", "state")
-	c.eur = newDescSet("gpuledger_cost_eur_total",
+	c.eur = newDescSet("gputally_cost_eur_total",
 		"EUR accrued by state (busy, idle, unallocated, lost, unknown) and holder.",
 		"namespace", "pod", "container", "state")
-	c.hourly = newDescSet("gpuledger_gpu_hourly_cost_eur",
+	c.hourly = newDescSet("gputally_gpu_hourly_cost_eur",
 		"The cost rate in force for the GPU, EUR per hour, by component.", "component")
-	c.attrUp = newFamily("gpuledger_attribution_up", "1 when the last kubelet pod-resources refresh succeeded, else 0.", nil)
-	c.attrSuccess = newFamily("gpuledger_attribution_last_success_timestamp_seconds", "Unix time of the last successful kubelet pod-resources refresh.", nil)
-	c.attrUnknown = newFamily("gpuledger_attribution_unknown_device_ids_total", "Kubelet device IDs that named no device of this node.", nil)
-	c.procUp = newFamily("gpuledger_process_attribution_up", "1 when GPU processes could be mapped to pods, else 0.", nil)
+	c.attrUp = newFamily("gputally_attribution_up", "1 when the last kubelet pod-resources refresh succeeded, else 0.", nil)
+	c.attrSuccess = newFamily("gputally_attribution_last_success_timestamp_seconds", "Unix time of the last successful kubelet pod-resources refresh.", nil)
+	c.attrUnknown = newFamily("gputally_attribution_unknown_device_ids_total", "Kubelet device IDs that named no device of this node.", nil)
+	c.procUp = newFamily("gputally_process_attribution_up", "1 when GPU processes could be mapped to pods, else 0.", nil)
 	for _, m := range deviceMetrics {
 		c.device = append(c.device, newDescSet(m.name, m.help))
 	}

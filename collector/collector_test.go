@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/collector/collectortest"
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/collector/collectortest"
+	"github.com/gputally/gputally/cost"
 )
 
 // staticBook is a cost.BookSource with one book.
@@ -265,7 +265,7 @@ func TestLedgerSeriesOutliveAFailedSample(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(s, "node-a", fixedClock(t0)))
 	count := func() int {
-		n, err := testutil.GatherAndCount(reg, "gpuledger_cost_eur_total", "gpuledger_gpu_hourly_cost_eur")
+		n, err := testutil.GatherAndCount(reg, "gputally_cost_eur_total", "gputally_gpu_hourly_cost_eur")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -123,7 +123,7 @@ type Process struct {
 // GPUReading is one sample of one physical GPU and its MIG instances.
 type GPUReading struct {
 	// Lost is true once the GPU fell off the bus (XID 79, ERROR_GPU_IS_LOST):
-	// its values are then absent and gpuledger_gpu_healthy is 0.
+	// its values are then absent and gputally_gpu_healthy is 0.
 	Lost bool
 	// Healthy is false when the backend's health checks fail (a lost GPU is never healthy).
 	Healthy bool

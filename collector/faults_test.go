@@ -12,9 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/collector/collectortest"
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/collector/collectortest"
+	"github.com/gputally/gputally/cost"
 )
 
 // ledgerTotals returns the latest snapshot's ledger series by device, holder
@@ -332,7 +332,7 @@ func TestRetainedInstanceKeepsItsLabels(t *testing.T) {
 		}
 		var out bytes.Buffer
 		for _, line := range strings.Split(string(text), "\n") {
-			if strings.HasPrefix(line, "gpuledger_gpu_seconds_total{") && strings.Contains(line, `pod="nb-a"`) {
+			if strings.HasPrefix(line, "gputally_gpu_seconds_total{") && strings.Contains(line, `pod="nb-a"`) {
 				out.WriteString(line + "\n")
 			}
 		}
@@ -422,7 +422,7 @@ func TestRetainedAcrossReconfigurationsBetweenScrapes(t *testing.T) {
 	}
 	var got []string
 	for _, line := range strings.Split(string(text), "\n") {
-		if strings.HasPrefix(line, "gpuledger_gpu_seconds_total{") && strings.Contains(line, `pod="nb-c"`) {
+		if strings.HasPrefix(line, "gputally_gpu_seconds_total{") && strings.Contains(line, `pod="nb-c"`) {
 			got = append(got, line)
 		}
 	}

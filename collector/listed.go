@@ -1,6 +1,6 @@
 package collector
 
-import "github.com/gpuledger/gpuledger/cost"
+import "github.com/gputally/gputally/cost"
 
 // listedDevice is a device as an inventory listed it: its GPU, and its MIG
 // instance (nil for the GPU itself). A MIG instance that a reconfiguration

@@ -1,6 +1,6 @@
 package collector
 
-import "github.com/gpuledger/gpuledger/attribution"
+import "github.com/gputally/gputally/attribution"
 
 // migLayoutTable is implemented by holder sources that map DRA devices without
 // a UUID (dynamic MIG) through the inventory (*attribution.Client does).

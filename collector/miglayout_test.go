@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gputally/gputally/attribution"
 )
 
 func TestMIGLayout(t *testing.T) {

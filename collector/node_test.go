@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gputally/gputally/attribution"
 )
 
 // bigNode is the design's budget node: 8 H100s with 7 MIG instances (1g.10gb)

@@ -3,7 +3,7 @@ package collector
 import (
 	"math"
 
-	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gputally/gputally/attribution"
 )
 
 // PodProcesses is the ProcessAccounting of a node whose processes are mapped to

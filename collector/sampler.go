@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/cost"
 )
 
 // SamplerOptions configures a Sampler.

@@ -95,7 +95,7 @@ func (c *pairCache) get(name, value string) *dto.LabelPair {
 // the package's label name slices.
 type deviceLabels []*dto.LabelPair
 
-// noDevice are the identity labels of a series of no device (gpuledger_up, ...).
+// noDevice are the identity labels of a series of no device (gputally_up, ...).
 var noDevice deviceLabels
 
 func newDeviceLabels(names, values []string) deviceLabels {

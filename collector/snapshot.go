@@ -4,8 +4,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/cost"
 )
 
 // Snapshot is one published sample of a node. It is immutable once published:

@@ -3,8 +3,8 @@ package collector
 import (
 	"math"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/cost"
 )
 
 // DeviceUsage is what process accounting measured for the containers holding

@@ -83,7 +83,7 @@ type ModelPrice struct {
 }
 
 // Rate is the cost of holding one GPU, in EUR per hour, by component: the
-// values of gpuledger_gpu_hourly_cost_eur{component}. A flat hourly_eur rate is
+// values of gputally_gpu_hourly_cost_eur{component}. A flat hourly_eur rate is
 // reported whole as Capital (it pays for having the GPU; energy and overhead
 // are in the price).
 type Rate struct {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/smallfile"
+	"github.com/gputally/gputally/smallfile"
 )
 
 func TestDefaultBook(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 )
 
 // State is the state a part of a device was in during a tick: the `state`
-// label of gpuledger_gpu_seconds_total and gpuledger_cost_eur_total.
+// label of gputally_gpu_seconds_total and gputally_cost_eur_total.
 type State uint8
 
 // The states of the ledger.

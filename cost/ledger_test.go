@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/mig"
+	"github.com/gputally/gputally/mig"
 )
 
 // bookSource is a BookSource whose book a test can swap.

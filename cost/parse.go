@@ -11,13 +11,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gpuledger/gpuledger/smallfile"
+	"github.com/gputally/gputally/smallfile"
 )
 
 // Bounds of the price book's values. Each is far beyond any real price, and
 // together they keep every rate, and every counter it adds up to over a
 // century of GPU-seconds, a finite float64: a book within them can never make
-// gpuledger_cost_eur_total +Inf or NaN (issue 14).
+// gputally_cost_eur_total +Inf or NaN (issue 14).
 //
 // The largest rate they allow is 1e9 / (0.01 × 8760) + 10 kW × 10 × 1e3 + 1e6
 // ≈ 1.25e7 EUR/h; a century of it is ≈ 1e13 EUR, far inside float64.

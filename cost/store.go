@@ -52,5 +52,5 @@ func (s *Store) Reload(path string) error {
 }
 
 // LastReloadSuccessful reports whether the last Reload put its book in force
-// (true before any Reload): the value of gpuledger_config_last_reload_successful.
+// (true before any Reload): the value of gputally_config_last_reload_successful.
 func (s *Store) LastReloadSuccessful() bool { return s.lastOK.Load() }

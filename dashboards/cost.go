@@ -5,7 +5,7 @@ import (
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
-	"github.com/gpuledger/gpuledger/alerts"
+	"github.com/gputally/gputally/alerts"
 )
 
 // migSaving estimates, per pod holding a whole GPU, the EUR per month a MIG
@@ -15,7 +15,7 @@ import (
 func migSaving() string {
 	whole := `pod!="", GPU_I_ID=""`
 	return fmt.Sprintf(`sum by (namespace, pod) (
-  sum by (UUID, namespace, pod) (rate(gpuledger_cost_eur_total{%[1]s, %[2]s}[$__range])) * 3600 * %[3]s
+  sum by (UUID, namespace, pod) (rate(gputally_cost_eur_total{%[1]s, %[2]s}[$__range])) * 3600 * %[3]s
   * on (UUID, namespace, pod)
   (1 - ceil(7 * max by (UUID, namespace, pod) (
     quantile_over_time(0.95, (%[4]s)[$__range:])
@@ -30,8 +30,8 @@ func migSaving() string {
 // that fell off the bus) and unknown (holder or activity not measured), by the
 // labels in by and state; both states show 0, not no value, where none accrued.
 func faultCost(by string) string {
-	zero := fmt.Sprintf(`0 * sum by (%s) (increase(gpuledger_cost_eur_total{%s}[$__range]))`, by, fleet)
-	return fmt.Sprintf(`sum by (%[1]s, state) (increase(gpuledger_cost_eur_total{state=~"lost|unknown", %[2]s}[$__range]))
+	zero := fmt.Sprintf(`0 * sum by (%s) (increase(gputally_cost_eur_total{%s}[$__range]))`, by, fleet)
+	return fmt.Sprintf(`sum by (%[1]s, state) (increase(gputally_cost_eur_total{state=~"lost|unknown", %[2]s}[$__range]))
 or
 label_replace(%[3]s, "state", "lost", "", "")
 or
@@ -39,7 +39,7 @@ label_replace(%[3]s, "state", "unknown", "", "")`, by, fleet, zero)
 }
 
 func costAndIdle() *dashboard.DashboardBuilder {
-	return newDashboard("gpuledger-cost", "GPU cost & idle",
+	return newDashboard("gputally-cost", "GPU cost & idle",
 		"Where GPU money burns idle, who holds it, and what MIG or time-slicing would save.",
 		"now-7d", true).
 		WithRow(row("Cost")).
@@ -48,11 +48,11 @@ func costAndIdle() *dashboard.DashboardBuilder {
 		WithPanel(stacked(timeSeries("Cost by namespace", "EUR per hour by namespace (unallocated time has an empty namespace).", euroPerHour,
 			rangeQuery(fmt.Sprintf("sum by (namespace) (%s{%s})", alerts.RuleCostEURPerHour, owned), "{{namespace}}")))).
 		WithPanel(tableOf("Cost by namespace and state over the range", "EUR accrued over the dashboard's time range.", unitEUR,
-			instantQuery(fmt.Sprintf("sum by (namespace, state) (increase(gpuledger_cost_eur_total{%s}[$__range]))", owned), ""))).
+			instantQuery(fmt.Sprintf("sum by (namespace, state) (increase(gputally_cost_eur_total{%s}[$__range]))", owned), ""))).
 		WithPanel(tableOf("EUR per idle GPU-hour by model", "What an hour of idle or unallocated GPU time costs, by GPU model, over the range.", unitEUR,
-			instantQuery(fmt.Sprintf(`sum by (modelName) (rate(gpuledger_cost_eur_total{state=~"idle|unallocated", %[1]s}[$__range]))
+			instantQuery(fmt.Sprintf(`sum by (modelName) (rate(gputally_cost_eur_total{state=~"idle|unallocated", %[1]s}[$__range]))
 /
-sum by (modelName) (rate(gpuledger_gpu_seconds_total{state=~"idle|unallocated", %[1]s}[$__range]))
+sum by (modelName) (rate(gputally_gpu_seconds_total{state=~"idle|unallocated", %[1]s}[$__range]))
 * 3600`, fleet), ""))).
 		WithPanel(singleStat("Lost and unknown cost over the range", "EUR accrued over the range by GPUs that fell off the bus (lost: repair or replace them) and by time whose holder or activity was not measured (unknown: kubelet or backend failing). Neither is idle capacity.", unitEUR,
 			instantQuery(fmt.Sprintf("sum by (state) (%s)", faultCost("Hostname")), "{{state}}"))).
@@ -60,12 +60,12 @@ sum by (modelName) (rate(gpuledger_gpu_seconds_total{state=~"idle|unallocated", 
 			instantQuery(faultCost("Hostname"), ""))).
 		WithRow(row("Who holds idle GPUs")).
 		WithPanel(tableOf("Top idle holders over the range", "Containers whose allocated GPUs accrued the most idle EUR over the range.", unitEUR,
-			instantQuery(fmt.Sprintf(`topk(20, sum by (namespace, pod, container, modelName, Hostname) (increase(gpuledger_cost_eur_total{state="idle", %s}[$__range])))`, owned), ""))).
+			instantQuery(fmt.Sprintf(`topk(20, sum by (namespace, pod, container, modelName, Hostname) (increase(gputally_cost_eur_total{state="idle", %s}[$__range])))`, owned), ""))).
 		WithPanel(timeSeries("Busy share by namespace", "Busy part of the GPU time each namespace held, over the last hour.", unitRatio,
 			rangeQuery(fmt.Sprintf(`%s{namespace=~"$namespace", modelName=~"$modelName"}`, alerts.RuleBusyRatio), "{{namespace}} {{modelName}}")).Min(0).Max(1)).
 		WithRow(row("What would save")).
 		WithPanel(tableOf("Time-slicing or release: EUR per month", "Idle-but-allocated cost over the range, as EUR per month: what sharing these GPUs by time-slicing, or releasing them, would save at most.", unitEUR,
-			instantQuery(fmt.Sprintf(`sum by (namespace) (rate(gpuledger_cost_eur_total{state="idle", %s}[$__range])) * 3600 * %s`, owned, hoursPerMonth), ""))).
+			instantQuery(fmt.Sprintf(`sum by (namespace) (rate(gputally_cost_eur_total{state="idle", %s}[$__range])) * 3600 * %s`, owned, hoursPerMonth), ""))).
 		WithPanel(tableOf("MIG right-sizing: EUR per month", "Per pod on a whole GPU: the cost of the GPU share its p95 activity and peak framebuffer leave unused, in sevenths of a GPU (MIG compute slices). An estimate; the weekly report names the profile.", unitEUR,
 			instantQuery(migSaving(), "")))
 }

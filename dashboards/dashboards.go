@@ -1,4 +1,4 @@
-// Package dashboards defines gpuledger's Grafana dashboards as Go code on the
+// Package dashboards defines gputally's Grafana dashboards as Go code on the
 // Grafana Foundation SDK: Fleet overview, Cost & idle, Node / GPU and
 // Namespace / pod. All returns them; WriteJSON writes the JSON Grafana imports.
 //

@@ -179,7 +179,7 @@ func TestQueriesIncludeVariablesAndMIGFallback(t *testing.T) {
 	qs := Queries(all)
 	var variable, fallback bool
 	for _, q := range qs {
-		if q.Panel == "$Hostname" && q.Expr == "gpuledger_gpu_info" {
+		if q.Panel == "$Hostname" && q.Expr == "gputally_gpu_info" {
 			variable = true
 		}
 		if q.Dashboard == "node-gpu" && q.Panel == "Activity" &&

@@ -5,7 +5,7 @@ import (
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
-	"github.com/gpuledger/gpuledger/alerts"
+	"github.com/gputally/gputally/alerts"
 )
 
 // activity is the MIG-aware activity (ratio 0–1) of the devices that match sel:
@@ -23,18 +23,18 @@ func framebufferUsed(sel string) string {
 }
 
 func fleetOverview() *dashboard.DashboardBuilder {
-	return newDashboard("gpuledger-fleet", "GPU fleet overview",
-		"Every GPU and MIG instance gpuledger sees: how many, how busy, how full, how hot, and what idle time costs.",
+	return newDashboard("gputally-fleet", "GPU fleet overview",
+		"Every GPU and MIG instance gputally sees: how many, how busy, how full, how hot, and what idle time costs.",
 		"now-6h", false).
 		WithRow(row("Inventory and cost now")).
 		WithPanel(singleStat("GPUs", "Physical GPUs reporting, by model.", unitCount,
-			instantQuery(fmt.Sprintf("count by (modelName) (gpuledger_gpu_info{GPU_I_ID=\"\", %s})", fleet), "{{modelName}}"))).
+			instantQuery(fmt.Sprintf("count by (modelName) (gputally_gpu_info{GPU_I_ID=\"\", %s})", fleet), "{{modelName}}"))).
 		WithPanel(singleStat("Unallocated GPUs", "GPU-equivalents no pod holds (whole GPUs, and MIG slices in no instance or held by no pod), averaged over 5m.", unitCount,
 			instantQuery(fmt.Sprintf(`sum(%s{state="unallocated", %s})`, alerts.RuleGPUsByState, fleet), "unallocated"))).
 		WithPanel(singleStat("Idle cost now", "EUR per hour accrued by GPU time that is idle while allocated or not allocated at all, averaged over 5m.", euroPerHour,
 			instantQuery(fmt.Sprintf(`sum by (state) (%s{state=~"idle|unallocated", %s})`, alerts.RuleCostEURPerHour, fleet), "{{state}} EUR/h"))).
 		WithPanel(singleStat("Idle cost over the range", "EUR accrued by idle and unallocated GPU time over the dashboard's time range.", unitEUR,
-			instantQuery(fmt.Sprintf(`sum by (state) (increase(gpuledger_cost_eur_total{state=~"idle|unallocated", %s}[$__range]))`, fleet), "{{state}}"))).
+			instantQuery(fmt.Sprintf(`sum by (state) (increase(gputally_cost_eur_total{state=~"idle|unallocated", %s}[$__range]))`, fleet), "{{state}}"))).
 		WithPanel(singleStat("Cost rate in force", "EUR per hour the chosen GPUs cost right now (capital, energy and overhead), by model.", euroPerHour,
 			instantQuery(fmt.Sprintf("sum by (modelName) (%s{%s})", alerts.RuleHourlyCostEUR, fleet), "{{modelName}}"))).
 		WithRow(row("Activity")).
@@ -51,6 +51,6 @@ func fleetOverview() *dashboard.DashboardBuilder {
 			rangeQuery(fmt.Sprintf("DCGM_FI_DEV_GPU_TEMP{%s}", fleet), "{{Hostname}} gpu {{gpu}}"))).
 		WithPanel(timeSeries("Power per node", "Power draw summed per node (a GPU's power is reported once, never per MIG instance).", unitWatt,
 			rangeQuery(fmt.Sprintf("sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE{%s})", fleet), "{{Hostname}}"))).
-		WithPanel(timeSeries("Unhealthy GPUs", "Devices gpuledger reports unhealthy (fallen off the bus, lost).", unitCount,
-			rangeQuery(fmt.Sprintf("count by (Hostname) (gpuledger_gpu_healthy{%s} == 0) or sum by (Hostname) (0 * gpuledger_gpu_healthy{%s})", fleet, fleet), "{{Hostname}}")))
+		WithPanel(timeSeries("Unhealthy GPUs", "Devices gputally reports unhealthy (fallen off the bus, lost).", unitCount,
+			rangeQuery(fmt.Sprintf("count by (Hostname) (gputally_gpu_healthy{%s} == 0) or sum by (Hostname) (0 * gputally_gpu_healthy{%s})", fleet, fleet), "{{Hostname}}")))
 }

@@ -29,7 +29,7 @@ func FuzzExpandVariables(f *testing.F) {
 
 func FuzzLabelValuesSelector(f *testing.F) {
 	for _, s := range []string{
-		"label_values(gpuledger_gpu_info, Hostname)", `label_values(x{a=~"$b"}, c)`, "label_values(x)", "up", "label_values(, a)",
+		"label_values(gputally_gpu_info, Hostname)", `label_values(x{a=~"$b"}, c)`, "label_values(x)", "up", "label_values(, a)",
 	} {
 		f.Add(s)
 	}

@@ -5,29 +5,29 @@ import (
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
-	"github.com/gpuledger/gpuledger/alerts"
+	"github.com/gputally/gputally/alerts"
 )
 
 func namespacePod() *dashboard.DashboardBuilder {
 	onePod := `pod!="", ` + owned
-	return newDashboard("gpuledger-namespace", "GPU namespace / pod",
+	return newDashboard("gputally-namespace", "GPU namespace / pod",
 		"What each namespace and pod holds, how much of it it uses (also on shared GPUs), and what it costs.",
 		"now-24h", true).
 		WithRow(row("Allocation")).
 		WithPanel(stacked(timeSeries("GPUs allocated by namespace", "Devices held: a whole GPU or a MIG instance counts 1, a time-sliced or MPS replica its share of the GPU.", unitCount,
 			rangeQuery(fmt.Sprintf("sum by (namespace) (%s{%s})", alerts.RuleAllocatedGPUs, owned), "{{namespace}}")))).
 		WithPanel(tableOf("Allocations", "Which container holds which device, how, and its share.", unitRatio,
-			instantQuery(fmt.Sprintf("gpuledger_gpu_allocation{%s}", owned), ""))).
+			instantQuery(fmt.Sprintf("gputally_gpu_allocation{%s}", owned), ""))).
 		WithRow(row("Usage per pod")).
 		WithPanel(timeSeries("Activity per pod", "On shared GPUs: the pod's own activity from process accounting. On a whole GPU or MIG instance: the device's activity.", unitRatio,
-			rangeQuery(fmt.Sprintf("gpuledger_pod_gpu_utilization_ratio{%[1]s}\nor\n(%[2]s)", owned, activity(onePod)), podLegend)).Min(0)).
+			rangeQuery(fmt.Sprintf("gputally_pod_gpu_utilization_ratio{%[1]s}\nor\n(%[2]s)", owned, activity(onePod)), podLegend)).Min(0)).
 		WithPanel(timeSeries("Framebuffer per pod", "On shared GPUs: the pod's own framebuffer from process accounting. On a whole GPU or MIG instance: the device's.", unitBytes,
-			rangeQuery(fmt.Sprintf("gpuledger_pod_gpu_memory_used_bytes{%s}\nor\nDCGM_FI_DEV_FB_USED{%s} * 1048576", owned, onePod), podLegend))).
+			rangeQuery(fmt.Sprintf("gputally_pod_gpu_memory_used_bytes{%s}\nor\nDCGM_FI_DEV_FB_USED{%s} * 1048576", owned, onePod), podLegend))).
 		WithRow(row("Cost")).
 		WithPanel(stacked(timeSeries("Cost by namespace and state", "EUR per hour.", euroPerHour,
 			rangeQuery(fmt.Sprintf(`sum by (namespace, state) (%s{%s})`, alerts.RuleCostEURPerHour, owned), "{{namespace}} {{state}}")))).
 		WithPanel(timeSeries("Busy share", "Busy part of the GPU time each namespace held over the last hour.", unitRatio,
 			rangeQuery(fmt.Sprintf(`%s{namespace=~"$namespace", modelName=~"$modelName"}`, alerts.RuleBusyRatio), "{{namespace}} {{modelName}}")).Min(0).Max(1)).
 		WithPanel(tableOf("Cost per pod over the range", "EUR accrued by each pod over the range, busy and idle.", unitEUR,
-			instantQuery(fmt.Sprintf(`topk(50, sum by (namespace, pod, state) (increase(gpuledger_cost_eur_total{%s}[$__range])))`, onePod), "")))
+			instantQuery(fmt.Sprintf(`topk(50, sum by (namespace, pod, state) (increase(gputally_cost_eur_total{%s}[$__range])))`, onePod), "")))
 }

@@ -50,31 +50,31 @@ func datasource() common.DataSourceRef {
 	return common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr("${datasource}")}
 }
 
-// newDashboard starts a dashboard with gpuledger's variables: the Prometheus
+// newDashboard starts a dashboard with gputally's variables: the Prometheus
 // datasource, Hostname and modelName, and namespace when withNamespace.
 func newDashboard(uid, title, description, from string, withNamespace bool) *dashboard.DashboardBuilder {
 	b := dashboard.NewDashboardBuilder(title).
 		Uid(uid).
 		Description(description).
-		Tags([]string{"gpuledger", "gpu"}).
+		Tags([]string{"gputally", "gpu"}).
 		Editable().
 		Refresh("1m").
 		Time(from, "now").
 		Timezone(common.TimeZoneBrowser).
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).
-		Link(dashboard.NewDashboardLinkBuilder("gpuledger").
+		Link(dashboard.NewDashboardLinkBuilder("gputally").
 			Type(dashboard.DashboardLinkTypeDashboards).
-			Tags([]string{"gpuledger"}).
+			Tags([]string{"gputally"}).
 			AsDropdown(true).
 			IncludeVars(true).
 			KeepTime(true)).
 		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").
 			Label("Data source").
 			Type("prometheus")).
-		WithVariable(labelVariable("Hostname", "Node", "label_values(gpuledger_gpu_info, Hostname)")).
-		WithVariable(labelVariable("modelName", "GPU model", `label_values(gpuledger_gpu_info{Hostname=~"$Hostname"}, modelName)`))
+		WithVariable(labelVariable("Hostname", "Node", "label_values(gputally_gpu_info, Hostname)")).
+		WithVariable(labelVariable("modelName", "GPU model", `label_values(gputally_gpu_info{Hostname=~"$Hostname"}, modelName)`))
 	if withNamespace {
-		b = b.WithVariable(labelVariable("namespace", "Namespace", `label_values(gpuledger_gpu_allocation{Hostname=~"$Hostname", modelName=~"$modelName"}, namespace)`))
+		b = b.WithVariable(labelVariable("namespace", "Namespace", `label_values(gputally_gpu_allocation{Hostname=~"$Hostname", modelName=~"$modelName"}, namespace)`))
 	}
 	return b
 }

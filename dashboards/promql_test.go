@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/gpuledger/gpuledger/alerts"
-	"github.com/gpuledger/gpuledger/dashboards"
+	"github.com/gputally/gputally/alerts"
+	"github.com/gputally/gputally/dashboards"
 )
 
 var metricsDoc = flag.String("metrics-doc", "../docs/metrics.md", "the authoritative metric list")
@@ -90,7 +90,7 @@ func allExpressions(t *testing.T) []expression {
 
 // TestExpressionsParseAndUseListedMetrics parses every PromQL expression of the
 // dashboards and the rules with Prometheus' parser and checks that each selects
-// only metrics of docs/metrics.md or gpuledger's own recording rules.
+// only metrics of docs/metrics.md or gputally's own recording rules.
 func TestExpressionsParseAndUseListedMetrics(t *testing.T) {
 	known := documentedMetrics(t, *metricsDoc)
 	for _, n := range alerts.RecordingRuleNames() {

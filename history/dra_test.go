@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector/sim"
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/collector/sim"
+	"github.com/gputally/gputally/cost"
 )
 
 // TestDRAScenarioIsAttributed: on testdata/scenarios/dra.yaml the DRA-held GPUs

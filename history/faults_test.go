@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gputally/gputally/collector/sim"
 )
 
 // faultScenario has a trainer on GPU 0 for the whole run, a job on GPU 1 (a
@@ -104,7 +104,7 @@ func TestExporterStoppedWritesNothingAndRestartsCounters(t *testing.T) {
 		t.Errorf("Restarts = %d, want 1", res.Restarts)
 	}
 	// The trainer's counters start again from 0 at the restart.
-	keys := got.seriesWith("gpuledger_gpu_seconds_total", `pod="train"`, `state="busy"`)
+	keys := got.seriesWith("gputally_gpu_seconds_total", `pod="train"`, `state="busy"`)
 	if len(keys) != 1 {
 		t.Fatalf("trainer busy series %v", keys)
 	}
@@ -124,7 +124,7 @@ func TestExporterStoppedWritesNothingAndRestartsCounters(t *testing.T) {
 	}
 	// And they equal the written counters summed over their lives.
 	var written float64
-	for _, key := range got.byName["gpuledger_gpu_seconds_total"] {
+	for _, key := range got.byName["gputally_gpu_seconds_total"] {
 		vs, prev := got.values[key], 0.0
 		for i, v := range vs {
 			if v < prev || (i > 0 && got.times[key][i]-got.times[key][i-1] > 10_000) {
@@ -141,7 +141,7 @@ func TestExporterStoppedWritesNothingAndRestartsCounters(t *testing.T) {
 
 func TestKubeletDownDropsHoldersAtStaleAfter(t *testing.T) {
 	_, got := runFaults(t)
-	up := got.byName["gpuledger_attribution_up"]
+	up := got.byName["gputally_attribution_up"]
 	if len(up) != 1 {
 		t.Fatalf("attribution_up series %v", up)
 	}
@@ -157,7 +157,7 @@ func TestKubeletDownDropsHoldersAtStaleAfter(t *testing.T) {
 	}
 	// The last answer came at 59m50s: the trainer is held until 5 minutes
 	// after it, not a sample longer, and again once the kubelet is back.
-	alloc := got.seriesWith("gpuledger_gpu_allocation", `pod="train"`)
+	alloc := got.seriesWith("gputally_gpu_allocation", `pod="train"`)
 	if len(alloc) != 1 {
 		t.Fatalf("trainer allocation series %v", alloc)
 	}
@@ -202,19 +202,19 @@ func TestBackendFailingWritesNoReadings(t *testing.T) {
 			}
 		}
 	}
-	up := got.byName["gpuledger_up"]
+	up := got.byName["gputally_up"]
 	if len(up) != 1 {
-		t.Fatalf("gpuledger_up series %v", up)
+		t.Fatalf("gputally_up series %v", up)
 	}
 	if v, _ := got.valueAt(up[0], at(151*time.Minute)); v != 0 {
-		t.Errorf("gpuledger_up while failing = %v, want 0", v)
+		t.Errorf("gputally_up while failing = %v, want 0", v)
 	}
 }
 
 func TestJobPodsAreAttributedWhileTheyRun(t *testing.T) {
 	res, got := runFaults(t)
 	// build-1 runs 10m to 12m: held at the samples 10m00s … 11m50s.
-	alloc := got.seriesWith("gpuledger_gpu_allocation", `pod="build-1"`)
+	alloc := got.seriesWith("gputally_gpu_allocation", `pod="build-1"`)
 	if len(alloc) != 1 {
 		t.Fatalf("build-1 allocation series %v", alloc)
 	}
@@ -234,7 +234,7 @@ func TestJobPodsAreAttributedWhileTheyRun(t *testing.T) {
 	// Pods of the job are held in the first hour, after the kubelet is back
 	// (build-18 at 3h) and after the exporter's restart (build-24 at 4h).
 	for _, pod := range []string{"build-0", "build-5", "build-18", "build-24"} {
-		if len(got.seriesWith("gpuledger_gpu_allocation", `pod="`+pod+`"`)) != 1 {
+		if len(got.seriesWith("gputally_gpu_allocation", `pod="`+pod+`"`)) != 1 {
 			t.Errorf("no allocation of %s", pod)
 		}
 	}

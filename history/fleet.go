@@ -12,7 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gputally/gputally/collector/sim"
 )
 
 // WriteFleet runs every node of nodes in virtual time over the same period

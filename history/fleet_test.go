@@ -12,7 +12,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gputally/gputally/collector/sim"
 )
 
 // TestWriteFleetMergesNodes runs two 8-GPU nodes for 30 minutes: the stream
@@ -31,7 +31,7 @@ func TestWriteFleetMergesNodes(t *testing.T) {
 	checkFamiliesOnce(t, got.families)
 	hosts := map[string]int{}
 	var seconds, written float64
-	for _, key := range got.byName["gpuledger_gpu_seconds_total"] {
+	for _, key := range got.byName["gputally_gpu_seconds_total"] {
 		seconds += got.last[key]
 	}
 	for _, key := range got.byName["DCGM_FI_DEV_POWER_USAGE"] {
@@ -41,7 +41,7 @@ func TestWriteFleetMergesNodes(t *testing.T) {
 			}
 		}
 	}
-	for _, key := range got.byName["gpuledger_cost_eur_total"] {
+	for _, key := range got.byName["gputally_cost_eur_total"] {
 		written += got.last[key]
 	}
 	ledger := 0.0

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector"
-	"github.com/gpuledger/gpuledger/collector/collectortest"
-	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gputally/gputally/collector"
+	"github.com/gputally/gputally/collector/collectortest"
+	"github.com/gputally/gputally/collector/sim"
 )
 
 // TestGatherMatchesRegistry runs scenarios that reach every kind of series —

@@ -17,10 +17,10 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/collector"
-	"github.com/gpuledger/gpuledger/collector/sim"
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/collector"
+	"github.com/gputally/gputally/collector/sim"
+	"github.com/gputally/gputally/cost"
 )
 
 // Options configure a run.

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 
-	"github.com/gpuledger/gpuledger/collector/sim"
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/collector/sim"
+	"github.com/gputally/gputally/cost"
 )
 
 var start = time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
@@ -74,7 +74,7 @@ func TestWriteIsValidOpenMetricsAndMatchesTheLedger(t *testing.T) {
 	got := parse(t, buf.Bytes())
 
 	checkFamiliesOnce(t, got.families)
-	for _, name := range []string{"DCGM_FI_DEV_POWER_USAGE", "gpuledger_cost_eur_total", "gpuledger_gpu_allocation", "gpuledger_pod_gpu_utilization_ratio"} {
+	for _, name := range []string{"DCGM_FI_DEV_POWER_USAGE", "gputally_cost_eur_total", "gputally_gpu_allocation", "gputally_pod_gpu_utilization_ratio"} {
 		if len(got.byName[name]) == 0 {
 			t.Errorf("no %s series in the history", name)
 		}
@@ -89,10 +89,10 @@ func TestWriteIsValidOpenMetricsAndMatchesTheLedger(t *testing.T) {
 	// The last written EUR equals the ledger's own total, and the node's EUR is
 	// its rate × 2 h (8 GPUs, each 1 GPU-second per second).
 	var written, ledger, seconds float64
-	for _, key := range got.byName["gpuledger_cost_eur_total"] {
+	for _, key := range got.byName["gputally_cost_eur_total"] {
 		written += got.last[key]
 	}
-	for _, key := range got.byName["gpuledger_gpu_seconds_total"] {
+	for _, key := range got.byName["gputally_gpu_seconds_total"] {
 		seconds += got.last[key]
 	}
 	for _, tot := range res.Totals {

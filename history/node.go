@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/collector"
-	"github.com/gpuledger/gpuledger/collector/sim"
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/collector"
+	"github.com/gputally/gputally/collector/sim"
+	"github.com/gputally/gputally/cost"
 )
 
 // node is the simulated node in virtual time: its backend and kubelet, which

@@ -78,7 +78,7 @@ type family struct {
 }
 
 func newFamilyWriter() (*familyWriter, error) {
-	dir, err := os.MkdirTemp("", "gpuledger-history")
+	dir, err := os.MkdirTemp("", "gputally-history")
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gputally/gputally/collector/sim"
 )
 
 // runScenario runs the scenario file at path through the history.

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/cost"
 )
 
 // tally sums a run's ledger totals per series over what a single ledger

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/cost"
 )
 
 func TestTallySumsLives(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/cost"
 )
 
 // HoursPerMonth is the month every EUR/month figure is scaled to: the
@@ -129,7 +129,7 @@ type TimelinePoint struct {
 // files and the node labels that select them.
 type Apply struct {
 	// MIGParted is a mig-parted config file (version v1) with one config per
-	// node, gpuledger-<node>, that lists every GPU of the node by index:
+	// node, gputally-<node>, that lists every GPU of the node by index:
 	// the ones the advice repartitions with their new layout, all others as
 	// they are.
 	MIGParted string `json:"mig_parted,omitempty"`
@@ -290,8 +290,8 @@ func (a *analysis) team(d *dataset, h holderKey) string {
 	return h.Namespace
 }
 
-// errNoDataFmt is the message when the range holds no gpuledger data at all.
-const errNoDataFmt = "no GPU data: no gpuledger_gpu_seconds_total samples between %s and %s (is the exporter scraped, and is the range right?)"
+// errNoDataFmt is the message when the range holds no gputally data at all.
+const errNoDataFmt = "no GPU data: no gputally_gpu_seconds_total samples between %s and %s (is the exporter scraped, and is the range right?)"
 
 // build turns the dataset into a report. It fails when there is no data, and
 // when buckets are missing unless partial reports are allowed.

@@ -17,7 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gpuledger/gpuledger/mig"
+	"github.com/gputally/gputally/mig"
 )
 
 // Strict decoders for the configuration the report emits. NVIDIA's own
@@ -174,7 +174,7 @@ func checkMIGParted(t *testing.T, text string, labels []string, modelOf func(nod
 	return byNode
 }
 
-// device plugin config, version v1, as far as gpuledger writes it.
+// device plugin config, version v1, as far as gputally writes it.
 type devicePluginSpec struct {
 	Version string `yaml:"version"`
 	Sharing struct {
@@ -233,7 +233,7 @@ func checkDevicePlugin(t *testing.T, text string, labels []string) {
 	}
 }
 
-// Kueue v1beta2 objects, the fields gpuledger writes.
+// Kueue v1beta2 objects, the fields gputally writes.
 type kueueSpec struct {
 	APIVersion string `yaml:"apiVersion"`
 	Kind       string `yaml:"kind"`
@@ -481,7 +481,7 @@ func TestMIGPartedKeepsTheEndLayout(t *testing.T) {
 }
 
 // TestMIGPartedKeepsTheMIGMode: a kept GPU without MIG instances is written
-// as mig-enabled: false only when gpuledger_gpu_info says MIG is disabled
+// as mig-enabled: false only when gputally_gpu_info says MIG is disabled
 // (TestMIGPartedTouchesOnlyRepartitioned); MIG enabled without instances, or
 // no mig_mode at all, leaves the node without a config and the file says why.
 func TestMIGPartedKeepsTheMIGMode(t *testing.T) {
@@ -495,7 +495,7 @@ func TestMIGPartedKeepsTheMIGMode(t *testing.T) {
 			alone("GPU-K1", "1", "node-k", h100Name, "ml", "trainer", 1.5, 1, 0.95, 70000),
 		} {
 			for _, s := range fakeSeriesFor(g, time.Hour) {
-				if s.metric == "gpuledger_gpu_info" && g.uuid == "GPU-K1" {
+				if s.metric == "gputally_gpu_info" && g.uuid == "GPU-K1" {
 					if tc.mode == "" {
 						continue
 					}

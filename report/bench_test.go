@@ -13,16 +13,16 @@ import (
 
 // BenchmarkReport1000GPUs7Days generates a report over 1,000 GPUs × 7 days of
 // exporter history (synth_test.go, 30 s scrapes unless
-// GPULEDGER_BENCH_SCRAPE_SECONDS says otherwise; GPULEDGER_BENCH_GPUS changes
+// GPUTALLY_BENCH_SCRAPE_SECONDS says otherwise; GPUTALLY_BENCH_GPUS changes
 // the fleet) through the embedded PromQL engine. It reports the samples stored,
 // the heap the store holds, the peak heap the report adds to it (sampled
 // every 5 ms) and the process's peak RSS (store building included).
 func BenchmarkReport1000GPUs7Days(b *testing.B) {
 	gpus, scrape := 1000, 30*time.Second
-	if v, err := strconv.Atoi(os.Getenv("GPULEDGER_BENCH_GPUS")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(os.Getenv("GPUTALLY_BENCH_GPUS")); err == nil && v > 0 {
 		gpus = v
 	}
-	if v, err := strconv.Atoi(os.Getenv("GPULEDGER_BENCH_SCRAPE_SECONDS")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(os.Getenv("GPUTALLY_BENCH_SCRAPE_SECONDS")); err == nil && v > 0 {
 		scrape = time.Duration(v) * time.Second
 	}
 	ticks := int(7 * 24 * time.Hour / scrape)

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// The states of gpuledger_gpu_seconds_total and gpuledger_cost_eur_total.
+// The states of gputally_gpu_seconds_total and gputally_cost_eur_total.
 const (
 	stateBusy = iota
 	stateIdle
@@ -79,7 +79,7 @@ type dataset struct {
 	podTeams map[holderKey]string        // from kube_pod_labels
 	previous map[holdingKey]*ledgerEntry // nil when the previous period has no data
 	gpus     map[string]*gpuSeen         // by UUID: what the range saw of each GPU
-	migMode  map[string]string           // by UUID: gpuledger_gpu_info's mig_mode at the GPU's last sample; absent: not known
+	migMode  map[string]string           // by UUID: gputally_gpu_info's mig_mode at the GPU's last sample; absent: not known
 }
 
 // gpuSeen is what the ledger recorded of one physical GPU over the range.
@@ -144,7 +144,7 @@ func (c *collector) collect(ctx context.Context, start, end time.Time, step, res
 	}
 	first := start.Add(step)
 	if err := c.run.run(ctx, "allocation", fmt.Sprintf(
-		"max by (%s, resource, sharing) (max_over_time(gpuledger_gpu_allocation[%s]))", byDevice, model.Duration(step)),
+		"max by (%s, resource, sharing) (max_over_time(gputally_gpu_allocation[%s]))", byDevice, model.Duration(step)),
 		first, end, step, func(m model.Matrix) {
 			for _, s := range m {
 				d.alloc[holdingOf(s.Metric)] = allocInfo{resource: string(s.Metric["resource"]), sharing: string(s.Metric["sharing"])}
@@ -203,9 +203,9 @@ func (c *collector) collect(ctx context.Context, start, end time.Time, step, res
 	}{
 		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", fmt.Sprintf("avg by (%s) (avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[%s]))", byDevice, res), activity(true, 1)},
 		{"DCGM_FI_DEV_GPU_UTIL", fmt.Sprintf("avg by (%s) (avg_over_time(DCGM_FI_DEV_GPU_UTIL[%s]))", byDevice, res), activity(true, 0.01)},
-		{"gpuledger_pod_gpu_utilization_ratio", fmt.Sprintf("avg by (%s) (avg_over_time(gpuledger_pod_gpu_utilization_ratio[%s]))", byDevice, res), activity(false, 1)},
+		{"gputally_pod_gpu_utilization_ratio", fmt.Sprintf("avg by (%s) (avg_over_time(gputally_pod_gpu_utilization_ratio[%s]))", byDevice, res), activity(false, 1)},
 		{"DCGM_FI_DEV_FB_USED", fmt.Sprintf("max by (%s) (max_over_time(DCGM_FI_DEV_FB_USED[%s]))", byDevice, res), c.framebuffer(d, 1)},
-		{"gpuledger_pod_gpu_memory_used_bytes", fmt.Sprintf("max by (%s) (max_over_time(gpuledger_pod_gpu_memory_used_bytes[%s]))", byDevice, res), c.framebuffer(d, 1.0/(1<<20))},
+		{"gputally_pod_gpu_memory_used_bytes", fmt.Sprintf("max by (%s) (max_over_time(gputally_pod_gpu_memory_used_bytes[%s]))", byDevice, res), c.framebuffer(d, 1.0/(1<<20))},
 	}
 	for _, q := range queries {
 		if err := c.run.run(ctx, q.name, q.query, firstRes, end, resolution, q.each); err != nil {
@@ -253,11 +253,11 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 		suffix = " (previous period)"
 	}
 	// Buckets from the one ending at start: its values are the base of the first.
-	secs, err := c.counters(ctx, "gpuledger_gpu_seconds_total"+suffix, "gpuledger_gpu_seconds_total", start, end, d.step)
+	secs, err := c.counters(ctx, "gputally_gpu_seconds_total"+suffix, "gputally_gpu_seconds_total", start, end, d.step)
 	if err != nil {
 		return nil, err
 	}
-	eurs, err := c.counters(ctx, "gpuledger_cost_eur_total"+suffix, "gpuledger_cost_eur_total", start, end, d.step)
+	eurs, err := c.counters(ctx, "gputally_cost_eur_total"+suffix, "gputally_cost_eur_total", start, end, d.step)
 	if err != nil {
 		return nil, err
 	}
@@ -363,12 +363,12 @@ func sanitizeLabel(s string) string {
 	return string(b)
 }
 
-// migModes fills d.migMode from the physical GPUs' gpuledger_gpu_info series:
+// migModes fills d.migMode from the physical GPUs' gputally_gpu_info series:
 // per UUID, the mig_mode of the series with the latest sample in the range.
 func (c *collector) migModes(ctx context.Context, d *dataset, first, end time.Time, step time.Duration) error {
 	latest := map[string]model.Time{}
-	return c.run.run(ctx, "gpuledger_gpu_info", fmt.Sprintf(
-		`max by (UUID, GPU_I_ID, mig_mode) (max_over_time(gpuledger_gpu_info{GPU_I_ID=""}[%s]))`, model.Duration(step)),
+	return c.run.run(ctx, "gputally_gpu_info", fmt.Sprintf(
+		`max by (UUID, GPU_I_ID, mig_mode) (max_over_time(gputally_gpu_info{GPU_I_ID=""}[%s]))`, model.Duration(step)),
 		first, end, step, func(m model.Matrix) {
 			for _, s := range m {
 				uuid := string(s.Metric["UUID"])

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
-	"github.com/gpuledger/gpuledger/collector/sim"
-	"github.com/gpuledger/gpuledger/history"
+	"github.com/gputally/gputally/collector/sim"
+	"github.com/gputally/gputally/history"
 )
 
 // demoScenario has a trainer on GPU 0, which is lost at 3h, a job on GPU 1 (a
@@ -85,7 +85,7 @@ func TestScrapesStoreAsTheirText(t *testing.T) {
 	// label values (dropped, as Prometheus drops them: the lost GPU's series
 	// have no pod label) and series that stop (the lost GPU's).
 	if !hasSeries(want, `pod="train"`, `state="busy"`) || !hasSeries(want, `pod="build-0"`) ||
-		!hasSeries(want, `gpuledger_gpu_seconds_total`, `state="lost"`) || hasSeries(want, `pod=""`) {
+		!hasSeries(want, `gputally_gpu_seconds_total`, `state="lost"`) || hasSeries(want, `pod=""`) {
 		t.Fatalf("the simulation lacks the series the comparison is about; have %d series", len(want))
 	}
 

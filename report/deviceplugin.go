@@ -13,7 +13,7 @@ type tsResource struct {
 	Replicas int    `yaml:"replicas"`
 }
 
-// deviceplugin config v1, the parts gpuledger writes.
+// deviceplugin config v1, the parts gputally writes.
 type devicePluginConfig struct {
 	Version string `yaml:"version"`
 	Sharing struct {
@@ -26,7 +26,7 @@ type devicePluginConfig struct {
 // tsConfigName is the ConfigMap key, and nvidia.com/device-plugin.config
 // label value, of a node class: the GPU model with its replicas.
 func tsConfigName(model string, replicas int) string {
-	return dnsName(fmt.Sprintf("gpuledger-%s-x%d", model, replicas))
+	return dnsName(fmt.Sprintf("gputally-%s-x%d", model, replicas))
 }
 
 // timeSlicingConfig writes the NVIDIA device plugin's ConfigMap with one key
@@ -80,6 +80,6 @@ func timeSlicingConfig(r *Report, p *plan, groups []tsGroup) (cfg string, labels
 		Kind       string            `yaml:"kind"`
 		Metadata   meta              `yaml:"metadata"`
 		Data       map[string]string `yaml:"data"`
-	}{"v1", "ConfigMap", meta{"gpuledger-time-slicing", "gpu-operator"}, data})
+	}{"v1", "ConfigMap", meta{"gputally-time-slicing", "gpu-operator"}, data})
 	return cfg, labels, sharing
 }

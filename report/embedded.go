@@ -130,7 +130,7 @@ func (s *Store) TimeRange() (first, last time.Time, ok bool) {
 }
 
 // LoadOpenMetrics reads OpenMetrics text whose samples all carry timestamps (the
-// format `promtool tsdb create-blocks-from openmetrics` reads, and `gpuledger
+// format `promtool tsdb create-blocks-from openmetrics` reads, and `gputally
 // simulate history` writes) into a Store. Histogram samples are skipped; a
 // sample without a timestamp is an error.
 func LoadOpenMetrics(r io.Reader) (*Store, error) {

@@ -34,7 +34,7 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 		return nil, nil, f.err
 	}
 	// The query's first metric is the one it reads (the ledger queries name
-	// gpuledger_gpu_seconds_total again later, to gate new series).
+	// gputally_gpu_seconds_total again later, to gate new series).
 	first := ""
 	for _, s := range f.series {
 		if i := metricAt(q, s.metric); i >= 0 && (first == "" || i < metricAt(q, first)) {
@@ -43,7 +43,7 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 	}
 	// The ledger counters' last_over_time is their cumulative value: the
 	// per-bucket values summed from fakeOrigin.
-	cumulative := strings.HasPrefix(q, "last_over_time(gpuledger_")
+	cumulative := strings.HasPrefix(q, "last_over_time(gputally_")
 	var m model.Matrix
 	for _, s := range f.series {
 		if s.metric != first {
@@ -142,16 +142,16 @@ func fakeSeriesFor(g fakeGPU, step time.Duration) []fakeSeries {
 		}
 		l := with(id, append(h, "state", st)...)
 		out = append(out,
-			fakeSeries{"gpuledger_gpu_seconds_total", l, live(func(time.Time) float64 { return share * secs })},
-			fakeSeries{"gpuledger_cost_eur_total", l, live(func(time.Time) float64 { return share * secs * g.rateEURPerHour / 3600 })},
+			fakeSeries{"gputally_gpu_seconds_total", l, live(func(time.Time) float64 { return share * secs })},
+			fakeSeries{"gputally_cost_eur_total", l, live(func(time.Time) float64 { return share * secs * g.rateEURPerHour / 3600 })},
 		)
 	}
-	out = append(out, fakeSeries{"gpuledger_gpu_info", with(id, "mig_mode", "disabled"), live(func(time.Time) float64 { return 1 })})
+	out = append(out, fakeSeries{"gputally_gpu_info", with(id, "mig_mode", "disabled"), live(func(time.Time) float64 { return 1 })})
 	if g.pod == "" {
 		return out
 	}
 	pl := with(id, holder...)
-	out = append(out, fakeSeries{"gpuledger_gpu_allocation", with(pl, "resource", g.resource, "sharing", g.sharing), live(func(time.Time) float64 { return 1 })})
+	out = append(out, fakeSeries{"gputally_gpu_allocation", with(pl, "resource", g.resource, "sharing", g.sharing), live(func(time.Time) float64 { return 1 })})
 	if g.hasActivity {
 		out = append(out, fakeSeries{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", pl, live(func(time.Time) float64 { return g.activity })})
 	}

@@ -52,8 +52,8 @@ func faultQuerier(gpus []faultGPU, start time.Time) *fakeQuerier {
 				}
 			}
 			f.series = append(f.series,
-				fakeSeries{"gpuledger_gpu_seconds_total", id, value(false)},
-				fakeSeries{"gpuledger_cost_eur_total", id, value(true)})
+				fakeSeries{"gputally_gpu_seconds_total", id, value(false)},
+				fakeSeries{"gputally_cost_eur_total", id, value(true)})
 		}
 	}
 	// The holder of the lost GPU: whole-GPU, nearly idle and small; release,
@@ -68,7 +68,7 @@ func faultQuerier(gpus []faultGPU, start time.Time) *fakeQuerier {
 		}
 	}
 	f.series = append(f.series,
-		fakeSeries{"gpuledger_gpu_allocation", with(pl, "resource", "nvidia.com/gpu", "sharing", "exclusive"), upTo100(1)},
+		fakeSeries{"gputally_gpu_allocation", with(pl, "resource", "nvidia.com/gpu", "sharing", "exclusive"), upTo100(1)},
 		fakeSeries{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", pl, upTo100(0.02)},
 		fakeSeries{"DCGM_FI_DEV_FB_USED", pl, upTo100(500)})
 	return f

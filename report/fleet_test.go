@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector/sim"
-	"github.com/gpuledger/gpuledger/cost"
-	"github.com/gpuledger/gpuledger/history"
+	"github.com/gputally/gputally/collector/sim"
+	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/history"
 )
 
 // TestDemoFleetHeadline runs the demo fleet (testdata/scenarios/fleet/, four

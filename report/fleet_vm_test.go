@@ -31,12 +31,12 @@ const (
 )
 
 // TestFleetReportVictoriaMetrics (`make bench-fleet`) loads the synthetic
-// fleet of synth_test.go — GPULEDGER_FLEET_GPUS GPUs (default 1000; a comma
+// fleet of synth_test.go — GPUTALLY_FLEET_GPUS GPUs (default 1000; a comma
 // list measures several fleets in turn) × 7 days, scraped every
-// GPULEDGER_FLEET_SCRAPE_SECONDS (default 60) — into a VictoriaMetrics on
+// GPUTALLY_FLEET_SCRAPE_SECONDS (default 60) — into a VictoriaMetrics on
 // loopback through /api/v1/import/prometheus (millisecond timestamps), runs
-// the `gpuledger report` binary against it over HTTP (once per value of
-// --query.max-samples in GPULEDGER_FLEET_MAX_SAMPLES, default 500000) and prints the report's
+// the `gputally report` binary against it over HTTP (once per value of
+// --query.max-samples in GPUTALLY_FLEET_MAX_SAMPLES, default 500000) and prints the report's
 // wall time and peak RSS (getrusage of the child), the import's time and
 // VictoriaMetrics' resident memory. It fails when the report over 1,000 GPUs
 // or fewer is over the budget (60 s, 500 MiB) or counts the wrong number of
@@ -47,30 +47,30 @@ func TestFleetReportVictoriaMetrics(t *testing.T) {
 		t.Skipf("victoria-metrics not in PATH: %v", err)
 	}
 	sizes := []int{1000}
-	if v := os.Getenv("GPULEDGER_FLEET_GPUS"); v != "" {
+	if v := os.Getenv("GPUTALLY_FLEET_GPUS"); v != "" {
 		sizes = sizes[:0]
 		for _, f := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n <= 0 {
-				t.Fatalf("GPULEDGER_FLEET_GPUS: %q is not a positive count", f)
+				t.Fatalf("GPUTALLY_FLEET_GPUS: %q is not a positive count", f)
 			}
 			sizes = append(sizes, n)
 		}
 	}
 	scrape := 60 * time.Second
-	if v := os.Getenv("GPULEDGER_FLEET_SCRAPE_SECONDS"); v != "" {
+	if v := os.Getenv("GPUTALLY_FLEET_SCRAPE_SECONDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
-			t.Fatalf("GPULEDGER_FLEET_SCRAPE_SECONDS: %q is not a positive count", v)
+			t.Fatalf("GPUTALLY_FLEET_SCRAPE_SECONDS: %q is not a positive count", v)
 		}
 		scrape = time.Duration(n) * time.Second
 	}
 	maxSamples := []string{"500000"}
-	if v := os.Getenv("GPULEDGER_FLEET_MAX_SAMPLES"); v != "" {
+	if v := os.Getenv("GPUTALLY_FLEET_MAX_SAMPLES"); v != "" {
 		maxSamples = strings.Split(v, ",")
 	}
-	bin := filepath.Join(t.TempDir(), "gpuledger")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/gpuledger")
+	bin := filepath.Join(t.TempDir(), "gputally")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/gputally")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)

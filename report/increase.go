@@ -126,7 +126,7 @@ func (s counterSet) sorted() []*counterSeries {
 
 // increases returns the series' increase in buckets 1…n−1 (see the comment
 // at the top); NaN where the bucket had no sample. seconds is the X of the
-// matching gpuledger_gpu_seconds_total series (nil: none), which tells a new
+// matching gputally_gpu_seconds_total series (nil: none), which tells a new
 // series from one seen again after a gap that began before the range; step is
 // the bucket length.
 func (s *counterSeries) increases(seconds []float64, step time.Duration) []float64 {

@@ -156,7 +156,7 @@ func TestExactIncreaseShortJobs(t *testing.T) {
 			truth := play(t, b, procs, runs, scrape, offset, start, end)
 			q := NewEngineQuerier(b.Store(), time.Minute, discard())
 			seconds, eurs := ledgerByNamespace(t, q, start, end, step)
-			old := sumByNamespace(t, q, fmt.Sprintf("sum by (namespace) (increase(gpuledger_gpu_seconds_total[%s]))", model.Duration(step)), start, end, step)
+			old := sumByNamespace(t, q, fmt.Sprintf("sum by (namespace) (increase(gputally_gpu_seconds_total[%s]))", model.Duration(step)), start, end, step)
 			for _, ns := range []string{"ci-2m", "ci-90s", "short", "edge", "long"} {
 				want := truth[ns]
 				// The ledger counted the restarted process up to restartAt; its
@@ -197,7 +197,7 @@ func TestExactIncreaseScrapeGap(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	end := start.Add(6 * time.Hour)
 	b := NewStoreBuilder()
-	lset := labels.FromStrings("__name__", "gpuledger_gpu_seconds_total", "UUID", "GPU-0", "namespace", "ml", "pod", "p", "container", "c", "state", "busy")
+	lset := labels.FromStrings("__name__", "gputally_gpu_seconds_total", "UUID", "GPU-0", "namespace", "ml", "pod", "p", "container", "c", "state", "busy")
 	const base = 1e6 // the exporter has run for long
 	for ts := start.Add(-time.Hour); !ts.After(end); ts = ts.Add(30 * time.Second) {
 		if ts.After(start.Add(2*time.Hour)) && !ts.After(start.Add(4*time.Hour)) {
@@ -329,7 +329,7 @@ func appendLedger(t *testing.T, b *StoreBuilder, base []string, ts time.Time, se
 	for _, m := range []struct {
 		name string
 		v    float64
-	}{{"gpuledger_gpu_seconds_total", secs}, {"gpuledger_cost_eur_total", secs * eurPerSecond}} {
+	}{{"gputally_gpu_seconds_total", secs}, {"gputally_cost_eur_total", secs * eurPerSecond}} {
 		if err := b.Append(labels.FromStrings(append([]string{"__name__", m.name}, base...)...), ts.UnixMilli(), m.v); err != nil {
 			t.Fatal(err)
 		}

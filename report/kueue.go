@@ -16,9 +16,9 @@ import (
 // deprecated since Kueue 0.16 and no longer served from 0.20).
 const (
 	kueueAPIVersion = "kueue.x-k8s.io/v1beta2"
-	kueueFlavor     = "gpuledger-default"
-	kueueCohort     = "gpuledger"
-	kueueLocalQueue = "gpuledger"
+	kueueFlavor     = "gputally-default"
+	kueueCohort     = "gputally"
+	kueueLocalQueue = "gputally"
 )
 
 // quota is a team's nominal quota of one resource.

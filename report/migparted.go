@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuledger/gpuledger/mig"
+	"github.com/gputally/gputally/mig"
 )
 
 // migDevice is one entry of a mig-parted config (version v1).
@@ -20,7 +20,7 @@ type migDevice struct {
 
 // migConfigName is the mig-parted config, and nvidia.com/mig.config label
 // value, of a node.
-func migConfigName(node string) string { return dnsName("gpuledger-" + node) }
+func migConfigName(node string) string { return dnsName("gputally-" + node) }
 
 // migPartedConfig writes one mig-parted config per node with a GPU to
 // repartition. Each lists every GPU of the node by index: the repartitioned
@@ -112,7 +112,7 @@ func migPartedConfig(p *plan, layouts map[string][]string) (string, []string) {
 // together on one GPU (mig.Model.Place).
 //
 // A GPU without instances at the end is written as mig-enabled: false only
-// when gpuledger_gpu_info says its MIG mode is disabled: a MIG-enabled GPU
+// when gputally_gpu_info says its MIG mode is disabled: a MIG-enabled GPU
 // without instances, or one whose mode is not known, would have its mode
 // changed by such a config.
 func keptLayoutProblem(g *gpuInfo) string {
@@ -121,7 +121,7 @@ func keptLayoutProblem(g *gpuInfo) string {
 		case "disabled":
 			return ""
 		case "":
-			return fmt.Sprintf("GPU %s (%s) has no MIG instances at the end of the range and its MIG mode is not known (no gpuledger_gpu_info mig_mode)", g.index, g.uuid)
+			return fmt.Sprintf("GPU %s (%s) has no MIG instances at the end of the range and its MIG mode is not known (no gputally_gpu_info mig_mode)", g.index, g.uuid)
 		}
 		return fmt.Sprintf("GPU %s (%s) has no MIG instances at the end of the range but its MIG mode is %s", g.index, g.uuid, g.migMode)
 	}

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuledger/gpuledger/mig"
+	"github.com/gputally/gputally/mig"
 )
 
 // Packing says how the workloads recommended for MIG on one GPU model fit

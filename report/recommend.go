@@ -81,7 +81,7 @@ func WriteApply(dir string, a *Apply) error {
 	}
 	var labels strings.Builder
 	if len(a.MIGPartedLabels)+len(a.TimeSlicingLabels) > 0 {
-		labels.WriteString("#!/bin/sh\n# Node labels that select the configuration gpuledger's report wrote next to this file.\nset -e\n")
+		labels.WriteString("#!/bin/sh\n# Node labels that select the configuration gputally's report wrote next to this file.\nset -e\n")
 		for _, s := range a.TimeSlicingSharing {
 			labels.WriteString("# warning: " + s + "\n")
 		}

@@ -1,4 +1,4 @@
-// Package report builds gpuledger's weekly utilization and cost report from
+// Package report builds gputally's weekly utilization and cost report from
 // the exporter's metrics in any Prometheus-compatible API: per team, namespace,
 // GPU model and node the GPU-hours held, busy share, idle and unallocated EUR,
 // p95 activity and peak / p99 framebuffer; recommendations (nodes to drain,
@@ -28,7 +28,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/cost"
 )
 
 // Formats the report renders.

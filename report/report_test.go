@@ -148,13 +148,13 @@ func TestGroupsAndTeams(t *testing.T) {
 		}
 	}
 	// A team's ClusterQueue admits its own namespaces only.
-	ml := "metadata:\n  name: ml\nspec:\n  cohortName: gpuledger\n  namespaceSelector:\n    matchExpressions:\n      - key: kubernetes.io/metadata.name\n        operator: In\n        values:\n          - inference\n          - training\n"
+	ml := "metadata:\n  name: ml\nspec:\n  cohortName: gputally\n  namespaceSelector:\n    matchExpressions:\n      - key: kubernetes.io/metadata.name\n        operator: In\n        values:\n          - inference\n          - training\n"
 	if !strings.Contains(r.Apply.Kueue, ml) {
 		t.Errorf("Kueue config lacks the ml queue limited to inference and training:\n%s", r.Apply.Kueue)
 	}
 	// Namespace dev holds pods of teams dev and explorers: a LocalQueue for each.
 	checkKueue(t, r.Apply.Kueue)
-	for _, lq := range []string{"name: gpuledger-dev\n  namespace: dev\nspec:\n  clusterQueue: dev\n", "name: gpuledger-explorers\n  namespace: dev\nspec:\n  clusterQueue: explorers\n"} {
+	for _, lq := range []string{"name: gputally-dev\n  namespace: dev\nspec:\n  clusterQueue: dev\n", "name: gputally-explorers\n  namespace: dev\nspec:\n  clusterQueue: explorers\n"} {
 		if !strings.Contains(r.Apply.Kueue, lq) {
 			t.Errorf("Kueue config lacks LocalQueue\n%s\nin:\n%s", lq, r.Apply.Kueue)
 		}
@@ -187,7 +187,7 @@ func TestBadInput(t *testing.T) {
 		wantErr string
 	}{
 		{"no data", &fakeQuerier{}, false, "no GPU data"},
-		{"query error", &fakeQuerier{err: errors.New("bad_data: parse error")}, false, "gpuledger_gpu_seconds_total: bad_data: parse error"},
+		{"query error", &fakeQuerier{err: errors.New("bad_data: parse error")}, false, "gputally_gpu_seconds_total: bad_data: parse error"},
 		{"gaps", fleetQuerier(gappy, time.Hour), false, "gaps without GPU data: node-a GPU 0 (GPU-0) 2026-01-05T00:00:00Z – 2026-01-06T23:00:00Z (47.0 h)"},
 		{"gaps allowed", fleetQuerier(gappy, time.Hour), true, ""},
 	} {
@@ -240,7 +240,7 @@ func TestBoundedRequests(t *testing.T) {
 	for q, n := range points {
 		want := 168
 		switch {
-		case strings.Contains(q, "gpuledger_gpu_seconds_total") || strings.Contains(q, "gpuledger_cost_eur_total"):
+		case strings.Contains(q, "gputally_gpu_seconds_total") || strings.Contains(q, "gputally_cost_eur_total"):
 			want = 2 * 169 // from the bucket ending at the start; this period and the previous one
 		case strings.Contains(q, "[5m]"):
 			want = 7 * 24 * 12

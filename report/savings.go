@@ -22,7 +22,7 @@ type gpuInfo struct {
 	layout                   map[string]string // every MIG instance it had over the range, GPU_I_ID → profile; empty without MIG
 	current                  []string          // the profiles of the instances it has at the end of the range (migparted.go)
 	last                     int               // the last step bucket with ledger data for it
-	migMode                  string            // gpuledger_gpu_info's mig_mode at its last sample; "": not known
+	migMode                  string            // gputally_gpu_info's mig_mode at its last sample; "": not known
 }
 
 func (g *gpuInfo) String() string { return g.node + "/" + g.index + " (" + g.uuid + ")" }

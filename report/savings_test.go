@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/cost"
 )
 
 // The savings rules (docs/report.md), each on a fleet built so that a
@@ -209,7 +209,7 @@ func TestTimeSlicingFreesTheCheapest(t *testing.T) {
 	if len(ts) != 1 || !slices.Equal(ts[0].FreedGPUs, []string{"GPU-T1"}) || !near(ts[0].FreedEURPerMonth, 168*perMonth) {
 		t.Fatalf("time-slicing %+v, want GPU-T1 freed, %.4f EUR/month", ts, 168*perMonth)
 	}
-	wantLabel := "kubectl label node node-t nvidia.com/device-plugin.config=gpuledger-nvidia-h100-80gb-hbm3-x2 --overwrite"
+	wantLabel := "kubectl label node node-t nvidia.com/device-plugin.config=gputally-nvidia-h100-80gb-hbm3-x2 --overwrite"
 	if !slices.Equal(r.Apply.TimeSlicingLabels, []string{wantLabel}) {
 		t.Errorf("labels %q, want %q", r.Apply.TimeSlicingLabels, wantLabel)
 	}

@@ -95,8 +95,8 @@ func synthFleet(gpus int, interval time.Duration, ticks int) ([]synthFamily, syn
 			if !held(i) && st != "unallocated" {
 				continue
 			}
-			add("gpuledger_gpu_seconds", "counter", ls("gpuledger_gpu_seconds_total", "state", st), counter(i, want, sec))
-			add("gpuledger_cost_eur", "counter", ls("gpuledger_cost_eur_total", "state", st), counter(i, want, sec*synthRate/3600))
+			add("gputally_gpu_seconds", "counter", ls("gputally_gpu_seconds_total", "state", st), counter(i, want, sec))
+			add("gputally_cost_eur", "counter", ls("gputally_cost_eur_total", "state", st), counter(i, want, sec*synthRate/3600))
 		}
 		gauge := func(f func(k int) float64) func() func(k int) float64 { return func() func(k int) float64 { return f } }
 		add("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", ls("DCGM_FI_PROF_GR_ENGINE_ACTIVE"), gauge(func(k int) float64 {
@@ -107,7 +107,7 @@ func synthFleet(gpus int, interval time.Duration, ticks int) ([]synthFamily, syn
 		}))
 		add("DCGM_FI_DEV_FB_USED", "gauge", ls("DCGM_FI_DEV_FB_USED"), gauge(func(int) float64 { return float64(20000 + 100*(i%50)) }))
 		if held(i) {
-			add("gpuledger_gpu_allocation", "gauge", ls("gpuledger_gpu_allocation", "resource", "nvidia.com/gpu", "sharing", "exclusive"),
+			add("gputally_gpu_allocation", "gauge", ls("gputally_gpu_allocation", "resource", "nvidia.com/gpu", "sharing", "exclusive"),
 				gauge(func(int) float64 { return 1 }))
 		}
 	}
@@ -118,7 +118,7 @@ func synthFleet(gpus int, interval time.Duration, ticks int) ([]synthFamily, syn
 	return out, tot
 }
 
-// writeOpenMetrics writes the families with timestamps, as `gpuledger
+// writeOpenMetrics writes the families with timestamps, as `gputally
 // simulate history` does.
 func writeOpenMetrics(w io.Writer, fams []synthFamily, start time.Time, interval time.Duration, ticks int) error {
 	bw := bufio.NewWriter(w)

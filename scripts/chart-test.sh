@@ -19,13 +19,13 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-chart=deploy/helm/gpuledger
+chart=deploy/helm/gputally
 kube_version=v1.37.2
 prometheus_operator=github.com/prometheus-operator/prometheus-operator@v0.85.0
 # The first Kueue whose module carries CRDs serving v1beta2 (config/components/crd/bases/).
 kueue=sigs.k8s.io/kueue@v0.17.0
 namespace=gpu-monitoring
-release=gpuledger
+release=gputally
 api_versions=(--api-versions monitoring.coreos.com/v1/ServiceMonitor --api-versions monitoring.coreos.com/v1/PrometheusRule)
 
 # Values sets that must be accepted: name → values file ("" = chart defaults).
@@ -265,7 +265,7 @@ else
 	fail "Kueue CRDs established"
 fi
 # One simulated day of the demo fleet is enough to produce every kind of object.
-if go run ./cmd/gpuledger report --demo --demo.scenario testdata/scenarios/fleet --cost.price-book testdata/prices/fleet.yaml \
+if go run ./cmd/gputally report --demo --demo.scenario testdata/scenarios/fleet --cost.price-book testdata/prices/fleet.yaml \
 	--range 1d --format json --out "$work/fleet-report.json" --apply-dir "$work/apply" >"$work/report.log" 2>&1 &&
 	[[ -s "$work/apply/kueue.yaml" ]]; then
 	pass "report --demo on the demo fleet wrote $(grep -c '^kind:' "$work/apply/kueue.yaml") Kueue objects"
@@ -290,7 +290,7 @@ kind: ClusterQueue
 metadata:
   name: old-style
 spec:
-  cohort: gpuledger
+  cohort: gputally
 EOF
 if "$kubectl" apply --dry-run=server --validate=strict -f "$work/kueue-v1beta1-cohort.yaml" >"$work/apply-kueue-broken.log" 2>&1; then
 	fail "API server rejects v1beta1's cohort in a v1beta2 ClusterQueue (it accepted it: the check cannot fail)"

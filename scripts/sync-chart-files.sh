@@ -7,8 +7,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-chart_files="$root/deploy/helm/gpuledger/files"
-rules_src="$root/alerts/generated/gpuledger-rules.yaml"
+chart_files="$root/deploy/helm/gputally/files"
+rules_src="$root/alerts/generated/gputally-rules.yaml"
 dashboards_src="$root/dashboards/generated"
 
 check=false
@@ -29,7 +29,7 @@ fi
 
 if $check; then
 	stale=0
-	cmp -s "$rules_src" "$chart_files/gpuledger-rules.yaml" || { echo "stale: gpuledger-rules.yaml" >&2; stale=1; }
+	cmp -s "$rules_src" "$chart_files/gputally-rules.yaml" || { echo "stale: gputally-rules.yaml" >&2; stale=1; }
 	for f in "${dashboards[@]}"; do
 		cmp -s "$f" "$chart_files/dashboards/$(basename "$f")" || { echo "stale: dashboards/$(basename "$f")" >&2; stale=1; }
 	done
@@ -43,7 +43,7 @@ if $check; then
 fi
 
 mkdir -p "$chart_files/dashboards"
-cp "$rules_src" "$chart_files/gpuledger-rules.yaml"
+cp "$rules_src" "$chart_files/gputally-rules.yaml"
 rm -f "$chart_files"/dashboards/*.json
 cp "${dashboards[@]}" "$chart_files/dashboards/"
 echo "sync-chart-files: copied $(basename "$rules_src") and ${#dashboards[@]} dashboards into $chart_files"

@@ -1,4 +1,4 @@
-// Package smallfile reads the small configuration files of gpuledger (price
+// Package smallfile reads the small configuration files of gputally (price
 // books, scenarios): regular files only, up to a size cap, without blocking.
 //
 // os.ReadFile reads whatever path names until it ends: /dev/zero never ends and

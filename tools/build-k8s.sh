@@ -11,7 +11,7 @@
 set -euo pipefail
 
 version="${1:-v1.37.2}"
-cache_root="${GPULEDGER_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuledger-tools}"
+cache_root="${GPUTALLY_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gputally-tools}"
 out="$cache_root/k8s-$version"
 
 if [[ -x "$out/kube-apiserver" && -x "$out/kubectl" ]]; then

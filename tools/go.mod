@@ -1,4 +1,4 @@
-module github.com/gpuledger/gpuledger/tools
+module github.com/gputally/gputally/tools
 
 go 1.26.8
 

@@ -96,7 +96,7 @@ func Start(socketPath string) (*Server, error) {
 // StartTemp starts a Server on a socket in a new short temporary directory
 // (unix socket paths are limited to 108 bytes), which Stop removes.
 func StartTemp() (*Server, error) {
-	dir, err := os.MkdirTemp("", "gpuledger-kubelet")
+	dir, err := os.MkdirTemp("", "gputally-kubelet")
 	if err != nil {
 		return nil, fmt.Errorf("kubelet socket directory: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
+	"github.com/gputally/gputally/attribution/kubeletsim"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"

@@ -18,7 +18,7 @@ import (
 )
 
 // CompareGolden fails t when c's exposition differs from the golden file, which
-// update rewrites first. It also lints gpuledger's own metrics: the DCGM names
+// update rewrites first. It also lints gputally's own metrics: the DCGM names
 // and DCGM identity labels (UUID, modelName, Hostname, ...) are kept for
 // compatibility and exempt.
 func CompareGolden(t *testing.T, c prometheus.Collector, golden string, update bool) {
@@ -50,7 +50,7 @@ func CompareGolden(t *testing.T, c prometheus.Collector, golden string, update b
 		t.Fatal(err)
 	}
 	for _, p := range problems {
-		if strings.HasPrefix(p.Metric, "gpuledger_") && !strings.Contains(p.Text, "snake_case") {
+		if strings.HasPrefix(p.Metric, "gputally_") && !strings.Contains(p.Text, "snake_case") {
 			t.Errorf("lint %s: %s", p.Metric, p.Text)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 // ErrLibraryNotFound is returned (wrapped) by New when libdcgm.so.4 cannot be
@@ -28,7 +28,7 @@ var ErrLibraryNotFound = errors.New("DCGM library libdcgm.so.4 not found")
 
 // ErrDisconnected is returned (wrapped) by Sample and Inventory while the
 // hostengine connection is down; the backend reconnects with exponential
-// backoff on later calls. The sampler publishes gpuledger_up{backend="dcgm"} 0
+// backoff on later calls. The sampler publishes gputally_up{backend="dcgm"} 0
 // for every failed Sample.
 var ErrDisconnected = errors.New("DCGM hostengine connection lost")
 
@@ -291,7 +291,7 @@ func (b *Backend) discover(ctx context.Context) error {
 		b.health = false
 		if !b.healthWarned {
 			b.healthWarned = true
-			b.log.Warn("DCGM health watches unavailable; gpuledger_gpu_healthy reflects lost GPUs only", "err", err)
+			b.log.Warn("DCGM health watches unavailable; gputally_gpu_healthy reflects lost GPUs only", "err", err)
 		}
 	}
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 // sample takes one Sample sized to b's inventory, as the sampler does.

@@ -143,7 +143,7 @@ const xidKeepAge = 10 * time.Minute
 
 func (c *realClient) Watch(ents []entity, fields []uint16, xidField uint16, interval time.Duration) error {
 	c.unwatch()
-	name := fmt.Sprintf("gpuledger-%d", time.Now().UnixNano())
+	name := fmt.Sprintf("gputally-%d", time.Now().UnixNano())
 	group, err := godcgm.CreateGroup(name)
 	if err != nil {
 		return wrap("create group", err)
@@ -176,7 +176,7 @@ func (c *realClient) Watch(ents []entity, fields []uint16, xidField uint16, inte
 }
 
 func (c *realClient) WatchHealth() error {
-	group, err := godcgm.CreateGroup(fmt.Sprintf("gpuledger-health-%d", time.Now().UnixNano()))
+	group, err := godcgm.CreateGroup(fmt.Sprintf("gputally-health-%d", time.Now().UnixNano()))
 	if err != nil {
 		return wrap("create health group", err)
 	}

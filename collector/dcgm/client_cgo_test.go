@@ -12,7 +12,7 @@ import (
 
 	godcgm "github.com/NVIDIA/go-dcgm/pkg/dcgm"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 // TestFieldIDsMatchGoDCGM keeps the package's DCGM ids and blanks equal to go-dcgm's.
@@ -88,11 +88,11 @@ func TestBadHostengineAddress(t *testing.T) {
 }
 
 // TestRealDCGM runs the backend against a real DCGM when asked to:
-// GPULEDGER_TEST_DCGM=embedded, or GPULEDGER_TEST_DCGM=HOST:PORT of an nv-hostengine.
+// GPUTALLY_TEST_DCGM=embedded, or GPUTALLY_TEST_DCGM=HOST:PORT of an nv-hostengine.
 func TestRealDCGM(t *testing.T) {
-	target := os.Getenv("GPULEDGER_TEST_DCGM")
+	target := os.Getenv("GPUTALLY_TEST_DCGM")
 	if target == "" {
-		t.Skip("set GPULEDGER_TEST_DCGM=embedded or HOST:PORT to test against a real DCGM")
+		t.Skip("set GPUTALLY_TEST_DCGM=embedded or HOST:PORT to test against a real DCGM")
 	}
 	opts := Options{Hostengine: target}
 	if target == "embedded" {

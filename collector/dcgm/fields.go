@@ -3,7 +3,7 @@ package dcgm
 import (
 	"math"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 // DCGM field ids (dcgm_fields.h; go-dcgm's DCGM_FI_* constants, checked by a test).
@@ -58,7 +58,7 @@ type fieldSpec struct {
 	field     collector.Field
 	id        uint16
 	dcgm      string  // the DCGM field name
-	name      string  // the `field` label of gpuledger_sample_errors_total
+	name      string  // the `field` label of gputally_sample_errors_total
 	scale     float64 // contract unit per DCGM unit
 	max       float64 // largest valid DCGM value; 0 for any value below the blanks
 	instance  bool    // also read on MIG instances (FE_GPU_I)

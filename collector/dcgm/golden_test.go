@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/gpuledger/gpuledger/collector"
-	"github.com/gpuledger/gpuledger/collector/collectortest"
+	"github.com/gputally/gputally/collector"
+	"github.com/gputally/gputally/collector/collectortest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -123,7 +123,7 @@ func TestGoldenMatchesNVML(t *testing.T) {
 
 	// Metrics whose labels or values name the backend or its signal, not the device.
 	differ := map[string]bool{
-		"gpuledger_up": true, "gpuledger_sample_age_seconds": true, "gpuledger_sample_duration_seconds": true,
+		"gputally_up": true, "gputally_sample_age_seconds": true, "gputally_sample_duration_seconds": true,
 	}
 	compared := 0
 	for _, name := range slices.Sorted(maps.Keys(nvml)) {
@@ -132,12 +132,12 @@ func TestGoldenMatchesNVML(t *testing.T) {
 		}
 		want, got := nvml[name], dcgm[name]
 		if got == nil {
-			if strings.HasPrefix(name, "DCGM_FI_DEV_") || name == "gpuledger_gpu_healthy" || name == "gpuledger_gpu_info" {
+			if strings.HasPrefix(name, "DCGM_FI_DEV_") || name == "gputally_gpu_healthy" || name == "gputally_gpu_info" {
 				t.Errorf("%s: exported by the NVML backend, not by the DCGM backend", name)
 			}
 			continue
 		}
-		if name == "gpuledger_gpu_info" {
+		if name == "gputally_gpu_info" {
 			// idle_signal differs by design: DCGM supplies DCGM_FI_PROF_GR_ENGINE_ACTIVE.
 			want, got = dropLabel(want, "idle_signal"), dropLabel(got, "idle_signal")
 		}

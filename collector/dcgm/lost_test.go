@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 // TestLostGPUKeptOnReconnect: when the inventory is read again after a

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 // Sample reads the latest values DCGM sampled for every GPU and MIG instance,

@@ -11,8 +11,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 
-	"github.com/gpuledger/gpuledger/collector"
-	"github.com/gpuledger/gpuledger/collector/collectortest"
+	"github.com/gputally/gputally/collector"
+	"github.com/gputally/gputally/collector/collectortest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

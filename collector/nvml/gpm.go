@@ -3,7 +3,7 @@ package nvml
 import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 // gpmMetrics are the GPU Performance Monitoring metrics read on Hopper and

@@ -10,7 +10,7 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 // TestLostGPUKeptOnInventoryReread: a GPU that is lost before, or found lost

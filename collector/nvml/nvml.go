@@ -27,7 +27,7 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 // LibraryName is the shared library the NVML backend loads.

@@ -16,7 +16,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
@@ -30,7 +30,7 @@ func TestNewWithoutLibrary(t *testing.T) {
 	}{
 		{
 			name:     "real loader, missing file",
-			lib:      gonvml.New(gonvml.WithLibraryPath("/nonexistent/gpuledger-test/libnvidia-ml.so.1")),
+			lib:      gonvml.New(gonvml.WithLibraryPath("/nonexistent/gputally-test/libnvidia-ml.so.1")),
 			notFound: true,
 			want:     []string{"libnvidia-ml.so.1", "--backend=sim"},
 		},

@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 // TestRealNVML reads the machine's GPUs through libnvidia-ml.so.1. It runs only
-// with GPULEDGER_NVML_TEST=1 (on a GPU machine) and checks the formats of what
+// with GPUTALLY_NVML_TEST=1 (on a GPU machine) and checks the formats of what
 // the driver reports; it logs the inventory and two samples.
 func TestRealNVML(t *testing.T) {
-	if os.Getenv("GPULEDGER_NVML_TEST") != "1" {
-		t.Skip("set GPULEDGER_NVML_TEST=1 on a machine with an NVIDIA GPU")
+	if os.Getenv("GPUTALLY_NVML_TEST") != "1" {
+		t.Skip("set GPUTALLY_NVML_TEST=1 on a machine with an NVIDIA GPU")
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b, err := Open(log)

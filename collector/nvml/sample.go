@@ -13,7 +13,7 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 // probe is one kind of NVML read on a device. Whether a device supports it is
@@ -41,7 +41,7 @@ const (
 	numProbes
 )
 
-// probeNames are the `field` label values of gpuledger_sample_errors_total.
+// probeNames are the `field` label values of gputally_sample_errors_total.
 var probeNames = [numProbes]string{
 	probeUtilization:        "utilization",
 	probeMemoryV2:           "memory",
@@ -167,7 +167,7 @@ func (b *Backend) pollEvents(errs collector.ErrorCounter) (migChanged bool) {
 			errs.Inc("xid_events")
 			if !b.eventsWaitFailing {
 				b.eventsWaitFailing = true
-				b.log.Warn("reading XID events failed; counted in gpuledger_sample_errors_total{field=\"xid_events\"} until it recovers", "err", ret)
+				b.log.Warn("reading XID events failed; counted in gputally_sample_errors_total{field=\"xid_events\"} until it recovers", "err", ret)
 			}
 			return migChanged
 		}

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector"
-	"github.com/gpuledger/gpuledger/mig"
+	"github.com/gputally/gputally/collector"
+	"github.com/gputally/gputally/mig"
 )
 
 // Options adjust a Backend.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/collector"
 )
 
 // t0 is a Monday 00:00 UTC.

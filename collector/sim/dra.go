@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/attribution/kubeletsim"
+	"github.com/gputally/gputally/collector"
 )
 
 // resourceDRA is the resource of scenario pods that hold their device through a

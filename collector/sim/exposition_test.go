@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/collector"
-	"github.com/gpuledger/gpuledger/collector/collectortest"
-	"github.com/gpuledger/gpuledger/cost"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/collector"
+	"github.com/gputally/gputally/collector/collectortest"
+	"github.com/gputally/gputally/cost"
 )
 
 // fixedClock is an attribution.Clock stopped at one time.

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/gpuledger/gpuledger/attribution"
-	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
+	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/attribution/kubeletsim"
 )
 
 // Kubelet is the simulated node's kubelet: a pod-resources v1 server on a unix

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/attribution"
+	"github.com/gputally/gputally/attribution"
 )
 
 // virtualClock is an attribution.Clock the test moves.

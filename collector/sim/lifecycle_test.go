@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 // lifeBase is a valid scenario with every lifecycle and fault key; the error

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/gpuledger/gpuledger/attribution/kubeletsim"
+	"github.com/gputally/gputally/attribution/kubeletsim"
 )
 
 // podEntry is one scenario pod entry, or one pod of a job: a container holding

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 func TestPods(t *testing.T) {

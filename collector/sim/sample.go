@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/gpuledger/gpuledger/collector"
+	"github.com/gputally/gputally/collector"
 )
 
 // XIDs after which a GPU reports unhealthy (hardware and driver faults).

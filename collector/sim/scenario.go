@@ -89,7 +89,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gpuledger/gpuledger/smallfile"
+	"github.com/gputally/gputally/smallfile"
 )
 
 // Pattern names how a workload uses its GPU over time.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuledger/gpuledger/mig"
+	"github.com/gputally/gputally/mig"
 )
 
 // Limits that keep a scenario, and the work and memory it costs, bounded.

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuledger/gpuledger/alerts"
+	"github.com/gputally/gputally/alerts"
 )
 
 // valueSets are the values every structural check runs against.
@@ -157,8 +157,8 @@ func TestDaemonSetMountsAndProbes(t *testing.T) {
 			hostPaths:  map[string]string{"pod-resources": "/var/lib/kubelet/pod-resources"},
 			probe:      "http",
 			scheme:     corev1.URISchemeHTTP,
-			wantArgs:   []string{"--attribution.enabled", "--attribution.kubelet-socket=/var/lib/kubelet/pod-resources/kubelet.sock", "--cost.price-book=/etc/gpuledger/price-book/price-book.yaml"},
-			wantNoArgs: []string{"--attribution.process-accounting", "--web.config.file=/etc/gpuledger/web/web-config.yml"},
+			wantArgs:   []string{"--attribution.enabled", "--attribution.kubelet-socket=/var/lib/kubelet/pod-resources/kubelet.sock", "--cost.price-book=/etc/gputally/price-book/price-book.yaml"},
+			wantNoArgs: []string{"--attribution.process-accounting", "--web.config.file=/etc/gputally/web/web-config.yml"},
 		},
 		{
 			name:    "all-features",
@@ -169,7 +169,7 @@ func TestDaemonSetMountsAndProbes(t *testing.T) {
 				"pod-logs":      "/var/log/pods",
 			},
 			probe:         "tcp", // basic auth: the kubelet cannot authenticate
-			wantArgs:      []string{"--attribution.process-accounting", "--attribution.pod-logs-dir=/var/log/pods", "--web.config.file=/etc/gpuledger/web/web-config.yml", "--attribution.extra-resource=example.com/gpu"},
+			wantArgs:      []string{"--attribution.process-accounting", "--attribution.pod-logs-dir=/var/log/pods", "--web.config.file=/etc/gputally/web/web-config.yml", "--attribution.extra-resource=example.com/gpu"},
 			secretVolumes: []string{"web-config", "tls"},
 		},
 		{
@@ -183,7 +183,7 @@ func TestDaemonSetMountsAndProbes(t *testing.T) {
 		},
 		{
 			name:          "tls without basic auth",
-			args:          []string{"--set", "webConfig.enabled=true", "--set", "webConfig.tlsSecretName=tls", "--set", "webConfig.config.tls_server_config.cert_file=/etc/gpuledger/tls/tls.crt"},
+			args:          []string{"--set", "webConfig.enabled=true", "--set", "webConfig.tlsSecretName=tls", "--set", "webConfig.config.tls_server_config.cert_file=/etc/gputally/tls/tls.crt"},
 			hostPaths:     map[string]string{"pod-resources": "/var/lib/kubelet/pod-resources"},
 			probe:         "http",
 			scheme:        corev1.URISchemeHTTPS,
@@ -295,7 +295,7 @@ func TestServiceAndServiceMonitorSelectTheExporter(t *testing.T) {
 				job = svc.Name
 			}
 			if want := alerts.DefaultOptions().ExporterJob; !regexp.MustCompile("^(?:" + want + ")$").MatchString(job) {
-				t.Errorf("scrape job %q (jobLabel %q) does not match the rules' ExporterJob %q: GPULedgerExporterDown would never fire", job, sm.Spec.JobLabel, want)
+				t.Errorf("scrape job %q (jobLabel %q) does not match the rules' ExporterJob %q: GPUTallyExporterDown would never fire", job, sm.Spec.JobLabel, want)
 			}
 			if len(sm.Spec.Endpoints) != 1 {
 				t.Fatalf("want one ServiceMonitor endpoint, got %d", len(sm.Spec.Endpoints))
@@ -338,9 +338,9 @@ func TestMonitoringObjectsFollowCapabilities(t *testing.T) {
 }
 
 func TestPrometheusRuleHoldsTheGeneratedGroups(t *testing.T) {
-	generated := readRepoFile(t, "alerts/generated/gpuledger-rules.yaml")
-	if cp := readRepoFile(t, "deploy/helm/gpuledger/files/gpuledger-rules.yaml"); !bytes.Equal(cp, generated) {
-		t.Fatal("deploy/helm/gpuledger/files/gpuledger-rules.yaml differs from alerts/generated/gpuledger-rules.yaml: run scripts/sync-chart-files.sh")
+	generated := readRepoFile(t, "alerts/generated/gputally-rules.yaml")
+	if cp := readRepoFile(t, "deploy/helm/gputally/files/gputally-rules.yaml"); !bytes.Equal(cp, generated) {
+		t.Fatal("deploy/helm/gputally/files/gputally-rules.yaml differs from alerts/generated/gputally-rules.yaml: run scripts/sync-chart-files.sh")
 	}
 	var want struct {
 		Groups []any `json:"groups"`
@@ -518,11 +518,11 @@ func TestReportCronJob(t *testing.T) {
 		t.Errorf("the Markdown report (posted to the webhook) must be the main container, got %v", pod.Containers)
 	}
 	for f, c := range formats {
-		hasWebhook := slices.Contains(c.Args, "--webhook.url-file=/etc/gpuledger/webhook/url")
+		hasWebhook := slices.Contains(c.Args, "--webhook.url-file=/etc/gputally/webhook/url")
 		if hasWebhook != (f == "md") {
 			t.Errorf("format %s: webhook flag %v, want only on md", f, hasWebhook)
 		}
-		if !slices.Contains(c.Args, "--out=/reports/gpuledger-report-$(JOB_NAME)."+f) {
+		if !slices.Contains(c.Args, "--out=/reports/gputally-report-$(JOB_NAME)."+f) {
 			t.Errorf("format %s: args %v do not write to the volume", f, c.Args)
 		}
 	}

@@ -45,7 +45,7 @@ func argFlags(args []string) []string {
 }
 
 func TestParseHelpFlags(t *testing.T) {
-	help := `usage: gpuledger exporter [<flags>]
+	help := `usage: gputally exporter [<flags>]
 
 Flags:
   -h, --[no-]help                Show context-sensitive help.
@@ -65,18 +65,18 @@ Flags:
 	}
 }
 
-// built is the gpuledger binary, built once per test run by gpuledgerBinary.
+// built is the gputally binary, built once per test run by gputallyBinary.
 var built = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "gpuledger-helm-test")
+	dir, err := os.MkdirTemp("", "gputally-helm-test")
 	if err != nil {
 		return "", err
 	}
 	buildDir = dir
-	bin := filepath.Join(dir, "gpuledger")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gpuledger")
+	bin := filepath.Join(dir, "gputally")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gputally")
 	cmd.Dir = repoRoot
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/gpuledger: %w\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/gputally: %w\n%s", err, out)
 	}
 	return bin, nil
 })
@@ -92,14 +92,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// gpuledgerBinary returns the gpuledger binary built from ./cmd/gpuledger.
-func gpuledgerBinary(t *testing.T) string {
+// gputallyBinary returns the gputally binary built from ./cmd/gputally.
+func gputallyBinary(t *testing.T) string {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(repoRoot, "cmd", "gpuledger")); err != nil {
+	if _, err := os.Stat(filepath.Join(repoRoot, "cmd", "gputally")); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("cmd/gpuledger: %v", err)
+			t.Fatalf("cmd/gputally: %v", err)
 		}
-		t.Skipf("cmd/gpuledger does not exist yet: %v", err)
+		t.Skipf("cmd/gputally does not exist yet: %v", err)
 	}
 	bin, err := built()
 	if err != nil {
@@ -112,18 +112,18 @@ func subcommandFlags(t *testing.T, bin, sub string) map[string]bool {
 	t.Helper()
 	out, err := exec.Command(bin, sub, "--help").CombinedOutput()
 	if err != nil {
-		t.Fatalf("gpuledger %s --help: %v\n%s", sub, err, out)
+		t.Fatalf("gputally %s --help: %v\n%s", sub, err, out)
 	}
 	flags := parseHelpFlags(string(out))
 	if len(flags) < 2 {
-		t.Fatalf("gpuledger %s --help lists no flags:\n%s", sub, out)
+		t.Fatalf("gputally %s --help lists no flags:\n%s", sub, out)
 	}
 	return flags
 }
 
 func TestManifestFlagsAreAcceptedByTheBinary(t *testing.T) {
 	helmPath(t)
-	bin := gpuledgerBinary(t)
+	bin := gputallyBinary(t)
 	accepted := map[string]map[string]bool{
 		"exporter": subcommandFlags(t, bin, "exporter"),
 		"report":   subcommandFlags(t, bin, "report"),
@@ -145,7 +145,7 @@ func TestManifestFlagsAreAcceptedByTheBinary(t *testing.T) {
 }
 
 // unacceptedFlags lists the flags of the rendered DaemonSet and CronJob containers that
-// their gpuledger subcommand does not accept.
+// their gputally subcommand does not accept.
 func unacceptedFlags(t *testing.T, m manifests, accepted map[string]map[string]bool) []string {
 	t.Helper()
 	var containers []corev1.Container
@@ -174,7 +174,7 @@ func unacceptedFlags(t *testing.T, m manifests, accepted map[string]map[string]b
 		}
 		for _, f := range argFlags(c.Args[1:]) {
 			if !flags[f] {
-				bad = append(bad, fmt.Sprintf("container %s passes --%s, which `gpuledger %s` does not accept", c.Name, f, sub))
+				bad = append(bad, fmt.Sprintf("container %s passes --%s, which `gputally %s` does not accept", c.Name, f, sub))
 			}
 		}
 	}
@@ -199,8 +199,8 @@ func TestPriceBookPassesCheckConfig(t *testing.T) {
 			if err := os.WriteFile(path, []byte(book), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if out, err := exec.Command(gpuledgerBinary(t), "check-config", path).CombinedOutput(); err != nil {
-				t.Errorf("gpuledger check-config rejects the chart's price book: %v\n%s\n%s", err, out, book)
+			if out, err := exec.Command(gputallyBinary(t), "check-config", path).CombinedOutput(); err != nil {
+				t.Errorf("gputally check-config rejects the chart's price book: %v\n%s\n%s", err, out, book)
 			}
 		})
 	}

@@ -1,7 +1,7 @@
-// Package helm_test renders the gpuledger Helm chart with the pinned helm binary
+// Package helm_test renders the gputally Helm chart with the pinned helm binary
 // (tools/bin/helm, built by tools/build-helm.sh) and checks the manifests: decoded strictly
 // into k8s.io/api types, least-privileged, wired to the generated rules and dashboards, and
-// passing only flags the gpuledger binary accepts.
+// passing only flags the gputally binary accepts.
 //
 // Without tools/bin/helm the tests skip, unless CI is set, where they fail.
 package helm_test
@@ -27,13 +27,13 @@ import (
 )
 
 const (
-	chartDir    = "gpuledger"
+	chartDir    = "gputally"
 	repoRoot    = "../.."
 	namespace   = "gpu-monitoring"
-	release     = "gpuledger"
+	release     = "gputally"
 	kubeVersion = "1.37.2"
 
-	allFeatures = "gpuledger/ci/all-features-values.yaml"
+	allFeatures = "gputally/ci/all-features-values.yaml"
 )
 
 // monitoringAPIs are the Capabilities a cluster with the Prometheus Operator reports.

@@ -69,7 +69,7 @@ func exactFixture(t *testing.T, path string, start time.Time) map[string]float64
 	for _, m := range []struct {
 		family string
 		scale  float64
-	}{{"gpuledger_gpu_seconds", 1}, {"gpuledger_cost_eur", exactRate / 3600}} {
+	}{{"gputally_gpu_seconds", 1}, {"gputally_cost_eur", exactRate / 3600}} {
 		fmt.Fprintf(w, "# TYPE %s counter\n", m.family)
 		for _, k := range keys {
 			ns, pod, _ := strings.Cut(k, "/")
@@ -115,7 +115,7 @@ func TestExactLedgerReadingOnPrometheusAndVictoriaMetrics(t *testing.T) {
 	prometheus := promLookPath(t, "prometheus")
 	promtool := promLookPath(t, "promtool")
 	victoria := promLookPath(t, "victoria-metrics")
-	gpuledger := promBuildGpuledger(t)
+	gputally := promBuildGputally(t)
 	dir := t.TempDir()
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	om := filepath.Join(dir, "ledger.om")
@@ -128,7 +128,7 @@ func TestExactLedgerReadingOnPrometheusAndVictoriaMetrics(t *testing.T) {
 	for _, engine := range []struct{ name, base string }{{"prometheus", prom}, {"victoria-metrics", vm}} {
 		t.Run(engine.name, func(t *testing.T) {
 			out := filepath.Join(dir, engine.name+".json")
-			runTool(t, gpuledger, "report", "--prometheus.url="+engine.base, "--range=6h", "--step=1h",
+			runTool(t, gputally, "report", "--prometheus.url="+engine.base, "--range=6h", "--step=1h",
 				"--end="+start.Add(6*time.Hour).Format(time.RFC3339), "--allow-partial", "--format=json", "--out="+out)
 			var r faultsReport
 			readJSON(t, out, &r)

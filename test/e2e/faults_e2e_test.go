@@ -20,7 +20,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gpuledger/gpuledger/collector/sim"
+	"github.com/gputally/gputally/collector/sim"
 )
 
 // The scenarios these tests play (issue 11) live in the repository's
@@ -119,11 +119,11 @@ func TestShortJobsAgainstPrometheusAndVictoriaMetrics(t *testing.T) {
 	prometheus := promLookPath(t, "prometheus")
 	promtool := promLookPath(t, "promtool")
 	victoria := promLookPath(t, "victoria-metrics")
-	gpuledger := promBuildGpuledger(t)
+	gputally := promBuildGputally(t)
 	dir := t.TempDir()
 	const scrape = 30 * time.Second
 	history, summaryPath := filepath.Join(dir, "history.om"), filepath.Join(dir, "summary.json")
-	runTool(t, gpuledger, "simulate", "history", "--scenario", shortJobsScenario, "--duration", "24h",
+	runTool(t, gputally, "simulate", "history", "--scenario", shortJobsScenario, "--duration", "24h",
 		"--scrape-interval", scrape.String(), "--start", "2026-01-05T00:00:00Z", "--out", history, "--summary", summaryPath)
 	var sum reportSummary
 	readJSON(t, summaryPath, &sum)
@@ -145,7 +145,7 @@ func TestShortJobsAgainstPrometheusAndVictoriaMetrics(t *testing.T) {
 		out := filepath.Join(dir, name+".json")
 		// --allow-partial: the scenario may stop its exporter; coverage is
 		// another test's subject, the EUR are this one's.
-		runTool(t, gpuledger, "report", "--prometheus.url="+base, "--range=24h", "--end="+sum.End.Format(time.RFC3339),
+		runTool(t, gputally, "report", "--prometheus.url="+base, "--range=24h", "--end="+sum.End.Format(time.RFC3339),
 			"--allow-partial", "--format=json", "--out="+out, "--query.timeout=10m")
 		var r faultsReport
 		readJSON(t, out, &r)
@@ -273,13 +273,13 @@ func openMetricsToPromText(r io.Reader, w io.Writer) error {
 	return bw.Flush()
 }
 
-// TestFaultsDemo runs `gpuledger report --demo` on the faults scenario: the
+// TestFaultsDemo runs `gputally report --demo` on the faults scenario: the
 // report shows the lost GPU as broken hardware with its EUR, the unknown hours
 // and the coverage, is marked partial, and gives no drain advice for the node
 // whose kubelet was down (the simulated node), while naming it.
 func TestFaultsDemo(t *testing.T) {
 	needScenario(t, faultsScenario)
-	gpuledger := promBuildGpuledger(t)
+	gputally := promBuildGputally(t)
 	dir := t.TempDir()
 	var sc struct {
 		Node struct {
@@ -294,7 +294,7 @@ func TestFaultsDemo(t *testing.T) {
 		t.Fatalf("%s: %v", faultsScenario, err)
 	}
 	out := filepath.Join(dir, "faults.json")
-	runTool(t, gpuledger, "report", "--demo", "--demo.scenario="+faultsScenario, "--format=json", "--out="+out)
+	runTool(t, gputally, "report", "--demo", "--demo.scenario="+faultsScenario, "--format=json", "--out="+out)
 	var r faultsReport
 	readJSON(t, out, &r)
 	if !r.Partial {
@@ -329,7 +329,7 @@ func TestFaultsDemo(t *testing.T) {
 	}
 	// The Markdown says the same to a person.
 	md := filepath.Join(dir, "faults.md")
-	runTool(t, gpuledger, "report", "--demo", "--demo.scenario="+faultsScenario, "--format=md", "--out="+md)
+	runTool(t, gputally, "report", "--demo", "--demo.scenario="+faultsScenario, "--format=md", "--out="+md)
 	text, err := os.ReadFile(md)
 	if err != nil {
 		t.Fatal(err)

@@ -48,20 +48,20 @@ func promFreeAddr(t *testing.T) string {
 	return addr
 }
 
-// promBuildGpuledger builds ./cmd/gpuledger of this module into a temporary
+// promBuildGputally builds ./cmd/gputally of this module into a temporary
 // directory and returns the binary's path.
-func promBuildGpuledger(t *testing.T) string {
+func promBuildGputally(t *testing.T) string {
 	t.Helper()
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		t.Fatalf("go env GOMOD: %v", err)
 	}
 	root := filepath.Dir(strings.TrimSpace(string(out)))
-	bin := filepath.Join(t.TempDir(), "gpuledger")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gpuledger")
+	bin := filepath.Join(t.TempDir(), "gputally")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gputally")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/gpuledger: %v\n%s", err, out)
+		t.Fatalf("go build ./cmd/gputally: %v\n%s", err, out)
 	}
 	return bin
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// reportSummary is what `gpuledger simulate history --summary` writes: the
+// reportSummary is what `gputally simulate history --summary` writes: the
 // ledger's own totals at the end of the simulated period.
 type reportSummary struct {
 	Start  time.Time `json:"start"`
@@ -28,7 +28,7 @@ type reportSummary struct {
 	} `json:"series"`
 }
 
-// reportJSON is the part of `gpuledger report --format=json` the test reads.
+// reportJSON is the part of `gputally report --format=json` the test reads.
 type reportJSON struct {
 	Start   time.Time `json:"start"`
 	End     time.Time `json:"end"`
@@ -70,17 +70,17 @@ type reportJSON struct {
 func within1pct(got, want float64) bool { return math.Abs(got-want) <= 0.01*math.Abs(want) }
 
 // TestReportAgainstBackfilledPrometheus simulates a week of the report
-// scenario, backfills a real Prometheus with promtool, runs `gpuledger report`
+// scenario, backfills a real Prometheus with promtool, runs `gputally report`
 // against it on loopback and checks the report against the simulation's own
 // ledger: totals within 1 %, and the recommendations the scenario was built to
 // need, with their EUR per month.
 func TestReportAgainstBackfilledPrometheus(t *testing.T) {
 	prometheus := promLookPath(t, "prometheus")
 	promtool := promLookPath(t, "promtool")
-	gpuledger := promBuildGpuledger(t)
+	gputally := promBuildGputally(t)
 	dir := t.TempDir()
 	history, summaryPath := filepath.Join(dir, "history.om"), filepath.Join(dir, "summary.json")
-	runTool(t, gpuledger, "simulate", "history", "--scenario", filepath.Join("testdata", "report-scenario.yaml"),
+	runTool(t, gputally, "simulate", "history", "--scenario", filepath.Join("testdata", "report-scenario.yaml"),
 		"--duration", "7d", "--scrape-interval", "30s", "--start", "2026-01-05T00:00:00Z", "--out", history, "--summary", summaryPath)
 	var sum reportSummary
 	readJSON(t, summaryPath, &sum)
@@ -90,7 +90,7 @@ func TestReportAgainstBackfilledPrometheus(t *testing.T) {
 	}
 
 	out := filepath.Join(dir, "report.json")
-	runTool(t, gpuledger, "report", "--prometheus.url="+base, "--range=7d", "--end="+sum.End.Format(time.RFC3339),
+	runTool(t, gputally, "report", "--prometheus.url="+base, "--range=7d", "--end="+sum.End.Format(time.RFC3339),
 		"--format=json", "--out="+out)
 	var r reportJSON
 	readJSON(t, out, &r)
@@ -186,15 +186,15 @@ func TestReportAgainstBackfilledPrometheus(t *testing.T) {
 	// The same report as Markdown and HTML, and a range reaching before the
 	// data: a gap, so a non-zero exit that says so, unless --allow-partial.
 	for _, format := range []string{"md", "html"} {
-		runTool(t, gpuledger, "report", "--prometheus.url="+base, "--range=7d", "--end="+sum.End.Format(time.RFC3339),
+		runTool(t, gputally, "report", "--prometheus.url="+base, "--range=7d", "--end="+sum.End.Format(time.RFC3339),
 			"--format="+format, "--out="+filepath.Join(dir, "report."+format))
 	}
-	gap := exec.Command(gpuledger, "report", "--prometheus.url="+base, "--range=8d", "--end="+sum.End.Format(time.RFC3339),
+	gap := exec.Command(gputally, "report", "--prometheus.url="+base, "--range=8d", "--end="+sum.End.Format(time.RFC3339),
 		"--format=json", "--out="+filepath.Join(dir, "gap.json"))
 	if msg, err := gap.CombinedOutput(); err == nil || !strings.Contains(string(msg), "gaps without GPU data") {
 		t.Errorf("report over a range with a gap: %v, %s; want a non-zero exit naming the gap", err, msg)
 	}
-	runTool(t, gpuledger, "report", "--prometheus.url="+base, "--range=8d", "--end="+sum.End.Format(time.RFC3339), "--allow-partial",
+	runTool(t, gputally, "report", "--prometheus.url="+base, "--range=8d", "--end="+sum.End.Format(time.RFC3339), "--allow-partial",
 		"--format=json", "--out="+filepath.Join(dir, "partial.json"))
 	if b, err := os.ReadFile(filepath.Join(dir, "partial.json")); err != nil || !strings.Contains(string(b), `"partial": true`) {
 		t.Errorf("--allow-partial report not marked partial (%v)", err)

@@ -1,6 +1,6 @@
 //go:build e2e
 
-// Package e2e holds end-to-end tests: the real gpuledger binary against a real
+// Package e2e holds end-to-end tests: the real gputally binary against a real
 // Prometheus on loopback.
 package e2e
 
@@ -15,29 +15,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuledger/gpuledger/alerts"
-	"github.com/gpuledger/gpuledger/dashboards"
+	"github.com/gputally/gputally/alerts"
+	"github.com/gputally/gputally/dashboards"
 )
 
-// TestRulesAndDashboardsAgainstPrometheus scrapes `gpuledger exporter
+// TestRulesAndDashboardsAgainstPrometheus scrapes `gputally exporter
 // --backend=sim` (whose default scenario has pods holding GPUs they leave idle)
 // every second with a real Prometheus that loads the generated rules, then
 // checks that every dashboard query and every recording rule returns series
 // and that GPUAllocatedButIdle fires.
 func TestRulesAndDashboardsAgainstPrometheus(t *testing.T) {
 	prometheus := promLookPath(t, "prometheus")
-	gpuledger := promBuildGpuledger(t)
+	gputally := promBuildGputally(t)
 	dir := t.TempDir()
 	ctx := context.Background()
 
 	exporterAddr := promFreeAddr(t)
-	promStartProcess(t, gpuledger, "exporter", "--backend=sim", "--web.listen-address="+exporterAddr)
+	promStartProcess(t, gputally, "exporter", "--backend=sim", "--web.listen-address="+exporterAddr)
 	promEventually(t, 30*time.Second, 200*time.Millisecond, "exporter serves the ledger", func() (bool, string) {
 		body, err := promGet(ctx, "http://"+exporterAddr, "/metrics")
 		if err != nil {
 			return false, err.Error()
 		}
-		return strings.Contains(string(body), "gpuledger_cost_eur_total{"), "no gpuledger_cost_eur_total yet"
+		return strings.Contains(string(body), "gputally_cost_eur_total{"), "no gputally_cost_eur_total yet"
 	})
 
 	opts := alerts.DefaultOptions()
@@ -131,7 +131,7 @@ scrape_configs:
 		if err != nil {
 			t.Fatalf("alert value %q: %v", firing.Value, err)
 		}
-		gpuPerHour, err := promScalar(ctx, prom, fmt.Sprintf(`sum(gpuledger_gpu_hourly_cost_eur{UUID=%q})`, firing.Labels["UUID"]))
+		gpuPerHour, err := promScalar(ctx, prom, fmt.Sprintf(`sum(gputally_gpu_hourly_cost_eur{UUID=%q})`, firing.Labels["UUID"]))
 		if err != nil {
 			t.Fatal(err)
 		}

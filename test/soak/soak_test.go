@@ -46,18 +46,18 @@ const (
 	flatWithin = 0.10
 )
 
-// TestSoak runs `gpuledger exporter --backend=sim` on soak.yaml for
-// GPULEDGER_SOAK_DURATION (default 5m, at least warm-up + 2 minutes), scrapes
+// TestSoak runs `gputally exporter --backend=sim` on soak.yaml for
+// GPUTALLY_SOAK_DURATION (default 5m, at least warm-up + 2 minutes), scrapes
 // it every second over loopback and checks: resident memory and goroutines
 // flat after warm-up, ended holders' series gone after the retention window,
 // no *_total series decreasing, device-seconds per GPU growing by the elapsed
 // time within 1 %, no scrape slower than scrapeBound.
 func TestSoak(t *testing.T) {
 	duration := 5 * time.Minute
-	if v := os.Getenv("GPULEDGER_SOAK_DURATION"); v != "" {
+	if v := os.Getenv("GPUTALLY_SOAK_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			t.Fatalf("GPULEDGER_SOAK_DURATION: %v", err)
+			t.Fatalf("GPUTALLY_SOAK_DURATION: %v", err)
 		}
 		duration = d
 	}
@@ -69,8 +69,8 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "gpuledger")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/gpuledger")
+	bin := filepath.Join(dir, "gputally")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/gputally")
 	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)

@@ -12,10 +12,10 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// ledger builds a scrape of gpuledger_gpu_seconds_total series: each entry is
+// ledger builds a scrape of gputally_gpu_seconds_total series: each entry is
 // pod (empty: no holder), state and value, all on GPU "G".
 func ledger(series ...any) map[string]*dto.MetricFamily {
-	f := &dto.MetricFamily{Name: proto.String("gpuledger_gpu_seconds_total"), Type: dto.MetricType_COUNTER.Enum()}
+	f := &dto.MetricFamily{Name: proto.String("gputally_gpu_seconds_total"), Type: dto.MetricType_COUNTER.Enum()}
 	for i := 0; i < len(series); i += 3 {
 		f.Metric = append(f.Metric, &dto.Metric{
 			Label: []*dto.LabelPair{
@@ -26,19 +26,19 @@ func ledger(series ...any) map[string]*dto.MetricFamily {
 			Counter: &dto.Counter{Value: proto.Float64(series[i+2].(float64))},
 		})
 	}
-	return map[string]*dto.MetricFamily{"gpuledger_gpu_seconds_total": f}
+	return map[string]*dto.MetricFamily{"gputally_gpu_seconds_total": f}
 }
 
-// up adds gpuledger_up with value v to a scrape.
+// up adds gputally_up with value v to a scrape.
 func up(v float64, fams map[string]*dto.MetricFamily) map[string]*dto.MetricFamily {
-	fams["gpuledger_up"] = &dto.MetricFamily{Name: proto.String("gpuledger_up"), Type: dto.MetricType_GAUGE.Enum(),
+	fams["gputally_up"] = &dto.MetricFamily{Name: proto.String("gputally_up"), Type: dto.MetricType_GAUGE.Enum(),
 		Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(v)}}}}
 	return fams
 }
 
 // ended returns one scrape per value of GPU G's unallocated seconds, while
 // holder a's busy series stays at busy: a holder that ended, retained. With
-// upValue ≥ 0 each scrape also carries gpuledger_up.
+// upValue ≥ 0 each scrape also carries gputally_up.
 func ended(busy, upValue float64, unallocated ...float64) []map[string]*dto.MetricFamily {
 	var scrapes []map[string]*dto.MetricFamily
 	for _, v := range unallocated {

@@ -28,7 +28,7 @@ type tracker struct {
 	scrapes     int
 	first, last time.Time
 	// sampling is the first scrape of the current stretch of scrapes with
-	// gpuledger_up 1: the ledger prunes ended series when it samples, so a
+	// gputally_up 1: the ledger prunes ended series when it samples, so a
 	// series whose window ends in a backend outage leaves at the first
 	// sample after it.
 	sampling time.Time
@@ -41,7 +41,7 @@ type tracker struct {
 	retainedMin, retainedMax            time.Duration
 }
 
-// counter is one *_total series; gpu is set for gpuledger_gpu_seconds_total.
+// counter is one *_total series; gpu is set for gputally_gpu_seconds_total.
 type counter struct {
 	present   bool
 	gpu       string
@@ -50,7 +50,7 @@ type counter struct {
 	collected float64 // growth of its earlier lives (it left and came back)
 }
 
-// holder is one holder of a device, as its gpuledger_gpu_seconds_total
+// holder is one holder of a device, as its gputally_gpu_seconds_total
 // series name it: GPU, MIG instance, namespace, pod, container.
 type holder struct {
 	present  bool
@@ -74,7 +74,7 @@ func (tr *tracker) observe(t time.Time, fams map[string]*dto.MetricFamily) {
 		tr.first = t
 	}
 	up := true
-	if f := fams["gpuledger_up"]; f != nil && len(f.GetMetric()) == 1 {
+	if f := fams["gputally_up"]; f != nil && len(f.GetMetric()) == 1 {
 		up = f.GetMetric()[0].GetGauge().GetValue() == 1
 	}
 	if up && !tr.sampled {
@@ -98,7 +98,7 @@ func (tr *tracker) observe(t time.Time, fams map[string]*dto.MetricFamily) {
 			switch {
 			case c == nil:
 				c = &counter{}
-				if name == "gpuledger_gpu_seconds_total" {
+				if name == "gputally_gpu_seconds_total" {
 					c.gpu = label(m, "UUID")
 				}
 				tr.counters[key] = c
@@ -114,7 +114,7 @@ func (tr *tracker) observe(t time.Time, fams map[string]*dto.MetricFamily) {
 				tr.problem("%s decreased from %g to %g at %s", key, c.last, v, t.Sub(tr.first).Round(time.Millisecond))
 			}
 			c.present, c.last = true, v
-			if name == "gpuledger_gpu_seconds_total" && label(m, "pod") != "" {
+			if name == "gputally_gpu_seconds_total" && label(m, "pod") != "" {
 				holderSeconds[holderKey(m)] += v
 			}
 		}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gputally/gputally/collector/sim"
+	"github.com/gputally/gputally/report"
+)
+
+// TestSimulationProgress: off a terminal the simulation shows a line per
+// simulated day and one at the end, not one per hour.
+func TestSimulationProgress(t *testing.T) {
+	var out bytes.Buffer
+	show := simulationProgress(report.NewProgress(&out))
+	total := 50 * time.Hour
+	for h := time.Hour; h < total; h += time.Hour {
+		show(h, total)
+	}
+	show(total, total)
+	want := "demo: simulated 1d of 2d2h (48%)\ndemo: simulated 2d of 2d2h (96%)\ndemo: simulated 2d2h of 2d2h (100%)\n"
+	if out.String() != want {
+		t.Errorf("progress:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+// TestRunDemo runs the demo on the built-in node for a short range and checks
+// that the report covers its GPUs and that the simulation showed its progress.
+func TestRunDemo(t *testing.T) {
+	sc := sim.Default()
+	r, progress := runDemoJSON(t, sc)
+	gpus := 0
+	for _, g := range sc.GPUs {
+		gpus += max(g.Count, 1) // 0 means 1
+	}
+	if r.GPUs != gpus || r.GPUs == 0 {
+		t.Errorf("report covers %d GPUs, the scenario has %d", r.GPUs, gpus)
+	}
+	if !strings.Contains(progress, "demo: simulated 3h of 3h (100%)\n") || !strings.Contains(progress, "report: ") {
+		t.Errorf("progress lines:\n%s", progress)
+	}
+}
+
+// TestRunDemoFleet runs the demo on two nodes through the store: the report
+// covers both nodes' GPUs, and the progress counts the fleet's virtual time
+// (two nodes × 3 h).
+func TestRunDemoFleet(t *testing.T) {
+	a, b := sim.Default(), sim.Default()
+	b.Seed++
+	b.Node.Hostname = "sim-node-1"
+	r, progress := runDemoJSON(t, a, b)
+	nodes := map[string]bool{}
+	for _, n := range r.Nodes {
+		nodes[n.Name] = true
+	}
+	if r.GPUs != 16 || len(nodes) != 2 || !nodes[a.Node.Hostname] || !nodes[b.Node.Hostname] {
+		t.Errorf("report covers %d GPUs on nodes %v, want 16 on %s and %s", r.GPUs, nodes, a.Node.Hostname, b.Node.Hostname)
+	}
+	if !strings.Contains(progress, "demo: simulated 6h of 6h (100%)\n") {
+		t.Errorf("progress lines:\n%s", progress)
+	}
+}
+
+// runDemoJSON runs the demo on nodes for 3 hours of 1-minute scrapes and
+// returns its JSON report and what it showed as progress.
+func runDemoJSON(t *testing.T, nodes ...*sim.Scenario) (report.Report, string) {
+	t.Helper()
+	var progress bytes.Buffer
+	cfg := report.DefaultConfig()
+	cfg.Range, cfg.Format = 3*time.Hour, report.FormatJSON
+	cfg.Out = filepath.Join(t.TempDir(), "demo.json")
+	cfg.Progress = &progress
+	if err := runDemo(context.Background(), cfg, nodes, nil, time.Minute, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(cfg.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r, progress.String()
+}

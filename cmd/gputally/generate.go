@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/gputally/gputally/alerts"
+	"github.com/gputally/gputally/dashboards"
+)
+
+// generateDashboardsCommand writes the Grafana dashboards as JSON.
+type generateDashboardsCommand struct{ dir string }
+
+// generateRulesCommand writes the Prometheus alert and recording rules.
+type generateRulesCommand struct{ out string }
+
+func newGenerateCommands(app *kingpin.Application) (*generateDashboardsCommand, *generateRulesCommand) {
+	gen := app.Command("generate", "Write the dashboards or the Prometheus rules.")
+	d, r := &generateDashboardsCommand{}, &generateRulesCommand{}
+	gen.Command("dashboards", "Write every Grafana dashboard as <name>.json.").
+		Flag("out", "Directory to write to.").Required().StringVar(&d.dir)
+	gen.Command("rules", "Write the alert and recording rules file (the thresholds of docs and the Helm chart).").
+		Flag("out", "File to write; - for standard output.").Default("-").StringVar(&r.out)
+	return d, r
+}
+
+func (c *generateDashboardsCommand) run(_ context.Context, logger *slog.Logger) error {
+	if err := dashboards.WriteJSON(c.dir); err != nil {
+		return err
+	}
+	logger.Info("dashboards written", "dir", c.dir)
+	return nil
+}
+
+func (c *generateRulesCommand) run(context.Context, *slog.Logger) error {
+	b, err := alerts.Generate(alerts.DefaultOptions())
+	if err != nil {
+		return err
+	}
+	if c.out == "-" {
+		_, err = os.Stdout.Write(b)
+		return err
+	}
+	if err := os.WriteFile(c.out, b, 0o644); err != nil {
+		return fmt.Errorf("write rules: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/model"
+)
+
+// documentedMetrics returns the metric names of docs/metrics.md's tables: the
+// backticked first cell of each row.
+func documentedMetrics(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `([A-Za-z_:][A-Za-z0-9_:]*)` \\|")
+	var names []string
+	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
+		names = append(names, m[1])
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// onlyOnFailure are metrics that appear only once something failed; the
+// collector goldens (collector/testdata) cover them.
+var onlyOnFailure = []string{"gputally_sample_errors_total"}
+
+// TestMetricsDocMatchesExporter fails when the simulated node (which has every
+// feature on: attribution, process accounting, the ledger, an XID) serves a
+// metric that docs/metrics.md lacks, or the doc lists one it does not serve.
+func TestMetricsDocMatchesExporter(t *testing.T) {
+	e := startExporter(t, "--backend=sim", "--collector.interval=200ms", "--sim.scenario=testdata/all-metrics.yaml")
+	var served []string
+	waitFor(t, func() bool {
+		names := map[string]bool{}
+		for _, s := range e.scrape(t) {
+			name := string(s.Metric[model.MetricNameLabel])
+			if !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") && !strings.HasPrefix(name, "promhttp_") {
+				names[name] = true
+			}
+		}
+		served = served[:0]
+		for n := range names {
+			served = append(served, n)
+		}
+		// Per-pod usage appears once process accounting has seen the processes.
+		return names["gputally_pod_gpu_utilization_ratio"] && names["gputally_xid_errors_total"]
+	})
+	slices.Sort(served)
+	doc := documentedMetrics(t)
+	for _, n := range served {
+		if _, found := slices.BinarySearch(doc, n); !found {
+			t.Errorf("the exporter serves %s, which docs/metrics.md does not list", n)
+		}
+	}
+	for _, n := range doc {
+		if _, found := slices.BinarySearch(served, n); !found && !slices.Contains(onlyOnFailure, n) {
+			t.Errorf("docs/metrics.md lists %s, which the exporter does not serve", n)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/history"
+	"github.com/gputally/gputally/report"
+)
+
+// reportCommand writes the weekly utilization and cost report.
+type reportCommand struct {
+	cfg           report.Config
+	rangeFlag     *promDuration
+	stepFlag      *promDuration
+	resolution    *promDuration
+	timeout       *promDuration
+	end           string
+	demo          bool
+	demoScenarios []string
+	demoScrape    *promDuration
+	priceBook     string
+}
+
+func newReportCommand(app *kingpin.Application) *reportCommand {
+	c := &reportCommand{cfg: report.DefaultConfig()}
+	cmd := app.Command("report", "Write the utilization and cost report with right-sizing advice.")
+	cmd.Flag("prometheus.url", "Base URL of a Prometheus-compatible API (Prometheus, Thanos, Mimir, VictoriaMetrics).").StringVar(&c.cfg.PrometheusURL)
+	c.rangeFlag = durationFlag(cmd.Flag("range", "Length of the period reported on."), "7d")
+	c.stepFlag = durationFlag(cmd.Flag("step", "Bucket the ledger counters are read in; --range must be a multiple."), "1h")
+	c.resolution = durationFlag(cmd.Flag("resolution", "Step at which activity and framebuffer are sampled for percentiles."), "5m")
+	cmd.Flag("end", "End of the period (RFC 3339); default: now.").StringVar(&c.end)
+	cmd.Flag("format", "Output format.").Default(report.FormatHTML).EnumVar(&c.cfg.Format,
+		report.FormatHTML, report.FormatMarkdown, report.FormatCSV, report.FormatJSON)
+	cmd.Flag("out", "File to write; - for standard output.").Required().StringVar(&c.cfg.Out)
+	cmd.Flag("team-map", "YAML file mapping namespaces to teams.").StringVar(&c.cfg.TeamMapFile)
+	cmd.Flag("team-label", "Pod label naming the team, read from kube-state-metrics' kube_pod_labels.").StringVar(&c.cfg.TeamLabel)
+	cmd.Flag("headroom", "Factor on p99 framebuffer and busy share when sizing MIG profiles.").Default("1.2").Float64Var(&c.cfg.Headroom)
+	cmd.Flag("release-below", "Recommend releasing holdings busy less than this share of the time.").Default("0.05").Float64Var(&c.cfg.ReleaseBelow)
+	cmd.Flag("low-duty-below", "Recommend time-slicing for pods busy less than this share.").Default("0.3").Float64Var(&c.cfg.LowDutyBelow)
+	cmd.Flag("drain-above", "Recommend draining nodes unallocated more than this share.").Default("0.95").Float64Var(&c.cfg.DrainAbove)
+	cmd.Flag("allow-partial", "Write a report marked partial when more than 1 % of the device-hours are missing or unknown, instead of failing.").BoolVar(&c.cfg.AllowPartial)
+	cmd.Flag("webhook.url-file", "File holding a Slack/Mattermost incoming-webhook URL; the Markdown report is POSTed to it.").StringVar(&c.cfg.WebhookURLFile)
+	c.timeout = durationFlag(cmd.Flag("query.timeout", "Limit of each query and of the webhook POST."), "2m")
+	cmd.Flag("query.max-points", "Most steps one range query asks for; longer ranges are split.").Default("1000").IntVar(&c.cfg.MaxPointsPerQuery)
+	cmd.Flag("query.max-samples", "About the most samples (series × steps) one range query's answer holds; requests are sized by the series of the previous answer; 0: no bound.").Default("500000").IntVar(&c.cfg.MaxSamplesPerQuery)
+	cmd.Flag("demo", "Report on a simulated week through an embedded PromQL engine instead of a Prometheus.").BoolVar(&c.demo)
+	cmd.Flag("demo.scenario", "Scenario of a simulated node for --demo, or a directory of them (a fleet); repeat for several nodes; none: the built-in scenario.").StringsVar(&c.demoScenarios)
+	cmd.Flag("cost.price-book", "Price book the exporters use (its mig_weight splits MIG costs in the advice; --demo also prices the simulation with it); empty: the built-in book.").StringVar(&c.priceBook)
+	cmd.Flag("apply-dir", "Also write the configuration to apply (mig-parted, device plugin, Kueue, node labels) as files into this directory.").StringVar(&c.cfg.ApplyDir)
+	c.demoScrape = durationFlag(cmd.Flag("demo.scrape-interval", "Scrape interval of the simulated history for --demo."), "60s")
+	return c
+}
+
+func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
+	c.cfg.Range, c.cfg.Step = time.Duration(*c.rangeFlag), time.Duration(*c.stepFlag)
+	c.cfg.Resolution, c.cfg.Timeout = time.Duration(*c.resolution), time.Duration(*c.timeout)
+	c.cfg.Progress = os.Stderr
+	if c.end != "" {
+		end, err := time.Parse(time.RFC3339, c.end)
+		if err != nil {
+			return badInput(fmt.Errorf("--end: %w", err))
+		}
+		c.cfg.End = end
+	}
+	if err := c.cfg.Validate(); err != nil {
+		return badInput(err)
+	}
+	book := cost.Default()
+	if c.priceBook != "" {
+		var err error
+		if book, err = cost.Load(c.priceBook); err != nil {
+			return badInput(err)
+		}
+	}
+	c.cfg.MIGWeight = book.MIGWeight
+	if !c.demo {
+		if c.cfg.PrometheusURL == "" {
+			return badInput(fmt.Errorf("set --prometheus.url, or --demo for a simulated week"))
+		}
+		return report.Run(ctx, c.cfg, logger)
+	}
+	nodes, err := loadFleet(c.demoScenarios)
+	if err != nil {
+		return err
+	}
+	if err := history.CheckFleet(nodes, 0); err != nil {
+		return badInput(err)
+	}
+	return runDemo(ctx, c.cfg, nodes, book, time.Duration(*c.demoScrape), logger)
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/model"
+
+	"github.com/gputally/gputally/collector/sim"
+	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/history"
+)
+
+// promDuration is a flag value in Prometheus duration syntax ("7d", "30s", "1h30m").
+type promDuration time.Duration
+
+func (d *promDuration) Set(s string) error {
+	v, err := model.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = promDuration(v)
+	return nil
+}
+
+func (d *promDuration) String() string { return model.Duration(*d).String() }
+
+func durationFlag(f *kingpin.FlagClause, def string) *promDuration {
+	d := new(promDuration)
+	f.Default(def).SetValue(d)
+	return d
+}
+
+// simulateHistoryCommand writes a simulated node's metrics over a period, in
+// virtual time, as OpenMetrics.
+type simulateHistoryCommand struct {
+	scenarios []string
+	seed      int64
+	start     string
+	duration  *promDuration
+	sample    *promDuration
+	scrape    *promDuration
+	book      string
+	out       string
+	summary   string
+	stdout    io.Writer
+}
+
+func newSimulateCommand(app *kingpin.Application, stdout io.Writer) *simulateHistoryCommand {
+	c := &simulateHistoryCommand{stdout: stdout}
+	cmd := app.Command("simulate", "Run the simulated node.").Command("history",
+		"Run the simulated node in virtual time and write its metrics as OpenMetrics with timestamps (for promtool tsdb create-blocks-from openmetrics).")
+	cmd.Flag("scenario", "Scenario YAML, or a directory of them (a fleet: one node each); repeat for several nodes; none: the built-in scenario.").StringsVar(&c.scenarios)
+	cmd.Flag("seed", "Seed of the simulated workloads; 0: the scenario's.").Int64Var(&c.seed)
+	cmd.Flag("start", "Time of the first sample (RFC 3339); default: --duration before now.").StringVar(&c.start)
+	c.duration = durationFlag(cmd.Flag("duration", "Length of the simulated period."), "7d")
+	c.sample = durationFlag(cmd.Flag("sample-interval", "Sampler tick: the ledger integrates at it."), "10s")
+	c.scrape = durationFlag(cmd.Flag("scrape-interval", "Interval between two written scrapes."), "30s")
+	cmd.Flag("cost.price-book", "Price book YAML; empty: the built-in book.").StringVar(&c.book)
+	cmd.Flag("out", "OpenMetrics file to write; - for standard output.").Default("-").StringVar(&c.out)
+	cmd.Flag("summary", "Also write the ledger's own totals as JSON to this file: per namespace and state, and per series, in device-seconds and EUR, summed over exporter restarts.").StringVar(&c.summary)
+	return c
+}
+
+func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) error {
+	opts := history.Options{
+		Seed: c.seed, Duration: time.Duration(*c.duration),
+		SampleInterval: time.Duration(*c.sample), ScrapeInterval: time.Duration(*c.scrape), Logger: logger,
+	}
+	nodes, err := loadFleet(c.scenarios)
+	if err != nil {
+		return err
+	}
+	if err := history.CheckFleet(nodes, c.seed); err != nil {
+		return badInput(err)
+	}
+	if c.start != "" {
+		if opts.Start, err = time.Parse(time.RFC3339, c.start); err != nil {
+			return badInput(fmt.Errorf("--start: %w", err))
+		}
+	}
+	if c.book != "" {
+		if opts.Book, err = cost.Load(c.book); err != nil {
+			return badInput(err)
+		}
+	}
+	if opts.Duration <= 0 || opts.SampleInterval <= 0 || opts.ScrapeInterval < opts.SampleInterval {
+		return badInput(fmt.Errorf("need --duration > 0 and --scrape-interval ≥ --sample-interval > 0"))
+	}
+	w := c.stdout
+	if c.out != "-" {
+		f, err := os.Create(c.out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	began := time.Now()
+	res, err := history.WriteFleet(ctx, w, opts, nodes)
+	if err != nil {
+		return err
+	}
+	if f, ok := w.(*os.File); ok && f != os.Stdout {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("write %s: %w", c.out, err)
+		}
+	}
+	logger.Info("simulated history written", "out", c.out, "from", res.Start, "to", res.End,
+		"samples", res.Samples, "took", time.Since(began).Round(time.Millisecond))
+	if c.summary != "" {
+		return writeSummary(c.summary, res)
+	}
+	return nil
+}
+
+// loadScenario reads path, or returns the built-in scenario for "".
+func loadScenario(path string) (*sim.Scenario, error) {
+	if path == "" {
+		return sim.Default(), nil
+	}
+	sc, err := sim.Load(path)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return sc, nil
+}
+
+// summary is the JSON form of a run's ledger totals (--summary), summed over
+// exporter restarts and over series that ended and came back.
+type summary struct {
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Restarts int       `json:"restarts"` // exporter restarts the scenario made
+	// Namespaces are the totals per namespace and state, sorted; namespace ""
+	// is time no known holder had (unallocated, lost, unknown).
+	Namespaces []summaryNamespace `json:"namespaces"`
+	Series     []summaryTotal     `json:"series"` // per ledger series
+}
+
+type summaryNamespace struct {
+	Namespace string  `json:"namespace"`
+	State     string  `json:"state"`
+	Seconds   float64 `json:"seconds"` // device-seconds
+	EUR       float64 `json:"eur"`
+}
+
+type summaryTotal struct {
+	GPU       string  `json:"gpu"`
+	Device    string  `json:"device"`
+	Namespace string  `json:"namespace"`
+	Pod       string  `json:"pod"`
+	Container string  `json:"container"`
+	State     string  `json:"state"`
+	Seconds   float64 `json:"seconds"`
+	EUR       float64 `json:"eur"`
+}
+
+// newSummary sums res's totals per namespace and state.
+func newSummary(res history.Result) summary {
+	s := summary{Start: res.Start, End: res.End, Restarts: res.Restarts, Namespaces: []summaryNamespace{}, Series: []summaryTotal{}}
+	index := map[[2]string]int{}
+	for _, t := range res.Totals {
+		state := t.State.String()
+		s.Series = append(s.Series, summaryTotal{
+			GPU: t.GPU, Device: t.Device, Namespace: t.Holder.Namespace, Pod: t.Holder.Pod,
+			Container: t.Holder.Container, State: state, Seconds: t.Seconds, EUR: t.EUR,
+		})
+		key := [2]string{t.Holder.Namespace, state}
+		i, ok := index[key]
+		if !ok {
+			i = len(s.Namespaces)
+			index[key] = i
+			s.Namespaces = append(s.Namespaces, summaryNamespace{Namespace: key[0], State: key[1]})
+		}
+		s.Namespaces[i].Seconds += t.Seconds
+		s.Namespaces[i].EUR += t.EUR
+	}
+	slices.SortFunc(s.Namespaces, func(a, b summaryNamespace) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.State, b.State))
+	})
+	return s
+}
+
+func writeSummary(path string, res history.Result) error {
+	b, err := json.MarshalIndent(newSummary(res), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,39 @@
+{{/*
+gputally.reportContainer renders one `gputally report` container.
+Call with (dict "ctx" $ "format" "md" "url" URL "webhook" true).
+*/}}
+{{- define "gputally.reportContainer" -}}
+{{- $r := .ctx.Values.report -}}
+- name: report-{{ .format }}
+  image: {{ include "gputally.image" .ctx }}
+  imagePullPolicy: {{ .ctx.Values.image.pullPolicy }}
+  args:
+    - report
+    - --prometheus.url={{ .url }}
+    - --range={{ $r.range }}
+    - --format={{ .format }}
+    - --out=/reports/gputally-report-$(JOB_NAME).{{ .format }}
+    {{- if .webhook }}
+    - --webhook.url-file=/etc/gputally/webhook/url
+    {{- end }}
+    {{- range $r.extraArgs }}
+    - {{ . | quote }}
+    {{- end }}
+  env:
+    - name: JOB_NAME
+      valueFrom:
+        fieldRef:
+          fieldPath: metadata.labels['batch.kubernetes.io/job-name']
+  resources:
+    {{- toYaml $r.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml $r.securityContext | nindent 4 }}
+  volumeMounts:
+    - name: reports
+      mountPath: /reports
+    {{- if .webhook }}
+    - name: webhook
+      mountPath: /etc/gputally/webhook
+      readOnly: true
+    {{- end }}
+{{- end }}
