@@ -92,6 +92,17 @@ type gpuSeen struct {
 
 const byDevice = "UUID, GPU_I_ID, namespace, pod, container"
 
+// hostOf returns a device series' node: its `hostname` label, or the
+// `Hostname` that dcgm-exporter up to 4.8.2 and gputally's
+// --collector.legacy-hostname-label write. A range that spans the change of
+// spelling has two series per device; both name the same node.
+func hostOf(m model.Metric) string {
+	if h, ok := m["hostname"]; ok {
+		return string(h)
+	}
+	return string(m["Hostname"])
+}
+
 func holdingOf(m model.Metric) holdingKey {
 	return holdingKey{
 		dev:    deviceKey{UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"])},
@@ -240,7 +251,7 @@ func (c *collector) ledger(ctx context.Context, d *dataset, start, end time.Time
 		k := holdingOf(m)
 		e := out[k]
 		if e == nil {
-			e = &ledgerEntry{model: string(m["modelName"]), host: string(m["Hostname"]), profile: string(m["GPU_I_PROFILE"]), gpu: string(m["gpu"]), last: -1}
+			e = &ledgerEntry{model: string(m["modelName"]), host: hostOf(m), profile: string(m["GPU_I_PROFILE"]), gpu: string(m["gpu"]), last: -1}
 			if fill {
 				e.busyPerBucket = make([]float32, d.buckets)
 			}
