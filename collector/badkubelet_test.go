@@ -61,7 +61,7 @@ func TestMalformedKubeletAnswerKeepsDeviceMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(NewCollector(s, "node-a", fixedClock(t0)))
+		reg.MustRegister(NewCollector(s, Node{Hostname: "node-a"}, fixedClock(t0)))
 		fb, err := testutil.GatherAndCount(reg, "DCGM_FI_DEV_FB_USED")
 		if err != nil {
 			t.Fatal(err)

@@ -48,7 +48,7 @@ func encode(b *testing.B, g prometheus.Gatherer, buf *bytes.Buffer) {
 func BenchmarkScrape(b *testing.B) {
 	s, _ := benchSampler(b)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(s, "node-a", fixedClock(t0)))
+	reg.MustRegister(NewCollector(s, Node{Hostname: "node-a"}, fixedClock(t0)))
 	var buf bytes.Buffer
 	encode(b, reg, &buf)
 	b.ReportMetric(float64(buf.Len()), "bytes/scrape")
@@ -70,7 +70,7 @@ func (c constCollector) Collect(ch chan<- prometheus.Metric) {
 
 func BenchmarkScrapeConstBaseline(b *testing.B) {
 	s, _ := benchSampler(b)
-	src := NewCollector(s, "node-a", fixedClock(t0))
+	src := NewCollector(s, Node{Hostname: "node-a"}, fixedClock(t0))
 	ch := make(chan prometheus.Metric, 4096)
 	src.Collect(ch)
 	close(ch)

@@ -21,9 +21,10 @@ type SnapshotSource interface {
 // because a device metric carries pod labels only on some series. Safe for
 // concurrent use.
 type Collector struct {
-	source   SnapshotSource
-	hostname string
-	now      func() time.Time
+	source SnapshotSource
+	node   Node
+	labels labelScheme
+	now    func() time.Time
 
 	device   []descSet // parallel to deviceMetrics
 	info     descSet
@@ -49,50 +50,66 @@ type Collector struct {
 	identities atomic.Pointer[identities] // of the latest inventory
 }
 
-// NewCollector returns a Collector of src's snapshots for the node hostname
-// (the `Hostname` label). now is the clock for gputally_sample_age_seconds;
-// nil means time.Now.
-func NewCollector(src SnapshotSource, hostname string, now func() time.Time) *Collector {
+// Node names the node whose devices a Collector exports.
+type Node struct {
+	Hostname string // the value of the hostname label
+	// LegacyHostnameLabel spells the label `Hostname`, as dcgm-exporter did up
+	// to 4.8.2, for dashboards that still query it; by default it is `hostname`.
+	LegacyHostnameLabel bool
+}
+
+func (n Node) hostnameLabel() string {
+	if n.LegacyHostnameLabel {
+		return LegacyHostnameLabel
+	}
+	return HostnameLabel
+}
+
+// NewCollector returns a Collector of src's snapshots for node. now is the
+// clock for gputally_sample_age_seconds; nil means time.Now.
+func NewCollector(src SnapshotSource, node Node, now func() time.Time) *Collector {
 	if now == nil {
 		now = time.Now
 	}
+	l := newLabelScheme(node.hostnameLabel())
 	c := &Collector{
-		source:   src,
-		hostname: hostname,
-		now:      now,
-		info: newDescSet("gputally_gpu_info",
+		source: src,
+		node:   node,
+		labels: l,
+		now:    now,
+		info: l.newDescSet("gputally_gpu_info",
 			"Inventory of GPUs and MIG instances; idle_signal names the activity signal the ledger uses.",
 			"driver_version", "mig_mode", "idle_signal"),
-		healthy:  newDescSet("gputally_gpu_healthy", "1 when the GPU is on the bus and passes health checks, else 0."),
-		xids:     newDescSet("gputally_xid_errors_total", "XID error events per XID code since the exporter started.", "xid"),
+		healthy:  l.newDescSet("gputally_gpu_healthy", "1 when the GPU is on the bus and passes health checks, else 0."),
+		xids:     l.newDescSet("gputally_xid_errors_total", "XID error events per XID code since the exporter started.", "xid"),
 		up:       newFamily("gputally_up", "1 when the last sample of the backend succeeded, else 0.", []string{"backend"}),
 		age:      newFamily("gputally_sample_age_seconds", "Seconds since the latest published sample was taken.", nil),
 		duration: newFamily("gputally_sample_duration_seconds", "Seconds the latest sample took to read from the backend.", nil),
 		errors:   newFamily("gputally_sample_errors_total", "Failed device reads per field since the exporter started.", []string{"backend", "field"}),
 	}
-	c.allocation = newDescSet("gputally_gpu_allocation",
+	c.allocation = l.newDescSet("gputally_gpu_allocation",
 		"Share of the GPU or MIG instance, 0-1, that a container holds.",
 		"namespace", "pod", "container", "resource", "sharing")
-	c.podUtil = newDescSet("gputally_pod_gpu_utilization_ratio",
+	c.podUtil = l.newDescSet("gputally_pod_gpu_utilization_ratio",
 		"A container's share of SM time on a shared GPU, 0-1, from process accounting.",
 		"namespace", "pod", "container")
-	c.podMemory = newDescSet("gputally_pod_gpu_memory_used_bytes",
+	c.podMemory = l.newDescSet("gputally_pod_gpu_memory_used_bytes",
 		"Framebuffer a container uses on a shared GPU, from process accounting.",
 		"namespace", "pod", "container")
-	c.seconds = newDescSet("gputally_gpu_seconds_total",
+	c.seconds = l.newDescSet("gputally_gpu_seconds_total",
 		"Device-seconds by state (busy, idle, unallocated, lost, unknown) and holder; a GPU adds one per second.",
 		"namespace", "pod", "container", "state")
-	c.eur = newDescSet("gputally_cost_eur_total",
+	c.eur = l.newDescSet("gputally_cost_eur_total",
 		"EUR accrued by state (busy, idle, unallocated, lost, unknown) and holder.",
 		"namespace", "pod", "container", "state")
-	c.hourly = newDescSet("gputally_gpu_hourly_cost_eur",
+	c.hourly = l.newDescSet("gputally_gpu_hourly_cost_eur",
 		"The cost rate in force for the GPU, EUR per hour, by component.", "component")
 	c.attrUp = newFamily("gputally_attribution_up", "1 when the last kubelet pod-resources refresh succeeded, else 0.", nil)
 	c.attrSuccess = newFamily("gputally_attribution_last_success_timestamp_seconds", "Unix time of the last successful kubelet pod-resources refresh.", nil)
 	c.attrUnknown = newFamily("gputally_attribution_unknown_device_ids_total", "Kubelet device IDs that named no device of this node.", nil)
 	c.procUp = newFamily("gputally_process_attribution_up", "1 when GPU processes could be mapped to pods, else 0.", nil)
 	for _, m := range deviceMetrics {
-		c.device = append(c.device, newDescSet(m.name, m.help))
+		c.device = append(c.device, l.newDescSet(m.name, m.help, driverVersionLabel))
 	}
 	return c
 }
@@ -141,7 +158,7 @@ func (c *Collector) identity(snap *Snapshot, ref deviceRef) (labelSet, deviceLab
 func (c *Collector) identitiesOf(snap *Snapshot) *identities {
 	ids := c.identities.Load()
 	if ids == nil || ids.index != snap.index {
-		ids = newIdentities(snap, c.hostname)
+		ids = c.newIdentities(snap)
 		c.identities.Store(ids)
 	}
 	return ids
@@ -177,14 +194,14 @@ type retiredIdentity struct {
 
 // newIdentities builds the identities of snap's inventory and of the listed
 // devices that left it.
-func newIdentities(snap *Snapshot, hostname string) *identities {
+func (c *Collector) newIdentities(snap *Snapshot) *identities {
 	ids := &identities{index: snap.index}
 	for _, g := range snap.Inventory.GPUs {
 		var insts []deviceLabels
 		for j := range g.Instances {
-			insts = append(insts, identityOf(g, &g.Instances[j], hostname))
+			insts = append(insts, c.identityOf(g, &g.Instances[j]))
 		}
-		ids.gpus, ids.instances = append(ids.gpus, identityOf(g, nil, hostname)), append(ids.instances, insts)
+		ids.gpus, ids.instances = append(ids.gpus, c.identityOf(g, nil)), append(ids.instances, insts)
 	}
 	for uuid, d := range snap.listed {
 		if _, ok := snap.index.lookup(uuid); ok {
@@ -193,9 +210,9 @@ func newIdentities(snap *Snapshot, hostname string) *identities {
 		if ids.retired == nil {
 			ids.retired = make(map[string]retiredIdentity)
 		}
-		r := retiredIdentity{setGPU, identityOf(d.gpu, nil, hostname)}
+		r := retiredIdentity{setGPU, c.identityOf(d.gpu, nil)}
 		if d.instance != nil {
-			r = retiredIdentity{setMIG, identityOf(d.gpu, d.instance, hostname)}
+			r = retiredIdentity{setMIG, c.identityOf(d.gpu, d.instance)}
 		}
 		ids.retired[uuid] = r
 	}
@@ -203,12 +220,12 @@ func newIdentities(snap *Snapshot, hostname string) *identities {
 }
 
 // identityOf returns the identity labels of GPU g, or of its MIG instance in.
-func identityOf(g GPU, in *MIGInstance, hostname string) deviceLabels {
-	values := []string{strconv.Itoa(g.Index), g.UUID, g.PCIBusID, "nvidia" + strconv.Itoa(g.Minor), g.Model, hostname}
+func (c *Collector) identityOf(g GPU, in *MIGInstance) deviceLabels {
+	values := []string{strconv.Itoa(g.Index), g.UUID, g.PCIBusID, "nvidia" + strconv.Itoa(g.Minor), g.Model, c.node.Hostname}
 	if in == nil {
-		return newDeviceLabels(gpuLabels, values)
+		return newDeviceLabels(c.labels.gpu, values)
 	}
-	return newDeviceLabels(migLabels, append(values, in.Profile, strconv.Itoa(in.GPUInstanceID)))
+	return newDeviceLabels(c.labels.mig, append(values, in.Profile, strconv.Itoa(in.GPUInstanceID)))
 }
 
 // podLabels returns the label set of a device series and the values of its
@@ -309,8 +326,9 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 	if r.Lost {
 		return
 	}
+	driver := snap.Inventory.DriverVersion
 	set, pod := podLabels(snap.Attribution, g.UUID, setGPU)
-	c.collectValues(ch, set, &r.Values, false, id, pod)
+	c.collectValues(ch, set, &r.Values, false, id, append(pod, driver))
 	for j := range g.Instances {
 		_, mid := c.identity(snap, deviceRef{i, j})
 		var signal Signal = SignalNone
@@ -319,15 +337,16 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 		}
 		ch <- c.metric(c.info[setMIG], prometheus.GaugeValue, 1, mid, snap.Inventory.DriverVersion, migMode, string(signal))
 		set, pod := podLabels(snap.Attribution, g.Instances[j].UUID, setMIG)
-		c.collectValues(ch, set, &r.Instances[j], true, mid, pod)
+		c.collectValues(ch, set, &r.Instances[j], true, mid, append(pod, driver))
 	}
 }
 
 // collectValues sends the present fields of v with the device's identity
-// labels and its pod labels (none, or those of podLabels); on a MIG instance
+// labels and extra: its pod labels (none, or those of podLabels) and the
+// driver version; on a MIG instance
 // only the fields the contract exports per instance (parent-only fields are
 // never repeated).
-func (c *Collector) collectValues(ch chan<- prometheus.Metric, set labelSet, v *Values, mig bool, id deviceLabels, pod []string) {
+func (c *Collector) collectValues(ch chan<- prometheus.Metric, set labelSet, v *Values, mig bool, id deviceLabels, extra []string) {
 	for k, m := range deviceMetrics {
 		if mig && !m.onMIG {
 			continue
@@ -336,7 +355,7 @@ func (c *Collector) collectValues(ch chan<- prometheus.Metric, set labelSet, v *
 		if !ok {
 			continue
 		}
-		ch <- c.metric(c.device[k][set], m.valueType, x, id, pod...)
+		ch <- c.metric(c.device[k][set], m.valueType, x, id, extra...)
 	}
 }
 

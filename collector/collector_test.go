@@ -143,7 +143,7 @@ func TestCollectorGolden(t *testing.T) {
 			s := NewSampler(tc.backend, opts)
 			_ = s.Tick(context.Background(), t0.Add(-time.Hour))
 			_ = s.Tick(context.Background(), t0)
-			c := NewCollector(s, "node-a", fixedClock(t0.Add(1500*time.Millisecond)))
+			c := NewCollector(s, Node{Hostname: "node-a"}, fixedClock(t0.Add(1500*time.Millisecond)))
 			collectortest.CompareGolden(t, c, filepath.Join("testdata", tc.name+".golden.prom"), *update)
 			collectortest.CompareGather(t, c)
 		})
@@ -157,7 +157,7 @@ func TestSamplerDoesNotCallBackendOnScrape(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(s, "node-a", nil))
+	reg.MustRegister(NewCollector(s, Node{Hostname: "node-a"}, nil))
 	before := b.calls
 	for range 200 {
 		if _, err := reg.Gather(); err != nil {
@@ -263,7 +263,7 @@ func TestLedgerSeriesOutliveAFailedSample(t *testing.T) {
 	b := &fakeBackend{power: 300}
 	s := NewSampler(b, SamplerOptions{Now: fixedClock(t0), Holders: fakeHolders{podsOnNode}, Ledger: cost.NewLedger(staticBook{cost.Default()})})
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(s, "node-a", fixedClock(t0)))
+	reg.MustRegister(NewCollector(s, Node{Hostname: "node-a"}, fixedClock(t0)))
 	count := func() int {
 		n, err := testutil.GatherAndCount(reg, "gputally_cost_eur_total", "gputally_gpu_hourly_cost_eur")
 		if err != nil {

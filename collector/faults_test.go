@@ -322,7 +322,7 @@ func TestRetainedInstanceKeepsItsLabels(t *testing.T) {
 	b := &reconfigBackend{fakeBackend: fakeBackend{power: 300}}
 	s := NewSampler(b, SamplerOptions{Interval: time.Second, Now: fixedClock(t0), Holders: fakeHolders{podsOnNode},
 		Ledger: cost.NewLedger(staticBook{cost.Default()}, cost.WithRetention(time.Minute))})
-	c := NewCollector(s, "node-a", fixedClock(t0))
+	c := NewCollector(s, Node{Hostname: "node-a"}, fixedClock(t0))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	series := func() string {
@@ -397,7 +397,7 @@ func TestRetainedAcrossReconfigurationsBetweenScrapes(t *testing.T) {
 	}}
 	s := NewSampler(b, SamplerOptions{Interval: time.Second, Now: fixedClock(t0), Holders: fakeHolders{holders},
 		Ledger: cost.NewLedger(staticBook{cost.Default()})})
-	c := NewCollector(s, "node-a", fixedClock(t0))
+	c := NewCollector(s, Node{Hostname: "node-a"}, fixedClock(t0))
 	ctx := context.Background()
 	tick := 0
 	ticks := func(n int) {

@@ -1,6 +1,10 @@
 package collector
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // deviceMetric describes how one Field is exported.
 type deviceMetric struct {
@@ -37,12 +41,30 @@ var deviceMetrics = []deviceMetric{
 	{DRAMActive, "DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", prometheus.GaugeValue, true},
 }
 
-// Label names, in the order of the reference exporter.
-var (
-	gpuLabels     = []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}
-	migLabels     = append(append([]string{}, gpuLabels...), "GPU_I_PROFILE", "GPU_I_ID")
-	podLabelNames = []string{"container", "namespace", "pod"}
+// The labels naming the node on every device series: `hostname`, as
+// dcgm-exporter writes it since 4.8.3 (PR #655), or `Hostname`, as it wrote it
+// up to 4.8.2.
+const (
+	HostnameLabel       = "hostname"
+	LegacyHostnameLabel = "Hostname"
 )
+
+// driverVersionLabel is the label dcgm-exporter puts on its DCGM_* series (not
+// on gputally's own: gputally_gpu_info carries the driver as driver_version).
+const driverVersionLabel = "DCGM_FI_DRIVER_VERSION"
+
+var podLabelNames = []string{"container", "namespace", "pod"}
+
+// labelScheme holds the identity label names of GPU and MIG instance series,
+// in the order of the reference exporter. Never modified once built.
+type labelScheme struct {
+	gpu, mig []string
+}
+
+func newLabelScheme(hostnameLabel string) labelScheme {
+	gpu := []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", hostnameLabel}
+	return labelScheme{gpu: gpu, mig: append(slices.Clip(gpu), "GPU_I_PROFILE", "GPU_I_ID")}
+}
 
 // labelSet indexes the four label sets a device series can have.
 type labelSet int
@@ -55,13 +77,15 @@ const (
 	numLabelSets
 )
 
-func labelNames(set labelSet, extra ...string) []string {
+// labelNames returns the label names of a series of set: identity labels,
+// pod labels where set has them, then extra.
+func (l labelScheme) labelNames(set labelSet, extra ...string) []string {
 	var names []string
 	switch set {
 	case setGPU, setGPUPod:
-		names = append(names, gpuLabels...)
+		names = append(names, l.gpu...)
 	default:
-		names = append(names, migLabels...)
+		names = append(names, l.mig...)
 	}
 	if set == setGPUPod || set == setMIGPod {
 		names = append(names, podLabelNames...)
@@ -72,10 +96,10 @@ func labelNames(set labelSet, extra ...string) []string {
 // descSet holds one family per label set for one metric name.
 type descSet [numLabelSets]*family
 
-func newDescSet(name, help string, extra ...string) descSet {
+func (l labelScheme) newDescSet(name, help string, extra ...string) descSet {
 	var d descSet
 	for set := range numLabelSets {
-		d[set] = newFamily(name, help, labelNames(set, extra...))
+		d[set] = newFamily(name, help, l.labelNames(set, extra...))
 	}
 	return d
 }

@@ -65,7 +65,7 @@ func TestHungKubeletDoesNotBlockScrapes(t *testing.T) {
 
 	s := NewSampler(node, SamplerOptions{Now: fixedClock(t0), Holders: client})
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(s, "node-a", fixedClock(t0)))
+	reg.MustRegister(NewCollector(s, Node{Hostname: "node-a"}, fixedClock(t0)))
 	// The ticks and scrapes run apart from the test so that, should they block
 	// on the hung kubelet, the test fails within a minute instead of hanging
 	// until the global timeout. A minute: no deadline a loaded machine meets

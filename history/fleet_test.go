@@ -36,7 +36,7 @@ func TestWriteFleetMergesNodes(t *testing.T) {
 	}
 	for _, key := range got.byName["DCGM_FI_DEV_POWER_USAGE"] {
 		for _, h := range []string{a.Node.Hostname, b.Node.Hostname} {
-			if strings.Contains(key, `Hostname="`+h+`"`) {
+			if strings.Contains(key, `hostname="`+h+`"`) {
 				hosts[h]++
 			}
 		}

@@ -58,7 +58,7 @@ func TestGatherMatchesRegistry(t *testing.T) {
 				if snap == nil || now.Sub(opts.Start)%(20*time.Minute) != 0 {
 					continue
 				}
-				collectortest.CompareGather(t, collector.NewCollector(&pinned{snap}, n.backend.Hostname(), func() time.Time { return snap.Time }))
+				collectortest.CompareGather(t, collector.NewCollector(&pinned{snap}, collector.Node{Hostname: n.backend.Hostname()}, func() time.Time { return snap.Time }))
 				compared++
 			}
 			if compared == 0 {

@@ -43,7 +43,10 @@ type Options struct {
 	// attribution.DefaultStaleAfter, as the exporter's flag.
 	StaleAfter time.Duration
 	Book       *cost.Book // default cost.Default()
-	Logger     *slog.Logger
+	// LegacyHostnameLabel writes the node's label as `Hostname`, as the
+	// exporter's --collector.legacy-hostname-label does.
+	LegacyHostnameLabel bool
+	Logger              *slog.Logger
 	// Progress (optional) is called on the run's goroutine after every whole
 	// hour of virtual time and at the end, with the virtual time simulated so
 	// far and the run's Duration.
@@ -92,7 +95,7 @@ func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 	defer node.close()
 	// Scrapes are gathered and handed to the sink by a second goroutine while
 	// the next samples are taken: each scrape reads the snapshot it was handed.
-	scraper := newScraper(node.backend.Hostname(), sink)
+	scraper := newScraper(collector.Node{Hostname: node.backend.Hostname(), LegacyHostnameLabel: opts.LegacyHostnameLabel}, sink)
 	defer scraper.stop()
 
 	res := Result{Start: opts.Start, End: opts.Start.Add(opts.Duration)}
@@ -195,10 +198,10 @@ type pinned struct{ snap *collector.Snapshot }
 
 func (p *pinned) Snapshot() *collector.Snapshot { return p.snap }
 
-func newScraper(hostname string, sink Sink) *scraper {
+func newScraper(node collector.Node, sink Sink) *scraper {
 	s := &scraper{snaps: make(chan *collector.Snapshot, 8), done: make(chan error, 1)}
 	src := &pinned{}
-	col := collector.NewCollector(src, hostname, func() time.Time { return src.snap.Time })
+	col := collector.NewCollector(src, node, func() time.Time { return src.snap.Time })
 	scrapes := make(chan gathered, 8)
 	go func() {
 		defer close(scrapes)

@@ -175,7 +175,7 @@ func TestExporterServesSimulatedNode(t *testing.T) {
 		{"DCGM_FI_DEV_POWER_USAGE", nil, 8},                                    // parent GPUs only, never per MIG instance
 		{"DCGM_FI_DEV_GPU_UTIL", nil, 6},                                       // not on the two MIG GPUs
 		{"DCGM_FI_DEV_FB_USED", model.LabelSet{"GPU_I_PROFILE": "1g.10gb"}, 5}, // per MIG instance
-		{"gputally_gpu_info", model.LabelSet{"Hostname": "sim-node-0"}, 8 + 8},
+		{"gputally_gpu_info", model.LabelSet{"hostname": "sim-node-0"}, 8 + 8},
 		{"gputally_gpu_allocation", model.LabelSet{"sharing": "time-slicing"}, 3},
 		{"gputally_up", model.LabelSet{"backend": "sim"}, 1},
 	} {
@@ -201,6 +201,42 @@ func TestExporterServesSimulatedNode(t *testing.T) {
 	// Time-sliced holders carry no pod labels on device series.
 	if _, n := sum(second, "DCGM_FI_DEV_GPU_UTIL", model.LabelSet{"namespace": "dev-alice"}); n != 0 {
 		t.Errorf("a time-sliced holder got pod labels on a device series")
+	}
+}
+
+// TestExporterHostnameLabel: every device and own series of a GPU names its
+// node as `hostname`, as dcgm-exporter does since 4.8.3; with
+// --collector.legacy-hostname-label as `Hostname`, and never both.
+func TestExporterHostnameLabel(t *testing.T) {
+	for _, tc := range []struct {
+		flags     []string
+		want, not model.LabelName
+	}{
+		{nil, "hostname", "Hostname"},
+		{[]string{"--collector.legacy-hostname-label"}, "Hostname", "hostname"},
+	} {
+		t.Run(string(tc.want), func(t *testing.T) {
+			e := startExporter(t, append([]string{"--backend=sim", "--collector.interval=200ms"}, tc.flags...)...)
+			var samples map[string]*model.Sample
+			waitFor(t, func() bool {
+				samples = e.scrape(t)
+				_, n := sum(samples, "gputally_gpu_seconds_total", nil)
+				return n > 0
+			})
+			devices := 0
+			for _, s := range samples {
+				if _, ok := s.Metric["UUID"]; !ok {
+					continue
+				}
+				devices++
+				if s.Metric[tc.want] != "sim-node-0" || s.Metric[tc.not] != "" {
+					t.Errorf("%s: want %s=\"sim-node-0\" and no %s", s.Metric, tc.want, tc.not)
+				}
+			}
+			if devices < 100 {
+				t.Errorf("%d device series, want the whole simulated node's", devices)
+			}
+		})
 	}
 }
 

@@ -29,16 +29,17 @@ const scrapeErrorLogEvery = 10 * time.Second
 
 // exporterCommand serves /metrics for the GPUs of this node.
 type exporterCommand struct {
-	web           *web.FlagConfig
-	metricsPath   string
-	maxRequests   int
-	scrapeTimeout time.Duration
-	hostname      string
-	interval      time.Duration
-	retention     time.Duration
-	priceBook     string
-	backend       backendFlags
-	attribution   attributionFlags
+	web            *web.FlagConfig
+	metricsPath    string
+	maxRequests    int
+	scrapeTimeout  time.Duration
+	hostname       string
+	legacyHostname bool
+	interval       time.Duration
+	retention      time.Duration
+	priceBook      string
+	backend        backendFlags
+	attribution    attributionFlags
 
 	reload <-chan os.Signal // SIGHUP, subscribed to by main before anything else
 }
@@ -52,7 +53,8 @@ func newExporterCommand(app *kingpin.Application, reload <-chan os.Signal) *expo
 	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&c.metricsPath)
 	cmd.Flag("web.max-requests", "Maximum number of concurrent scrapes, more are answered 503; 0 means no limit. Each costs about 2 MiB of memory (docs/reliability.md).").Default("10").IntVar(&c.maxRequests)
 	cmd.Flag("web.scrape-timeout", "Time after which a scrape is answered 503.").Default("10s").DurationVar(&c.scrapeTimeout)
-	cmd.Flag("hostname", "Node name for the Hostname label.").Envar("NODE_NAME").StringVar(&c.hostname)
+	cmd.Flag("hostname", "Node name for the hostname label.").Envar("NODE_NAME").StringVar(&c.hostname)
+	legacyHostnameFlag(cmd).BoolVar(&c.legacyHostname)
 	cmd.Flag("collector.interval", "Interval between two samples of the GPUs. One sample is charged for at most twice this; the rest of a backend outage is cost state unknown.").Default("1s").DurationVar(&c.interval)
 	cmd.Flag("collector.ended-series-retention", "How long the cost series of an ended pod (or removed MIG instance) stay exported with their final values before they disappear; keep it above two scrape intervals.").
 		Default(cost.DefaultRetention.String()).DurationVar(&c.retention)
@@ -162,7 +164,7 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	authFailed := newAuthFailures(logger, nil)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		collector.NewCollector(sampler, c.hostname, nil),
+		collector.NewCollector(sampler, collector.Node{Hostname: c.hostname, LegacyHostnameLabel: c.legacyHostname}, nil),
 		authFailed.total,
 		versioncollector.NewCollector("gputally"),
 		collectors.NewGoCollector(),
@@ -196,6 +198,13 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 		return fmt.Errorf("shut down: %w", err)
 	}
 	return nil
+}
+
+// legacyHostnameFlag declares --collector.legacy-hostname-label, shared by the
+// exporter and the simulation (which writes what the exporter would).
+func legacyHostnameFlag(cmd *kingpin.CmdClause) *kingpin.FlagClause {
+	return cmd.Flag("collector.legacy-hostname-label",
+		"Spell the node label `Hostname`, as dcgm-exporter did up to 4.8.2, instead of `hostname`, for dashboards and rules that still query the old spelling.")
 }
 
 // checkWebFlags validates the HTTP server's flags and a --hostname given as a

@@ -13,23 +13,31 @@ import (
 )
 
 // generateDashboardsCommand writes the Grafana dashboards as JSON.
-type generateDashboardsCommand struct{ dir string }
+type generateDashboardsCommand struct {
+	dir            string
+	legacyHostname bool
+}
 
 // generateRulesCommand writes the Prometheus alert and recording rules.
-type generateRulesCommand struct{ out string }
+type generateRulesCommand struct {
+	out            string
+	legacyHostname bool
+}
 
 func newGenerateCommands(app *kingpin.Application) (*generateDashboardsCommand, *generateRulesCommand) {
 	gen := app.Command("generate", "Write the dashboards or the Prometheus rules.")
 	d, r := &generateDashboardsCommand{}, &generateRulesCommand{}
-	gen.Command("dashboards", "Write every Grafana dashboard as <name>.json.").
-		Flag("out", "Directory to write to.").Required().StringVar(&d.dir)
-	gen.Command("rules", "Write the alert and recording rules file (the thresholds of docs and the Helm chart).").
-		Flag("out", "File to write; - for standard output.").Default("-").StringVar(&r.out)
+	dc := gen.Command("dashboards", "Write every Grafana dashboard as <name>.json.")
+	dc.Flag("out", "Directory to write to.").Required().StringVar(&d.dir)
+	legacyHostnameFlag(dc).BoolVar(&d.legacyHostname)
+	rc := gen.Command("rules", "Write the alert and recording rules file (the thresholds of docs and the Helm chart).")
+	rc.Flag("out", "File to write; - for standard output.").Default("-").StringVar(&r.out)
+	legacyHostnameFlag(rc).BoolVar(&r.legacyHostname)
 	return d, r
 }
 
 func (c *generateDashboardsCommand) run(_ context.Context, logger *slog.Logger) error {
-	if err := dashboards.WriteJSON(c.dir); err != nil {
+	if err := dashboards.WriteJSON(c.dir, c.legacyHostname); err != nil {
 		return err
 	}
 	logger.Info("dashboards written", "dir", c.dir)
@@ -37,7 +45,9 @@ func (c *generateDashboardsCommand) run(_ context.Context, logger *slog.Logger) 
 }
 
 func (c *generateRulesCommand) run(context.Context, *slog.Logger) error {
-	b, err := alerts.Generate(alerts.DefaultOptions())
+	opts := alerts.DefaultOptions()
+	opts.LegacyHostnameLabel = c.legacyHostname
+	b, err := alerts.Generate(opts)
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,7 @@ type simulateHistoryCommand struct {
 	book      string
 	out       string
 	summary   string
+	legacy    bool
 	stdout    io.Writer
 }
 
@@ -66,6 +67,7 @@ func newSimulateCommand(app *kingpin.Application, stdout io.Writer) *simulateHis
 	c.scrape = durationFlag(cmd.Flag("scrape-interval", "Interval between two written scrapes."), "30s")
 	cmd.Flag("cost.price-book", "Price book YAML; empty: the built-in book.").StringVar(&c.book)
 	cmd.Flag("out", "OpenMetrics file to write; - for standard output.").Default("-").StringVar(&c.out)
+	legacyHostnameFlag(cmd).BoolVar(&c.legacy)
 	cmd.Flag("summary", "Also write the ledger's own totals as JSON to this file: per namespace and state, and per series, in device-seconds and EUR, summed over exporter restarts.").StringVar(&c.summary)
 	return c
 }
@@ -73,7 +75,8 @@ func newSimulateCommand(app *kingpin.Application, stdout io.Writer) *simulateHis
 func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) error {
 	opts := history.Options{
 		Seed: c.seed, Duration: time.Duration(*c.duration),
-		SampleInterval: time.Duration(*c.sample), ScrapeInterval: time.Duration(*c.scrape), Logger: logger,
+		SampleInterval: time.Duration(*c.sample), ScrapeInterval: time.Duration(*c.scrape),
+		LegacyHostnameLabel: c.legacy, Logger: logger,
 	}
 	nodes, err := loadFleet(c.scenarios)
 	if err != nil {

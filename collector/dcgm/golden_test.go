@@ -109,7 +109,7 @@ func TestGoldenExposition(t *testing.T) {
 	if err := s.Tick(context.Background(), t0); err != nil {
 		t.Fatal(err)
 	}
-	c := collector.NewCollector(s, "dgx-a100-01", func() time.Time { return t0.Add(500 * time.Millisecond) })
+	c := collector.NewCollector(s, collector.Node{Hostname: "dgx-a100-01"}, func() time.Time { return t0.Add(500 * time.Millisecond) })
 	collectortest.CompareGolden(t, c, filepath.Join("testdata", "dgxa100.golden.prom"), *update)
 }
 

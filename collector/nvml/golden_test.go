@@ -92,7 +92,7 @@ func TestGoldenExposition(t *testing.T) {
 			if err := s.Tick(context.Background(), t0); err != nil {
 				t.Fatal(err)
 			}
-			c := collector.NewCollector(s, tc.host, fixedClock(t0.Add(500*time.Millisecond)))
+			c := collector.NewCollector(s, collector.Node{Hostname: tc.host}, fixedClock(t0.Add(500*time.Millisecond)))
 			collectortest.CompareGolden(t, c, filepath.Join("testdata", tc.name+".golden.prom"), *update)
 		})
 	}

@@ -23,6 +23,15 @@ func (c fixedClock) NewTicker(time.Duration) (<-chan time.Time, func()) { return
 // socket, the attribution client, process accounting over the simulated
 // procfs, the ledger and the collector. Rewrite with -update.
 func TestDefaultScenarioExposition(t *testing.T) {
+	s, host, clock := defaultScenarioHour(t)
+	c := collector.NewCollector(s, collector.Node{Hostname: host}, clock.Now)
+	collectortest.CompareGolden(t, c, filepath.Join("testdata", "default.golden.prom"), *update)
+}
+
+// defaultScenarioHour runs the built-in scenario for an hour and returns its
+// sampler, the node's host name and the clock at the hour's end.
+func defaultScenarioHour(t *testing.T) (*collector.Sampler, string, fixedClock) {
+	t.Helper()
 	start := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 	end := start.Add(time.Hour)
 	b, err := New(Default(), Options{Start: start})
@@ -56,8 +65,7 @@ func TestDefaultScenarioExposition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := collector.NewCollector(s, b.Hostname(), clock.Now)
-	collectortest.CompareGolden(t, c, filepath.Join("testdata", "default.golden.prom"), *update)
+	return s, b.Hostname(), clock
 }
 
 // bookOf is a cost.BookSource of one book.
