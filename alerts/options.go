@@ -24,6 +24,9 @@ type Options struct {
 	// ExporterJob is a regular expression matching the Prometheus `job` label
 	// of the gputally scrape (used by GPUTallyExporterDown).
 	ExporterJob string
+	// LegacyHostnameLabel writes the rules for exporters that spell the node
+	// label `Hostname` (--collector.legacy-hostname-label); by default `hostname`.
+	LegacyHostnameLabel bool
 
 	// IdleRatio is the fraction (0–1) of the time a holder held a device that
 	// must have been idle over IdleWindow for GPUAllocatedButIdle.

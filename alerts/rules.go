@@ -22,25 +22,25 @@ const (
 	// FB_USED / (FB_USED + FB_FREE), ratio 0–1. Labels: those of the source series.
 	RuleFramebufferUsed = "device:gputally_framebuffer_used:ratio"
 	// RuleCostEURPerHour is the cost accrual in EUR per hour over 5m, by
-	// Hostname, modelName, namespace and state (busy, idle, unallocated, lost,
+	// hostname, modelName, namespace and state (busy, idle, unallocated, lost,
 	// unknown).
 	RuleCostEURPerHour = "node_model_namespace_state:gputally_cost_eur_per_hour:rate5m"
 	// RuleGPUsByState is the number of device-equivalents (GPU-seconds per
-	// second) over 5m, by Hostname, modelName, namespace and state.
+	// second) over 5m, by hostname, modelName, namespace and state.
 	RuleGPUsByState = "node_model_namespace_state:gputally_gpu_seconds:rate5m"
 	// RuleBusyRatio is the busy part, ratio 0–1, of the GPU time held over 1h,
 	// by namespace and modelName (unallocated time does not count).
 	RuleBusyRatio = "namespace_model:gputally_busy_ratio:rate1h"
 	// RuleAllocatedGPUs is the number of devices allocated to pods, by
-	// Hostname, modelName and namespace: a whole GPU or a MIG instance counts
+	// hostname, modelName and namespace: a whole GPU or a MIG instance counts
 	// 1, a time-sliced or MPS replica its share of the GPU (the values of
 	// gputally_gpu_allocation). RuleGPUsByState weighs MIG instances instead.
 	RuleAllocatedGPUs = "node_model_namespace:gputally_gpu_allocation:sum"
 	// RuleHourlyCostEUR is the rate in force, EUR per hour summed over the
-	// devices and cost components, by Hostname and modelName.
+	// devices and cost components, by hostname and modelName.
 	RuleHourlyCostEUR = "node_model:gputally_gpu_hourly_cost_eur:sum"
 	// RuleHealthyGPUs is the number of healthy devices per exporter, by instance
-	// and Hostname; 0 (not absent) when the exporter reports none healthy.
+	// and hostname; 0 (not absent) when the exporter reports none healthy.
 	RuleHealthyGPUs = "node:gputally_gpus_healthy:count"
 )
 
@@ -94,6 +94,9 @@ func Generate(opts Options) ([]byte, error) {
 	if err := enc.Close(); err != nil {
 		return nil, fmt.Errorf("encode rules: %w", err)
 	}
+	if opts.LegacyHostnameLabel {
+		return LegacyHostname([]byte(b.String())), nil
+	}
 	return []byte(b.String()), nil
 }
 
@@ -112,8 +115,8 @@ func recordingRules() []Rule {
 	return []Rule{
 		{Record: RuleDeviceActivity, Expr: "DCGM_FI_PROF_GR_ENGINE_ACTIVE\nor\nDCGM_FI_DEV_GPU_UTIL / 100"},
 		{Record: RuleFramebufferUsed, Expr: "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"},
-		{Record: RuleCostEURPerHour, Expr: "sum by (Hostname, modelName, namespace, state) (rate(gputally_cost_eur_total[5m])) * 3600"},
-		{Record: RuleGPUsByState, Expr: "sum by (Hostname, modelName, namespace, state) (rate(gputally_gpu_seconds_total[5m]))"},
+		{Record: RuleCostEURPerHour, Expr: "sum by (hostname, modelName, namespace, state) (rate(gputally_cost_eur_total[5m])) * 3600"},
+		{Record: RuleGPUsByState, Expr: "sum by (hostname, modelName, namespace, state) (rate(gputally_gpu_seconds_total[5m]))"},
 		{Record: RuleBusyRatio, Expr: strings.Join([]string{
 			`(`,
 			`  sum by (namespace, modelName) (rate(gputally_gpu_seconds_total{state="busy"}[1h]))`,
@@ -123,14 +126,14 @@ func recordingRules() []Rule {
 			`/`,
 			`sum by (namespace, modelName) (rate(gputally_gpu_seconds_total{state=~"busy|idle"}[1h]))`,
 		}, "\n")},
-		{Record: RuleAllocatedGPUs, Expr: "sum by (Hostname, modelName, namespace) (gputally_gpu_allocation)"},
-		{Record: RuleHourlyCostEUR, Expr: "sum by (Hostname, modelName) (gputally_gpu_hourly_cost_eur)"},
-		{Record: RuleHealthyGPUs, Expr: "count by (instance, Hostname) (gputally_gpu_healthy == 1)\nor\n0 * count by (instance, Hostname) (gputally_gpu_healthy)"},
+		{Record: RuleAllocatedGPUs, Expr: "sum by (hostname, modelName, namespace) (gputally_gpu_allocation)"},
+		{Record: RuleHourlyCostEUR, Expr: "sum by (hostname, modelName) (gputally_gpu_hourly_cost_eur)"},
+		{Record: RuleHealthyGPUs, Expr: "count by (instance, hostname) (gputally_gpu_healthy == 1)\nor\n0 * count by (instance, hostname) (gputally_gpu_healthy)"},
 	}
 }
 
 // holder lists the labels that identify one pod's hold on one device.
-const holder = "Hostname, modelName, UUID, GPU_I_PROFILE, GPU_I_ID, namespace, pod, container"
+const holder = "hostname, modelName, UUID, GPU_I_PROFILE, GPU_I_ID, namespace, pod, container"
 
 func alertingRules(o Options) []Rule {
 	idleW := dur(o.IdleWindow)
@@ -151,7 +154,7 @@ func alertingRules(o Options) []Rule {
 			Labels: severity("warning"),
 			Annotations: annotations(
 				"GPU allocated to {{ $labels.namespace }}/{{ $labels.pod }} is idle, costing {{ $value | printf \"%.2f\" }} EUR per hour",
-				fmt.Sprintf("Container {{ $labels.container }} of pod {{ $labels.namespace }}/{{ $labels.pod }} holds {{ $labels.modelName }} {{ $labels.UUID }}{{ with $labels.GPU_I_PROFILE }} (MIG {{ . }}){{ end }} on {{ $labels.Hostname }} but left it idle for at least %s of the last %s. Its idle share costs {{ $value | printf \"%%.2f\" }} EUR per hour.", pct(o.IdleRatio), idleW),
+				fmt.Sprintf("Container {{ $labels.container }} of pod {{ $labels.namespace }}/{{ $labels.pod }} holds {{ $labels.modelName }} {{ $labels.UUID }}{{ with $labels.GPU_I_PROFILE }} (MIG {{ . }}){{ end }} on {{ $labels.hostname }} but left it idle for at least %s of the last %s. Its idle share costs {{ $value | printf \"%%.2f\" }} EUR per hour.", pct(o.IdleRatio), idleW),
 				"Ask the owner whether the workload still needs a GPU (notebooks and stopped training jobs often keep one). Scale it down or delete it if not. If it needs a GPU only now and then, move it to a time-sliced or MIG resource (see the weekly report's right-sizing advice). The Cost & idle dashboard lists the top idle holders.",
 			),
 		},
@@ -164,8 +167,8 @@ func alertingRules(o Options) []Rule {
 			}, "\n"),
 			Labels: severity("critical"),
 			Annotations: annotations(
-				"GPU {{ $labels.UUID }} on {{ $labels.Hostname }} reported critical XID {{ $labels.xid }}",
-				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} ({{ $labels.device }}) on {{ $labels.Hostname }} reported XID {{ $labels.xid }} in the last %s. XIDs 48, 62, 64, 74, 79, 95, 119 and 120 are hardware or driver faults (ECC, row remapping, NVLink, fallen off the bus, GSP), not application errors.", dur(o.ErrorWindow)),
+				"GPU {{ $labels.UUID }} on {{ $labels.hostname }} reported critical XID {{ $labels.xid }}",
+				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} ({{ $labels.device }}) on {{ $labels.hostname }} reported XID {{ $labels.xid }} in the last %s. XIDs 48, 62, 64, 74, 79, 95, 119 and 120 are hardware or driver faults (ECC, row remapping, NVLink, fallen off the bus, GSP), not application errors.", dur(o.ErrorWindow)),
 				"Cordon and drain the node. Read `dmesg | grep -i xid` and `nvidia-smi -q` on it. XID 79 and 119/120 usually need a node reboot or GPU reset; 48, 64 and 95 need a reset to retire the page or remap the row; repeated ECC XIDs mean an RMA. Uncordon only once the XID no longer repeats.",
 			),
 		},
@@ -174,8 +177,8 @@ func alertingRules(o Options) []Rule {
 			Expr:   fmt.Sprintf("increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[%s]) > 0", dur(o.ErrorWindow)),
 			Labels: severity("critical"),
 			Annotations: annotations(
-				"GPU {{ $labels.UUID }} on {{ $labels.Hostname }} had uncorrectable ECC errors",
-				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} on {{ $labels.Hostname }} counted {{ $value | printf \"%%.0f\" }} double-bit (uncorrectable) ECC errors in the last %s. Data on this GPU may be corrupt.", dur(o.ErrorWindow)),
+				"GPU {{ $labels.UUID }} on {{ $labels.hostname }} had uncorrectable ECC errors",
+				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} on {{ $labels.hostname }} counted {{ $value | printf \"%%.0f\" }} double-bit (uncorrectable) ECC errors in the last %s. Data on this GPU may be corrupt.", dur(o.ErrorWindow)),
 				"Cordon and drain the node, then reset the GPU so the page is retired or the row remapped (`nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT`). Jobs that ran on it may have produced wrong results. If errors recur after a reset, replace the GPU.",
 			),
 		},
@@ -189,8 +192,8 @@ func alertingRules(o Options) []Rule {
 			For:    dur(o.ThrottleFor),
 			Labels: severity("warning"),
 			Annotations: annotations(
-				"GPU {{ $labels.UUID }} on {{ $labels.Hostname }} is {{ $labels.cause }}-throttled",
-				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} on {{ $labels.Hostname }} spent {{ $value | humanizePercentage }} of the last %s throttled by its {{ $labels.cause }} limit (threshold %s).", dur(o.ThrottleWindow), pct(o.ThrottleRatio)),
+				"GPU {{ $labels.UUID }} on {{ $labels.hostname }} is {{ $labels.cause }}-throttled",
+				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} on {{ $labels.hostname }} spent {{ $value | humanizePercentage }} of the last %s throttled by its {{ $labels.cause }} limit (threshold %s).", dur(o.ThrottleWindow), pct(o.ThrottleRatio)),
 				"Thermal: check the node's cooling, fans and inlet temperature, and the GPU temperature panel on the Node / GPU dashboard. Power: check the power limit (`nvidia-smi -q -d POWER`) and the PSU and rack power budget. Throttled GPUs run jobs slower while still costing the same.",
 			),
 		},
@@ -200,8 +203,8 @@ func alertingRules(o Options) []Rule {
 			For:    dur(o.TemperatureFor),
 			Labels: severity("warning"),
 			Annotations: annotations(
-				"GPU {{ $labels.UUID }} on {{ $labels.Hostname }} is at {{ $value }} °C",
-				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} on {{ $labels.Hostname }} has been above %s °C for %s (now {{ $value }} °C). Data-centre GPUs start to throttle in the low to mid 80s.", num(o.TemperatureCelsius), dur(o.TemperatureFor)),
+				"GPU {{ $labels.UUID }} on {{ $labels.hostname }} is at {{ $value }} °C",
+				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} on {{ $labels.hostname }} has been above %s °C for %s (now {{ $value }} °C). Data-centre GPUs start to throttle in the low to mid 80s.", num(o.TemperatureCelsius), dur(o.TemperatureFor)),
 				"Check the node's airflow, fans and inlet temperature and whether neighbouring GPUs are hot too (a cooling problem) or only this one (a GPU or seating problem). Watch GPUThrottling for the same GPU.",
 			),
 		},
@@ -215,8 +218,8 @@ func alertingRules(o Options) []Rule {
 			For:    dur(o.FramebufferFor),
 			Labels: severity("warning"),
 			Annotations: annotations(
-				"Shared GPU {{ $labels.UUID }} on {{ $labels.Hostname }} has {{ $value | humanizePercentage }} of its framebuffer in use",
-				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} on {{ $labels.Hostname }} is shared by time-slicing or MPS and more than %s of its framebuffer has been in use for %s. Time-slicing does not isolate memory: the next allocation of any pod on it fails with out-of-memory.", pct(o.FramebufferRatio), dur(o.FramebufferFor)),
+				"Shared GPU {{ $labels.UUID }} on {{ $labels.hostname }} has {{ $value | humanizePercentage }} of its framebuffer in use",
+				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} on {{ $labels.hostname }} is shared by time-slicing or MPS and more than %s of its framebuffer has been in use for %s. Time-slicing does not isolate memory: the next allocation of any pod on it fails with out-of-memory.", pct(o.FramebufferRatio), dur(o.FramebufferFor)),
 				"Find the pods on this GPU and their memory on the Namespace / pod dashboard (per-pod framebuffer). Lower their batch sizes, move the biggest one to a GPU of its own, or use MIG, which does isolate memory.",
 			),
 		},
@@ -230,8 +233,8 @@ func alertingRules(o Options) []Rule {
 			For:    dur(o.MissingFor),
 			Labels: severity("critical"),
 			Annotations: annotations(
-				"{{ $labels.Hostname }} has lost a GPU",
-				fmt.Sprintf("{{ $labels.Hostname }} reports {{ $value }} healthy GPUs, fewer than its maximum over the last %s, while its exporter is working. A GPU fell off the bus, failed or was removed from the driver's view.", dur(o.MissingLookback)),
+				"{{ $labels.hostname }} has lost a GPU",
+				fmt.Sprintf("{{ $labels.hostname }} reports {{ $value }} healthy GPUs, fewer than its maximum over the last %s, while its exporter is working. A GPU fell off the bus, failed or was removed from the driver's view.", dur(o.MissingLookback)),
 				"Compare `nvidia-smi -L` on the node with the Node / GPU dashboard. Look for XID 79 in `dmesg`. Cordon and drain the node and reboot it; if the GPU stays missing, reseat or replace it. If the GPU was removed on purpose, this alert resolves on its own once the lookback window has passed.",
 			),
 		},
@@ -280,27 +283,27 @@ func faultRules(o Options) []Rule {
 	return []Rule{
 		{
 			Alert:  "GPULostAccruingCost",
-			Expr:   fmt.Sprintf(`sum by (Hostname, UUID, gpu, modelName) (rate(gputally_cost_eur_total{state="lost"}[%s])) * 3600 > 0`, dur(o.LostWindow)),
+			Expr:   fmt.Sprintf(`sum by (hostname, UUID, gpu, modelName) (rate(gputally_cost_eur_total{state="lost"}[%s])) * 3600 > 0`, dur(o.LostWindow)),
 			Labels: severity("warning"),
 			Annotations: annotations(
-				"Lost GPU {{ $labels.UUID }} on {{ $labels.Hostname }} costs {{ $value | printf \"%.2f\" }} EUR per hour",
-				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} (gpu {{ $labels.gpu }}) on {{ $labels.Hostname }} fell off the bus (XID 79 / GPU lost) and its capital kept accruing as state lost over the last %s: {{ $value | printf \"%%.2f\" }} EUR per hour that buys no GPU time.", dur(o.LostWindow)),
+				"Lost GPU {{ $labels.UUID }} on {{ $labels.hostname }} costs {{ $value | printf \"%.2f\" }} EUR per hour",
+				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} (gpu {{ $labels.gpu }}) on {{ $labels.hostname }} fell off the bus (XID 79 / GPU lost) and its capital kept accruing as state lost over the last %s: {{ $value | printf \"%%.2f\" }} EUR per hour that buys no GPU time.", dur(o.LostWindow)),
 				"Cordon and drain the node, then reboot it or reset the GPU; if it stays lost, reseat or replace it. The weekly report lists it under Broken hardware with its EUR for the period. The alert resolves once the lost EUR stops growing (the GPU is back or the exporter no longer sees it).",
 			),
 		},
 		{
 			Alert: "GPUTimeUnknown",
 			Expr: strings.Join([]string{
-				fmt.Sprintf(`sum by (Hostname) (rate(gputally_gpu_seconds_total{state="unknown"}[%s]))`, dur(o.UnknownWindow)),
+				fmt.Sprintf(`sum by (hostname) (rate(gputally_gpu_seconds_total{state="unknown"}[%s]))`, dur(o.UnknownWindow)),
 				`/`,
-				fmt.Sprintf(`sum by (Hostname) (rate(gputally_gpu_seconds_total[%s]))`, dur(o.UnknownWindow)),
+				fmt.Sprintf(`sum by (hostname) (rate(gputally_gpu_seconds_total[%s]))`, dur(o.UnknownWindow)),
 				fmt.Sprintf(`> %s`, num(o.UnknownRatio)),
 			}, "\n"),
 			For:    dur(o.UnknownFor),
 			Labels: severity("warning"),
 			Annotations: annotations(
-				"{{ $value | humanizePercentage }} of {{ $labels.Hostname }}'s GPU time is unknown",
-				fmt.Sprintf("Over the last %s, {{ $value | humanizePercentage }} (more than %s) of the GPU time on {{ $labels.Hostname }} was booked as unknown: who held its GPUs or how busy they were was not measured (kubelet pod-resources failing past --attribution.stale-after, the GPU backend failing, or DRA claims that cannot be mapped). Cost reports for this node are partial and make no drain advice for it.", dur(o.UnknownWindow), pct(o.UnknownRatio)),
+				"{{ $value | humanizePercentage }} of {{ $labels.hostname }}'s GPU time is unknown",
+				fmt.Sprintf("Over the last %s, {{ $value | humanizePercentage }} (more than %s) of the GPU time on {{ $labels.hostname }} was booked as unknown: who held its GPUs or how busy they were was not measured (kubelet pod-resources failing past --attribution.stale-after, the GPU backend failing, or DRA claims that cannot be mapped). Cost reports for this node are partial and make no drain advice for it.", dur(o.UnknownWindow), pct(o.UnknownRatio)),
 				"Check GPUAttributionDown and GPUTallySamplesStale for the same node and read the exporter's log: it names the failing kubelet socket, backend or DRA claim. Once attribution and sampling work again the share falls back to 0 within the window.",
 			),
 		},

@@ -257,3 +257,43 @@ func TestOptionsValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestPromtoolTestRulesLegacyHostname runs the same promtool unit tests with the
+// node label spelled `Hostname` in the input series and the expected alerts,
+// against the rules `generate rules --collector.legacy-hostname-label` writes:
+// they must fire and stay silent exactly as the default rules do for `hostname`.
+func TestPromtoolTestRulesLegacyHostname(t *testing.T) {
+	bin := promtool(t)
+	opts := DefaultOptions()
+	opts.LegacyHostnameLabel = true
+	rules, err := Generate(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hostnameWord.Match(rules) || !bytes.Contains(rules, []byte("by (Hostname")) {
+		t.Fatal("legacy rules still name hostname, or never Hostname")
+	}
+	tests, err := os.ReadFile(unitTestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "generated"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "generated", "gputally-rules.yaml"), rules, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "testdata"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	legacyTests := filepath.Join(dir, "testdata", filepath.Base(unitTestFile))
+	if err := os.WriteFile(legacyTests, LegacyHostname(tests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "test", "rules", filepath.Base(legacyTests))
+	cmd.Dir = filepath.Dir(legacyTests)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules (legacy Hostname): %v\n%s", err, out)
+	}
+}

@@ -55,12 +55,12 @@ func costAndIdle() *dashboard.DashboardBuilder {
 sum by (modelName) (rate(gputally_gpu_seconds_total{state=~"idle|unallocated", %[1]s}[$__range]))
 * 3600`, fleet), ""))).
 		WithPanel(singleStat("Lost and unknown cost over the range", "EUR accrued over the range by GPUs that fell off the bus (lost: repair or replace them) and by time whose holder or activity was not measured (unknown: kubelet or backend failing). Neither is idle capacity.", unitEUR,
-			instantQuery(fmt.Sprintf("sum by (state) (%s)", faultCost("Hostname")), "{{state}}"))).
+			instantQuery(fmt.Sprintf("sum by (state) (%s)", faultCost("hostname")), "{{state}}"))).
 		WithPanel(tableOf("Lost and unknown cost by node over the range", "EUR accrued over the range in the lost and unknown states, per node. A node with unknown time gets no drain advice in the weekly report.", unitEUR,
-			instantQuery(faultCost("Hostname"), ""))).
+			instantQuery(faultCost("hostname"), ""))).
 		WithRow(row("Who holds idle GPUs")).
 		WithPanel(tableOf("Top idle holders over the range", "Containers whose allocated GPUs accrued the most idle EUR over the range.", unitEUR,
-			instantQuery(fmt.Sprintf(`topk(20, sum by (namespace, pod, container, modelName, Hostname) (increase(gputally_cost_eur_total{state="idle", %s}[$__range])))`, owned), ""))).
+			instantQuery(fmt.Sprintf(`topk(20, sum by (namespace, pod, container, modelName, hostname) (increase(gputally_cost_eur_total{state="idle", %s}[$__range])))`, owned), ""))).
 		WithPanel(timeSeries("Busy share by namespace", "Busy part of the GPU time each namespace held, over the last hour.", unitRatio,
 			rangeQuery(fmt.Sprintf(`%s{namespace=~"$namespace", modelName=~"$modelName"}`, alerts.RuleBusyRatio), "{{namespace}} {{modelName}}")).Min(0).Max(1)).
 		WithRow(row("What would save")).

@@ -20,6 +20,8 @@ import (
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+
+	"github.com/gputally/gputally/alerts"
 )
 
 // Dashboard is one generated dashboard.
@@ -62,8 +64,10 @@ func Marshal(d dashboard.Dashboard) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// WriteJSON writes every dashboard to dir as <Name>.json, creating dir.
-func WriteJSON(dir string) error {
+// WriteJSON writes every dashboard to dir as <Name>.json, creating dir; with
+// legacyHostname, for exporters that spell the node label `Hostname`
+// (--collector.legacy-hostname-label).
+func WriteJSON(dir string, legacyHostname bool) error {
 	all, err := All()
 	if err != nil {
 		return err
@@ -75,6 +79,9 @@ func WriteJSON(dir string) error {
 		b, err := Marshal(d.Model)
 		if err != nil {
 			return err
+		}
+		if legacyHostname {
+			b = alerts.LegacyHostname(b)
 		}
 		path := filepath.Join(dir, d.Name+".json")
 		if err := os.WriteFile(path, b, 0o644); err != nil {

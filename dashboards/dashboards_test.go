@@ -21,7 +21,7 @@ const generatedDir = "generated"
 
 func TestGeneratedFilesAreCurrent(t *testing.T) {
 	if *update {
-		if err := WriteJSON(generatedDir); err != nil {
+		if err := WriteJSON(generatedDir, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -102,10 +102,10 @@ func TestVariablesPanelsAndUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantVars := map[string][]string{
-		"fleet-overview": {"datasource", "Hostname", "modelName"},
-		"cost-and-idle":  {"datasource", "Hostname", "modelName", "namespace"},
-		"node-gpu":       {"datasource", "Hostname", "modelName"},
-		"namespace-pod":  {"datasource", "Hostname", "modelName", "namespace"},
+		"fleet-overview": {"datasource", "hostname", "modelName"},
+		"cost-and-idle":  {"datasource", "hostname", "modelName", "namespace"},
+		"node-gpu":       {"datasource", "hostname", "modelName"},
+		"namespace-pod":  {"datasource", "hostname", "modelName", "namespace"},
 	}
 	unitsSeen := map[string]bool{}
 	uids := map[string]bool{}
@@ -159,7 +159,7 @@ func TestVariablesPanelsAndUnits(t *testing.T) {
 
 func TestExpandVariables(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		{`x{Hostname=~"$Hostname"}`, `x{Hostname=~".*"}`},
+		{`x{hostname=~"$hostname"}`, `x{hostname=~".*"}`},
 		{`x{a=~"${namespace}", b=~"${modelName:regex}"}`, `x{a=~".*", b=~".*"}`},
 		{`rate(x[$__rate_interval])`, `rate(x[2m])`},
 		{`increase(x[$__range]) / $__interval`, `increase(x[2m]) / 2m`},
@@ -179,7 +179,7 @@ func TestQueriesIncludeVariablesAndMIGFallback(t *testing.T) {
 	qs := Queries(all)
 	var variable, fallback bool
 	for _, q := range qs {
-		if q.Panel == "$Hostname" && q.Expr == "gputally_gpu_info" {
+		if q.Panel == "$hostname" && q.Expr == "gputally_gpu_info" {
 			variable = true
 		}
 		if q.Dashboard == "node-gpu" && q.Panel == "Activity" &&
@@ -189,12 +189,48 @@ func TestQueriesIncludeVariablesAndMIGFallback(t *testing.T) {
 		}
 	}
 	if !variable {
-		t.Error("Queries lacks the $Hostname variable's selector")
+		t.Error("Queries lacks the $hostname variable's selector")
 	}
 	if !fallback {
 		t.Error("node-gpu Activity does not fall back from GR_ENGINE_ACTIVE to GPU_UTIL")
 	}
 	if _, err := json.Marshal(qs); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLegacyHostnameDashboards: `generate dashboards
+// --collector.legacy-hostname-label` writes the committed dashboards with the
+// node label, its variable and legends spelled `Hostname`, and nothing else
+// changed: the default dashboards use the word hostname for the label only.
+func TestLegacyHostnameDashboards(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteJSON(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(generatedDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		def, err := os.ReadFile(filepath.Join(generatedDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		legacy, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(def, []byte("Hostname")) {
+			t.Errorf("%s: the default dashboard names Hostname", e.Name())
+		}
+		n := bytes.Count(def, []byte("hostname"))
+		if n == 0 || bytes.Count(legacy, []byte("Hostname")) != n || bytes.Contains(legacy, []byte("hostname")) {
+			t.Errorf("%s: %d hostname in the default, the legacy one has %d Hostname and %d hostname",
+				e.Name(), n, bytes.Count(legacy, []byte("Hostname")), bytes.Count(legacy, []byte("hostname")))
+		}
+		if !bytes.Equal(bytes.ReplaceAll(legacy, []byte("Hostname"), []byte("hostname")), def) {
+			t.Errorf("%s: the legacy dashboard differs in more than the label", e.Name())
+		}
 	}
 }

@@ -48,9 +48,9 @@ func fleetOverview() *dashboard.DashboardBuilder {
 		WithPanel(timeSeries("Framebuffer used", "Used part of each device's framebuffer, FB_USED / (FB_USED + FB_FREE).", unitRatio,
 			rangeQuery(framebufferUsed(fleet), deviceLegend)).Min(0).Max(1)).
 		WithPanel(timeSeries("Temperature", "GPU temperature.", unitCelsius,
-			rangeQuery(fmt.Sprintf("DCGM_FI_DEV_GPU_TEMP{%s}", fleet), "{{Hostname}} gpu {{gpu}}"))).
+			rangeQuery(fmt.Sprintf("DCGM_FI_DEV_GPU_TEMP{%s}", fleet), "{{hostname}} gpu {{gpu}}"))).
 		WithPanel(timeSeries("Power per node", "Power draw summed per node (a GPU's power is reported once, never per MIG instance).", unitWatt,
-			rangeQuery(fmt.Sprintf("sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE{%s})", fleet), "{{Hostname}}"))).
+			rangeQuery(fmt.Sprintf("sum by (hostname) (DCGM_FI_DEV_POWER_USAGE{%s})", fleet), "{{hostname}}"))).
 		WithPanel(timeSeries("Unhealthy GPUs", "Devices gputally reports unhealthy (fallen off the bus, lost).", unitCount,
-			rangeQuery(fmt.Sprintf("count by (Hostname) (gputally_gpu_healthy{%s} == 0) or sum by (Hostname) (0 * gputally_gpu_healthy{%s})", fleet, fleet), "{{Hostname}}")))
+			rangeQuery(fmt.Sprintf("count by (hostname) (gputally_gpu_healthy{%s} == 0) or sum by (hostname) (0 * gputally_gpu_healthy{%s})", fleet, fleet), "{{hostname}}")))
 }

@@ -11,7 +11,7 @@ var leftover = regexp.MustCompile(`\$\w|\$\{\w+(:\w+)?\}`)
 
 func FuzzExpandVariables(f *testing.F) {
 	for _, s := range []string{
-		`x{Hostname=~"$Hostname"}`, `rate(x[$__rate_interval])`, `${a:regex}`, `$`, `$$x`, `${}`, `a$__range$b`, "${0", "$$__range",
+		`x{hostname=~"$hostname"}`, `rate(x[$__rate_interval])`, `${a:regex}`, `$`, `$$x`, `${}`, `a$__range$b`, "${0", "$$__range",
 	} {
 		f.Add(s)
 	}
@@ -29,7 +29,7 @@ func FuzzExpandVariables(f *testing.F) {
 
 func FuzzLabelValuesSelector(f *testing.F) {
 	for _, s := range []string{
-		"label_values(gputally_gpu_info, Hostname)", `label_values(x{a=~"$b"}, c)`, "label_values(x)", "up", "label_values(, a)",
+		"label_values(gputally_gpu_info, hostname)", `label_values(x{a=~"$b"}, c)`, "label_values(x)", "up", "label_values(, a)",
 	} {
 		f.Add(s)
 	}

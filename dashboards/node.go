@@ -7,7 +7,7 @@ import (
 )
 
 func nodeGPU() *dashboard.DashboardBuilder {
-	gpu := "{{Hostname}} gpu {{gpu}}"
+	gpu := "{{hostname}} gpu {{gpu}}"
 	return newDashboard("gputally-node", "GPU node / device",
 		"Per GPU and MIG instance on the chosen nodes: activity, framebuffer, temperature, power, clocks, errors and throttling.",
 		"now-6h", false).
@@ -35,9 +35,9 @@ func nodeGPU() *dashboard.DashboardBuilder {
 			rangeQuery(fmt.Sprintf("rate(DCGM_FI_DEV_THERMAL_VIOLATION{%s}[$__rate_interval]) / 1e6", fleet), "thermal "+gpu)).Min(0).Max(1)).
 		WithRow(row("Errors")).
 		WithPanel(timeSeries("XID errors", "XID events per code over the range window (0 where a GPU had none).", unitCount,
-			rangeQuery(fmt.Sprintf(`sum by (Hostname, gpu, xid) (increase(gputally_xid_errors_total{%[1]s}[$__rate_interval]))
-or on (Hostname, gpu)
-0 * group by (Hostname, gpu) (gputally_gpu_info{%[1]s})`, fleet), "{{Hostname}} gpu {{gpu}} xid {{xid}}"))).
+			rangeQuery(fmt.Sprintf(`sum by (hostname, gpu, xid) (increase(gputally_xid_errors_total{%[1]s}[$__rate_interval]))
+or on (hostname, gpu)
+0 * group by (hostname, gpu) (gputally_gpu_info{%[1]s})`, fleet), "{{hostname}} gpu {{gpu}} xid {{xid}}"))).
 		WithPanel(timeSeries("ECC errors", "Single-bit (corrected) and double-bit (uncorrectable) ECC errors.", unitCount,
 			rangeQuery(fmt.Sprintf("increase(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL{%s}[$__rate_interval])", fleet), "SBE "+gpu),
 			rangeQuery(fmt.Sprintf("increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{%s}[$__rate_interval])", fleet), "DBE "+gpu))).

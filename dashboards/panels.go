@@ -17,14 +17,14 @@ import (
 // also matches series without the label.
 const (
 	// fleet restricts device series to the chosen nodes and GPU models.
-	fleet = `Hostname=~"$Hostname", modelName=~"$modelName"`
+	fleet = `hostname=~"$hostname", modelName=~"$modelName"`
 	// owned restricts holder series to the chosen namespaces as well.
 	owned = fleet + `, namespace=~"$namespace"`
 )
 
 // Legends.
 const (
-	deviceLegend = "{{Hostname}} gpu {{gpu}} {{GPU_I_PROFILE}} {{GPU_I_ID}}"
+	deviceLegend = "{{hostname}} gpu {{gpu}} {{GPU_I_PROFILE}} {{GPU_I_ID}}"
 	podLegend    = "{{namespace}}/{{pod}} {{container}}"
 )
 
@@ -51,7 +51,7 @@ func datasource() common.DataSourceRef {
 }
 
 // newDashboard starts a dashboard with gputally's variables: the Prometheus
-// datasource, Hostname and modelName, and namespace when withNamespace.
+// datasource, hostname and modelName, and namespace when withNamespace.
 func newDashboard(uid, title, description, from string, withNamespace bool) *dashboard.DashboardBuilder {
 	b := dashboard.NewDashboardBuilder(title).
 		Uid(uid).
@@ -71,10 +71,10 @@ func newDashboard(uid, title, description, from string, withNamespace bool) *das
 		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").
 			Label("Data source").
 			Type("prometheus")).
-		WithVariable(labelVariable("Hostname", "Node", "label_values(gputally_gpu_info, Hostname)")).
-		WithVariable(labelVariable("modelName", "GPU model", `label_values(gputally_gpu_info{Hostname=~"$Hostname"}, modelName)`))
+		WithVariable(labelVariable("hostname", "Node", "label_values(gputally_gpu_info, hostname)")).
+		WithVariable(labelVariable("modelName", "GPU model", `label_values(gputally_gpu_info{hostname=~"$hostname"}, modelName)`))
 	if withNamespace {
-		b = b.WithVariable(labelVariable("namespace", "Namespace", `label_values(gputally_gpu_allocation{Hostname=~"$Hostname", modelName=~"$modelName"}, namespace)`))
+		b = b.WithVariable(labelVariable("namespace", "Namespace", `label_values(gputally_gpu_allocation{hostname=~"$hostname", modelName=~"$modelName"}, namespace)`))
 	}
 	return b
 }

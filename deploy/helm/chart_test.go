@@ -158,7 +158,15 @@ func TestDaemonSetMountsAndProbes(t *testing.T) {
 			probe:      "http",
 			scheme:     corev1.URISchemeHTTP,
 			wantArgs:   []string{"--attribution.enabled", "--attribution.kubelet-socket=/var/lib/kubelet/pod-resources/kubelet.sock", "--cost.price-book=/etc/gputally/price-book/price-book.yaml"},
-			wantNoArgs: []string{"--attribution.process-accounting", "--web.config.file=/etc/gputally/web/web-config.yml"},
+			wantNoArgs: []string{"--attribution.process-accounting", "--web.config.file=/etc/gputally/web/web-config.yml", "--collector.legacy-hostname-label"},
+		},
+		{
+			name:      "legacy hostname label",
+			args:      []string{"--set", "exporter.legacyHostnameLabel=true"},
+			hostPaths: map[string]string{"pod-resources": "/var/lib/kubelet/pod-resources"},
+			probe:     "http",
+			scheme:    corev1.URISchemeHTTP,
+			wantArgs:  []string{"--collector.legacy-hostname-label"},
 		},
 		{
 			name:    "all-features",
@@ -342,21 +350,40 @@ func TestPrometheusRuleHoldsTheGeneratedGroups(t *testing.T) {
 	if cp := readRepoFile(t, "deploy/helm/gputally/files/gputally-rules.yaml"); !bytes.Equal(cp, generated) {
 		t.Fatal("deploy/helm/gputally/files/gputally-rules.yaml differs from alerts/generated/gputally-rules.yaml: run scripts/sync-chart-files.sh")
 	}
-	var want struct {
-		Groups []any `json:"groups"`
+	legacyOpts := alerts.DefaultOptions()
+	legacyOpts.LegacyHostnameLabel = true
+	legacy, err := alerts.Generate(legacyOpts)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := yaml.UnmarshalStrict(generated, &want); err != nil {
-		t.Fatalf("generated rules file: %v", err)
-	}
-	if len(want.Groups) == 0 {
-		t.Fatal("generated rules file has no groups")
-	}
-	var rule prometheusRule
-	decodeOne(t, render(t, monitoringAPIs...), "PrometheusRule", &rule)
-	if !reflect.DeepEqual(rule.Spec.Groups, want.Groups) {
-		got, _ := yaml.Marshal(rule.Spec.Groups)
-		exp, _ := yaml.Marshal(want.Groups)
-		t.Errorf("PrometheusRule groups differ from the generated file\n--- got\n%s\n--- want\n%s", got, exp)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []byte // the rules file the PrometheusRule must hold
+	}{
+		{"default", nil, generated},
+		// The chart's rules follow the exporter's spelling of the node label,
+		// as `gputally generate rules --collector.legacy-hostname-label` writes them.
+		{"legacy hostname label", []string{"--set", "exporter.legacyHostnameLabel=true"}, legacy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want struct {
+				Groups []any `json:"groups"`
+			}
+			if err := yaml.UnmarshalStrict(tc.want, &want); err != nil {
+				t.Fatalf("generated rules file: %v", err)
+			}
+			if len(want.Groups) == 0 {
+				t.Fatal("generated rules file has no groups")
+			}
+			var rule prometheusRule
+			decodeOne(t, render(t, append(tc.args, monitoringAPIs...)...), "PrometheusRule", &rule)
+			if !reflect.DeepEqual(rule.Spec.Groups, want.Groups) {
+				got, _ := yaml.Marshal(rule.Spec.Groups)
+				exp, _ := yaml.Marshal(want.Groups)
+				t.Errorf("PrometheusRule groups differ from the generated file\n--- got\n%s\n--- want\n%s", got, exp)
+			}
+		})
 	}
 }
 
@@ -380,9 +407,11 @@ func TestDashboardConfigMapsHoldTheGeneratedJSON(t *testing.T) {
 		name       string
 		args       []string
 		labelValue string
+		legacy     bool // the dashboards query `Hostname`
 	}{
-		{"default", nil, "1"},
-		{"all-features", []string{"-f", allFeatures}, "gpu"},
+		{"default", nil, "1", false},
+		{"all-features", []string{"-f", allFeatures}, "gpu", false},
+		{"legacy hostname label", []string{"--set", "exporter.legacyHostnameLabel=true"}, "1", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -411,6 +440,9 @@ func TestDashboardConfigMapsHoldTheGeneratedJSON(t *testing.T) {
 				want, err := os.ReadFile(path)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if tt.legacy {
+					want = alerts.LegacyHostname(want)
 				}
 				cm, ok := byFile[file]
 				if !ok {

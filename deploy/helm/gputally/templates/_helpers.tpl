@@ -106,3 +106,17 @@ renders nothing when the text is not a duration (the API server then judges it).
 {{- define "gputally.reportClaim" -}}
 {{- default (printf "%s-reports" (include "gputally.fullname" .)) .Values.report.persistence.existingClaim }}
 {{- end }}
+
+{{/*
+The text of a generated file of the chart (rules, a dashboard), for the
+exporter's spelling of the node label: with exporter.legacyHostnameLabel every
+whole word `hostname` becomes `Hostname`, as `gputally generate
+--collector.legacy-hostname-label` writes it. Call with (dict "ctx" $ "path" PATH).
+*/}}
+{{- define "gputally.generatedFile" -}}
+{{- $text := .ctx.Files.Get .path -}}
+{{- if .ctx.Values.exporter.legacyHostnameLabel -}}
+{{- $text = regexReplaceAll "\\bhostname\\b" $text "Hostname" -}}
+{{- end -}}
+{{- $text -}}
+{{- end }}
