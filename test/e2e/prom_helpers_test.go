@@ -227,8 +227,17 @@ func promAlerts(ctx context.Context, base string) ([]promAlert, error) {
 // it with prometheus and returns its base URL once it is ready.
 func promBackfilled(t *testing.T, promtool, prometheus, om, dir string) string {
 	t.Helper()
+	return promBackfilledFiles(t, promtool, prometheus, dir, om)
+}
+
+// promBackfilledFiles is promBackfilled of several OpenMetrics files, each
+// backfilled in turn into the same data directory.
+func promBackfilledFiles(t *testing.T, promtool, prometheus, dir string, oms ...string) string {
+	t.Helper()
 	data := filepath.Join(dir, "prometheus")
-	runTool(t, promtool, "tsdb", "create-blocks-from", "openmetrics", om, data)
+	for _, om := range oms {
+		runTool(t, promtool, "tsdb", "create-blocks-from", "openmetrics", om, data)
+	}
 	config := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(config, []byte("global: {}\n"), 0o600); err != nil {
 		t.Fatal(err)
