@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/common/model"
+	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/cost"
+
+	"github.com/gputally/gputally/report/model"
 )
 
 // HoursPerMonth is the month every EUR/month figure is scaled to: the
@@ -36,17 +38,17 @@ type Totals struct {
 	BusyShare        float64 `json:"busy_share"` // busy hours / held hours, 0–1
 }
 
-func (t *Totals) add(e *ledgerEntry) {
-	t.BusyHours += e.seconds[stateBusy] / 3600
-	t.IdleHours += e.seconds[stateIdle] / 3600
-	t.UnallocatedHours += e.seconds[stateUnallocated] / 3600
-	t.LostHours += e.seconds[stateLost] / 3600
-	t.UnknownHours += e.seconds[stateUnknown] / 3600
-	t.BusyEUR += e.eur[stateBusy]
-	t.IdleEUR += e.eur[stateIdle]
-	t.UnallocatedEUR += e.eur[stateUnallocated]
-	t.LostEUR += e.eur[stateLost]
-	t.UnknownEUR += e.eur[stateUnknown]
+func (t *Totals) add(e *model.LedgerEntry) {
+	t.BusyHours += e.Seconds[model.StateBusy] / 3600
+	t.IdleHours += e.Seconds[model.StateIdle] / 3600
+	t.UnallocatedHours += e.Seconds[model.StateUnallocated] / 3600
+	t.LostHours += e.Seconds[model.StateLost] / 3600
+	t.UnknownHours += e.Seconds[model.StateUnknown] / 3600
+	t.BusyEUR += e.EUR[model.StateBusy]
+	t.IdleEUR += e.EUR[model.StateIdle]
+	t.UnallocatedEUR += e.EUR[model.StateUnallocated]
+	t.LostEUR += e.EUR[model.StateLost]
+	t.UnknownEUR += e.EUR[model.StateUnknown]
 }
 
 func (t *Totals) finish() {
@@ -280,8 +282,8 @@ type analysis struct {
 	migWeight cost.MIGWeight
 }
 
-func (a *analysis) team(d *dataset, h holderKey) string {
-	if t, ok := d.podTeams[holderKey{Namespace: h.Namespace, Pod: h.Pod}]; ok {
+func (a *analysis) team(d *model.Dataset, h model.HolderKey) string {
+	if t, ok := d.PodTeams[model.HolderKey{Namespace: h.Namespace, Pod: h.Pod}]; ok {
 		return t
 	}
 	if t, ok := a.teams.Team(h.Namespace); ok {
@@ -295,9 +297,9 @@ const errNoDataFmt = "no GPU data: no gputally_gpu_seconds_total samples between
 
 // build turns the dataset into a report. It fails when there is no data, and
 // when buckets are missing unless partial reports are allowed.
-func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
-	r := &Report{Start: d.start.UTC(), End: d.end.UTC(), Step: model.Duration(d.step).String()}
-	if len(d.ledger) == 0 {
+func (a *analysis) build(d *model.Dataset, allowPartial bool) (*Report, error) {
+	r := &Report{Start: d.Start.UTC(), End: d.End.UTC(), Step: pmodel.Duration(d.Step).String()}
+	if len(d.Ledger) == 0 {
 		return nil, fmt.Errorf(errNoDataFmt, r.Start.Format(time.RFC3339), r.End.Format(time.RFC3339))
 	}
 	r.Coverage = coverageOf(d)
@@ -309,23 +311,23 @@ func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
 		r.Partial = true
 		r.Warnings = append(r.Warnings, msg)
 	}
-	for i := range d.timeline {
+	for i := range d.Timeline {
 		r.Timeline = append(r.Timeline, TimelinePoint{
-			Time:             d.start.Add(time.Duration(i+1) * d.step).UTC(),
-			BusyHours:        d.timeline[i][stateBusy] / 3600,
-			IdleHours:        d.timeline[i][stateIdle] / 3600,
-			UnallocatedHours: d.timeline[i][stateUnallocated] / 3600,
-			LostHours:        d.timeline[i][stateLost] / 3600,
-			UnknownHours:     d.timeline[i][stateUnknown] / 3600,
-			Missing:          !d.present[i],
+			Time:             d.Start.Add(time.Duration(i+1) * d.Step).UTC(),
+			BusyHours:        d.Timeline[i][model.StateBusy] / 3600,
+			IdleHours:        d.Timeline[i][model.StateIdle] / 3600,
+			UnallocatedHours: d.Timeline[i][model.StateUnallocated] / 3600,
+			LostHours:        d.Timeline[i][model.StateLost] / 3600,
+			UnknownHours:     d.Timeline[i][model.StateUnknown] / 3600,
+			Missing:          !d.Present[i],
 		})
 	}
 	for wd := range 7 {
 		for h := range 24 {
-			c := d.heat[wd][h]
+			c := d.Heat[wd][h]
 			r.Heatmap[wd][h] = -1
-			if c.n > 0 {
-				r.Heatmap[wd][h] = c.sum / float64(c.n)
+			if c.N > 0 {
+				r.Heatmap[wd][h] = c.Sum / float64(c.N)
 			}
 		}
 	}
@@ -334,32 +336,32 @@ func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
 	gpus := map[string]bool{}
 	// groupsOf lists the groups an entry counts in: the fleet, its model and
 	// its node, and for a held entry its team and namespace.
-	groupsOf := func(k holdingKey, e *ledgerEntry) []*groupAcc {
-		gs := []*groupAcc{fleet.get(""), models.get(e.model), nodes.get(e.host)}
-		if k.holder != (holderKey{}) {
-			gs = append(gs, teams.get(a.team(d, k.holder)), namespaces.get(k.holder.Namespace))
+	groupsOf := func(k model.HoldingKey, e *model.LedgerEntry) []*groupAcc {
+		gs := []*groupAcc{fleet.get(""), models.get(e.Model), nodes.get(e.Host)}
+		if k.Holder != (model.HolderKey{}) {
+			gs = append(gs, teams.get(a.team(d, k.Holder)), namespaces.get(k.Holder.Namespace))
 		}
 		return gs
 	}
-	for _, k := range sortedKeys(d.ledger) {
-		e := d.ledger[k]
-		gpus[k.dev.UUID] = true
-		act, fb := d.activity[k], d.fbMiB[k]
+	for _, k := range model.SortedKeys(d.Ledger) {
+		e := d.Ledger[k]
+		gpus[k.Dev.UUID] = true
+		act, fb := d.Activity[k], d.FBMiB[k]
 		for _, g := range groupsOf(k, e) {
 			g.totals.add(e)
-			if k.holder != (holderKey{}) {
+			if k.Holder != (model.HolderKey{}) {
 				g.act = append(g.act, act)
 				g.fb = append(g.fb, fb)
 			}
 		}
 	}
-	for _, k := range sortedKeys(d.previous) {
-		e := d.previous[k]
+	for _, k := range model.SortedKeys(d.Previous) {
+		e := d.Previous[k]
 		for _, g := range groupsOf(k, e) {
 			g.prev.add(e)
 		}
 	}
-	withPrev := d.previous != nil
+	withPrev := d.Previous != nil
 	r.Fleet = fleet.groups(withPrev)[0]
 	r.Fleet.Name = "fleet"
 	r.GPUs = len(gpus)
@@ -375,36 +377,22 @@ func (a *analysis) build(d *dataset, allowPartial bool) (*Report, error) {
 	return r, nil
 }
 
-// sortedKeys returns the keys of m in a fixed order, so that sums come out
-// the same in every run.
-func sortedKeys(m map[holdingKey]*ledgerEntry) []holdingKey {
-	keys := make([]holdingKey, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b holdingKey) int {
-		return cmp.Or(cmp.Compare(a.dev.UUID, b.dev.UUID), cmp.Compare(a.dev.GI, b.dev.GI), cmp.Compare(a.holder.Namespace, b.holder.Namespace),
-			cmp.Compare(a.holder.Pod, b.holder.Pod), cmp.Compare(a.holder.Container, b.holder.Container))
-	})
-	return keys
-}
-
-func (a *analysis) holdings(d *dataset) []Holding {
+func (a *analysis) holdings(d *model.Dataset) []Holding {
 	var out []Holding
-	for _, k := range sortedKeys(d.ledger) {
-		e := d.ledger[k]
-		if k.holder == (holderKey{}) {
+	for _, k := range model.SortedKeys(d.Ledger) {
+		e := d.Ledger[k]
+		if k.Holder == (model.HolderKey{}) {
 			continue
 		}
 		var t Totals
 		t.add(e)
 		t.finish()
-		al := d.alloc[k]
+		al := d.Alloc[k]
 		out = append(out, Holding{
-			Namespace: k.holder.Namespace, Pod: k.holder.Pod, Container: k.holder.Container,
-			Team: a.team(d, k.holder), Node: e.host, Model: e.model, UUID: k.dev.UUID, MIGID: k.dev.GI,
-			Profile: e.profile, Resource: al.resource, Sharing: al.sharing,
-			Totals: t, Usage: usageOf(d.activity[k], d.fbMiB[k]),
+			Namespace: k.Holder.Namespace, Pod: k.Holder.Pod, Container: k.Holder.Container,
+			Team: a.team(d, k.Holder), Node: e.Host, Model: e.Model, UUID: k.Dev.UUID, MIGID: k.Dev.GI,
+			Profile: e.Profile, Resource: al.Resource, Sharing: al.Sharing,
+			Totals: t, Usage: usageOf(d.Activity[k], d.FBMiB[k]),
 		})
 	}
 	slices.SortFunc(out, func(a, b Holding) int {

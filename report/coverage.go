@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gputally/gputally/report/model"
 )
 
 // partialAbove is the share of the expected device-hours that may be missing
@@ -93,28 +95,28 @@ func (c *CoverageOf) finish() {
 }
 
 // coverageOf computes the coverage of the range from what the ledger query saw.
-func coverageOf(d *dataset) Coverage {
+func coverageOf(d *model.Dataset) Coverage {
 	var cov Coverage
 	var fleet CoverageOf
 	nodes := map[string]*NodeCoverage{}
-	step := d.step.Seconds()
-	for _, uuid := range slices.Sorted(maps.Keys(d.gpus)) {
-		g := d.gpus[uuid]
-		gc := GPUCoverage{Node: g.host, UUID: uuid, GPU: g.gpu}
-		gc.ExpectedHours = float64(d.buckets) * step / 3600
+	step := d.Step.Seconds()
+	for _, uuid := range slices.Sorted(maps.Keys(d.GPUs)) {
+		g := d.GPUs[uuid]
+		gc := GPUCoverage{Node: g.Host, UUID: uuid, GPU: g.GPU}
+		gc.ExpectedHours = float64(d.Buckets) * step / 3600
 		run := -1 // first bucket of the current gap
 		var runHours float64
 		flush := func(end int) {
 			if run >= 0 {
-				cov.Gaps = append(cov.Gaps, Gap{Node: g.host, UUID: uuid, GPU: g.gpu,
-					From: d.start.Add(time.Duration(run) * d.step).UTC(), To: d.start.Add(time.Duration(end) * d.step).UTC(), Hours: runHours})
+				cov.Gaps = append(cov.Gaps, Gap{Node: g.Host, UUID: uuid, GPU: g.GPU,
+					From: d.Start.Add(time.Duration(run) * d.Step).UTC(), To: d.Start.Add(time.Duration(end) * d.Step).UTC(), Hours: runHours})
 			}
 			run, runHours = -1, 0
 		}
-		for b := range d.buckets {
-			gc.SeenHours += g.seen[b] / 3600
-			gc.UnknownHours += g.unknown[b] / 3600
-			deficit := step - g.seen[b]
+		for b := range d.Buckets {
+			gc.SeenHours += g.Seen[b] / 3600
+			gc.UnknownHours += g.Unknown[b] / 3600
+			deficit := step - g.Seen[b]
 			if deficit <= gapTolerance*step {
 				flush(b)
 				continue
@@ -125,13 +127,13 @@ func coverageOf(d *dataset) Coverage {
 			}
 			runHours += deficit / 3600
 		}
-		flush(d.buckets)
+		flush(d.Buckets)
 		gc.finish()
 		cov.GPUs = append(cov.GPUs, gc)
-		n := nodes[g.host]
+		n := nodes[g.Host]
 		if n == nil {
-			n = &NodeCoverage{Node: g.host}
-			nodes[g.host] = n
+			n = &NodeCoverage{Node: g.Host}
+			nodes[g.Host] = n
 		}
 		n.GPUs++
 		n.add(gc.CoverageOf)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/gputally/gputally/report/model"
 )
 
 // unknownBlocksAdvice is the share of a node's device-hours that may be
@@ -32,27 +34,27 @@ func (b BrokenGPU) Advice() string {
 }
 
 // brokenGPUs lists the GPUs with lost time, most EUR first.
-func brokenGPUs(d *dataset) []BrokenGPU {
+func brokenGPUs(d *model.Dataset) []BrokenGPU {
 	byUUID := map[string]*BrokenGPU{}
-	for _, k := range sortedKeys(d.ledger) {
-		e := d.ledger[k]
-		if e.seconds[stateLost] <= 0 {
+	for _, k := range model.SortedKeys(d.Ledger) {
+		e := d.Ledger[k]
+		if e.Seconds[model.StateLost] <= 0 {
 			continue
 		}
-		b := byUUID[k.dev.UUID]
+		b := byUUID[k.Dev.UUID]
 		if b == nil {
-			b = &BrokenGPU{Node: e.host, UUID: k.dev.UUID, GPU: e.gpu, Model: e.model}
-			if g := d.gpus[k.dev.UUID]; g != nil && g.firstLost >= 0 {
-				b.Since = d.start.Add(time.Duration(g.firstLost) * d.step).UTC()
+			b = &BrokenGPU{Node: e.Host, UUID: k.Dev.UUID, GPU: e.GPU, Model: e.Model}
+			if g := d.GPUs[k.Dev.UUID]; g != nil && g.FirstLost >= 0 {
+				b.Since = d.Start.Add(time.Duration(g.FirstLost) * d.Step).UTC()
 			}
-			byUUID[k.dev.UUID] = b
+			byUUID[k.Dev.UUID] = b
 		}
-		b.LostHours += e.seconds[stateLost] / 3600
-		b.LostEUR += e.eur[stateLost]
+		b.LostHours += e.Seconds[model.StateLost] / 3600
+		b.LostEUR += e.EUR[model.StateLost]
 	}
-	for _, k := range sortedKeys(d.ledger) {
-		if b := byUUID[k.dev.UUID]; b != nil && k.holder != (holderKey{}) {
-			b.Holdings = append(b.Holdings, k.holder.Namespace+"/"+k.holder.Pod+"/"+k.holder.Container)
+	for _, k := range model.SortedKeys(d.Ledger) {
+		if b := byUUID[k.Dev.UUID]; b != nil && k.Holder != (model.HolderKey{}) {
+			b.Holdings = append(b.Holdings, k.Holder.Namespace+"/"+k.Holder.Pod+"/"+k.Holder.Container)
 		}
 	}
 	out := make([]BrokenGPU, 0, len(byUUID))

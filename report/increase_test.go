@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/model"
+	pmodel "github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/gputally/gputally/report/model"
 )
 
 // An exporter as the ledger contract says it behaves, played second by second:
@@ -83,10 +85,9 @@ func jobs(ns, prefix string, from, to time.Time, every, run time.Duration) []hol
 }
 
 // ledgerOver runs the report's ledger reading over (start, end] in step buckets.
-func ledgerOver(t *testing.T, q Querier, start, end time.Time, step time.Duration) (*dataset, map[holdingKey]*ledgerEntry) {
+func ledgerOver(t *testing.T, q Querier, start, end time.Time, step time.Duration) (*model.Dataset, map[model.HoldingKey]*model.LedgerEntry) {
 	t.Helper()
-	d := &dataset{start: start, end: end, step: step, buckets: int(end.Sub(start) / step), gpus: map[string]*gpuSeen{}}
-	d.present, d.timeline = make([]bool, d.buckets), make([][numStates]float64, d.buckets)
+	d := model.NewDataset(model.Range{Start: start, End: end, Step: step})
 	c := &collector{run: &rangeRunner{q: q, maxPoints: 1000}}
 	l, err := c.ledger(context.Background(), d, start, end, true)
 	if err != nil {
@@ -101,9 +102,9 @@ func ledgerByNamespace(t *testing.T, q Querier, start, end time.Time, step time.
 	_, l := ledgerOver(t, q, start, end, step)
 	seconds, eur = map[string]float64{}, map[string]float64{}
 	for k, e := range l {
-		for st := range numStates {
-			seconds[k.holder.Namespace] += e.seconds[st]
-			eur[k.holder.Namespace] += e.eur[st]
+		for st := range model.NumStates {
+			seconds[k.Holder.Namespace] += e.Seconds[st]
+			eur[k.Holder.Namespace] += e.EUR[st]
 		}
 	}
 	return seconds, eur
@@ -156,7 +157,7 @@ func TestExactIncreaseShortJobs(t *testing.T) {
 			truth := play(t, b, procs, runs, scrape, offset, start, end)
 			q := NewEngineQuerier(b.Store(), time.Minute, discard())
 			seconds, eurs := ledgerByNamespace(t, q, start, end, step)
-			old := sumByNamespace(t, q, fmt.Sprintf("sum by (namespace) (increase(gputally_gpu_seconds_total[%s]))", model.Duration(step)), start, end, step)
+			old := sumByNamespace(t, q, fmt.Sprintf("sum by (namespace) (increase(gputally_gpu_seconds_total[%s]))", pmodel.Duration(step)), start, end, step)
 			for _, ns := range []string{"ci-2m", "ci-90s", "short", "edge", "long"} {
 				want := truth[ns]
 				// The ledger counted the restarted process up to restartAt; its
@@ -208,12 +209,12 @@ func TestExactIncreaseScrapeGap(t *testing.T) {
 		}
 	}
 	d, _ := ledgerOver(t, NewEngineQuerier(b.Store(), time.Minute, discard()), start, end, time.Hour)
-	g := d.gpus["GPU-0"]
+	g := d.GPUs["GPU-0"]
 	if g == nil {
 		t.Fatal("GPU-0 not seen")
 	}
 	got := map[time.Time]float64{}
-	for i, v := range g.seen {
+	for i, v := range g.Seen {
 		got[start.Add(time.Duration(i+1)*time.Hour)] = v
 	}
 	// Buckets ending at 1h, 2h: whole; 3h, 4h: not scraped; 5h: the scrapes
@@ -273,21 +274,21 @@ func TestExactIncreaseSlowCounterGap(t *testing.T) {
 				appendLedger(t, b, base, ts, secs)
 			}
 			d, l := ledgerOver(t, NewEngineQuerier(b.Store(), time.Minute, discard()), start, end, time.Hour)
-			g := d.gpus["GPU-0"]
+			g := d.GPUs["GPU-0"]
 			if g == nil {
 				t.Fatal("GPU-0 not seen")
 			}
 			var total float64
 			for i, w := range c.want {
 				total += w
-				if math.Abs(g.seen[i]-w) > 1e-6 {
-					t.Errorf("bucket ending %dh: %.3f device-seconds, want %.3f", i+1, g.seen[i], w)
+				if math.Abs(g.Seen[i]-w) > 1e-6 {
+					t.Errorf("bucket ending %dh: %.3f device-seconds, want %.3f", i+1, g.Seen[i], w)
 				}
 			}
 			var seconds, eur float64
 			for _, e := range l {
-				seconds += e.seconds[stateBusy]
-				eur += e.eur[stateBusy]
+				seconds += e.Seconds[model.StateBusy]
+				eur += e.EUR[model.StateBusy]
 			}
 			if math.Abs(seconds-total) > 1e-6 {
 				t.Errorf("%.3f busy device-seconds, want %.3f", seconds, total)

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/model"
+	pmodel "github.com/prometheus/common/model"
+
+	"github.com/gputally/gputally/report/model"
 )
 
 // Kueue objects the report writes: kueue.x-k8s.io/v1beta2 (v1beta1 is
@@ -31,30 +33,30 @@ type quota struct {
 
 // quotas returns per team and resource the most devices that were busy in the
 // same step bucket, and the quota that leaves headroom above it.
-func (a *analysis) quotas(d *dataset) []quota {
+func (a *analysis) quotas(d *model.Dataset) []quota {
 	type key struct{ team, resource string }
 	peak := map[key][]int{}
 	namespaces := map[string]map[string]bool{} // team → its namespaces
-	for k, e := range d.ledger {
-		if k.holder == (holderKey{}) || e.seconds[stateBusy]+e.seconds[stateIdle] <= 0 {
+	for k, e := range d.Ledger {
+		if k.Holder == (model.HolderKey{}) || e.Seconds[model.StateBusy]+e.Seconds[model.StateIdle] <= 0 {
 			continue
 		}
-		res := d.alloc[k].resource
+		res := d.Alloc[k].Resource
 		if res == "" {
 			res = "nvidia.com/gpu"
-			if e.profile != "" {
-				res = "nvidia.com/mig-" + e.profile
+			if e.Profile != "" {
+				res = "nvidia.com/mig-" + e.Profile
 			}
 		}
-		kk := key{a.team(d, k.holder), res}
+		kk := key{a.team(d, k.Holder), res}
 		if namespaces[kk.team] == nil {
 			namespaces[kk.team] = map[string]bool{}
 		}
-		namespaces[kk.team][k.holder.Namespace] = true
+		namespaces[kk.team][k.Holder.Namespace] = true
 		if peak[kk] == nil {
-			peak[kk] = make([]int, d.buckets)
+			peak[kk] = make([]int, d.Buckets)
 		}
-		for b, s := range e.busyPerBucket {
+		for b, s := range e.BusyPerBucket {
 			if s > 0 {
 				peak[kk][b]++
 			}
@@ -160,7 +162,7 @@ func kueueYAML(qs []quota, headroom float64, step time.Duration) string {
 			// Only the team's own namespaces may use its quota.
 			NamespaceSelector: selector{MatchExpressions: []requirement{{Key: "kubernetes.io/metadata.name", Operator: "In", Values: qs[i].namespaces}}}}
 		docs = append(docs, fmt.Sprintf("# team %s: the most devices it kept busy at once (in one %s bucket), with headroom; it borrows unused quota in cohort %s\n%s\n",
-			team, model.Duration(step), kueueCohort, strings.Join(why, "\n"))+
+			team, pmodel.Duration(step), kueueCohort, strings.Join(why, "\n"))+
 			mustYAML(object{kueueAPIVersion, "ClusterQueue", meta{Name: name}, spec}))
 		for _, ns := range qs[i].namespaces {
 			lq := kueueLocalQueue

@@ -9,12 +9,14 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gputally/gputally/report/model"
 )
 
 // recommend fills r.Recommendations, r.Packing, r.Apply and the headline
 // (docs/report.md): drain, release, time-slicing and MIG, in that order, each
 // among the holdings and GPUs no earlier recommendation covers.
-func (a *analysis) recommend(r *Report, d *dataset) {
+func (a *analysis) recommend(r *Report, d *model.Dataset) {
 	r.HoursPerMonth = HoursPerMonth
 	p := newPlan(r, d)
 	a.drainNodes(r, p)
@@ -31,7 +33,7 @@ func (a *analysis) recommend(r *Report, d *dataset) {
 	}
 	r.Apply.MIGParted, r.Apply.MIGPartedLabels = migPartedConfig(p, layouts)
 	r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels, r.Apply.TimeSlicingSharing = timeSlicingConfig(r, p, ts)
-	r.Apply.Kueue = kueueYAML(a.quotas(d), a.headroom, d.step)
+	r.Apply.Kueue = kueueYAML(a.quotas(d), a.headroom, d.Step)
 }
 
 // dnsName turns s into a DNS-1123 label.

@@ -220,7 +220,7 @@ func Generate(ctx context.Context, cfg Config, q Querier, logger *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
-	logger.Debug("report queries done", "requests", run.done, "duration", cfg.now().Sub(began), "holdings", len(d.ledger))
+	logger.Debug("report queries done", "requests", run.done, "duration", cfg.now().Sub(began), "holdings", len(d.Ledger))
 	a := &analysis{teams: teams, headroom: cfg.Headroom, release: cfg.ReleaseBelow, lowDuty: cfg.LowDutyBelow, drain: cfg.DrainAbove, migWeight: cfg.MIGWeight}
 	r, err := a.build(d, cfg.AllowPartial)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/gputally/gputally/report/model"
 )
 
 // The savings model (docs/report.md): a recommendation frees the measured
@@ -38,38 +40,38 @@ type plan struct {
 	lost  map[string]bool       // UUIDs of broken GPUs: nothing frees them (faults.go)
 }
 
-func newPlan(r *Report, d *dataset) *plan {
+func newPlan(r *Report, d *model.Dataset) *plan {
 	p := &plan{month: r.MonthFactor(), gpus: map[string]*gpuInfo{}, nodes: map[string][]*gpuInfo{},
 		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]bool{}, lost: map[string]bool{}}
 	for _, b := range r.BrokenGPUs {
 		p.lost[b.UUID] = true
 	}
-	for _, k := range sortedKeys(d.ledger) {
-		e := d.ledger[k]
-		g := p.gpus[k.dev.UUID]
+	for _, k := range model.SortedKeys(d.Ledger) {
+		e := d.Ledger[k]
+		g := p.gpus[k.Dev.UUID]
 		if g == nil {
-			g = &gpuInfo{uuid: k.dev.UUID, node: e.host, model: e.model, index: e.gpu, layout: map[string]string{}, last: -1, migMode: d.migMode[k.dev.UUID]}
-			p.gpus[k.dev.UUID] = g
-			p.nodes[e.host] = append(p.nodes[e.host], g)
+			g = &gpuInfo{uuid: k.Dev.UUID, node: e.Host, model: e.Model, index: e.GPU, layout: map[string]string{}, last: -1, migMode: d.MIGMode[k.Dev.UUID]}
+			p.gpus[k.Dev.UUID] = g
+			p.nodes[e.Host] = append(p.nodes[e.Host], g)
 		}
-		for _, v := range e.eur {
+		for _, v := range e.EUR {
 			g.eur += v
 		}
-		if k.dev.GI != "" {
-			g.layout[k.dev.GI] = e.profile
+		if k.Dev.GI != "" {
+			g.layout[k.Dev.GI] = e.Profile
 		}
-		g.last = max(g.last, e.last)
+		g.last = max(g.last, e.Last)
 	}
 	// The instances at the end: those with data in their GPU's last bucket,
 	// one per GPU_I_ID (several holders may have shared an instance).
 	current := map[string]map[string]string{}
-	for _, k := range sortedKeys(d.ledger) {
-		e, g := d.ledger[k], p.gpus[k.dev.UUID]
-		if k.dev.GI != "" && e.last >= 0 && e.last == g.last {
+	for _, k := range model.SortedKeys(d.Ledger) {
+		e, g := d.Ledger[k], p.gpus[k.Dev.UUID]
+		if k.Dev.GI != "" && e.Last >= 0 && e.Last == g.last {
 			if current[g.uuid] == nil {
 				current[g.uuid] = map[string]string{}
 			}
-			current[g.uuid][k.dev.GI] = e.profile
+			current[g.uuid][k.Dev.GI] = e.Profile
 		}
 	}
 	for uuid, gis := range current {
