@@ -13,6 +13,7 @@ import (
 	"github.com/gputally/gputally/cost"
 
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
 
 // HoursPerMonth is the month every EUR/month figure is scaled to: the
@@ -273,7 +274,7 @@ func (g groupSet) groups(withPrev bool) []Group {
 
 // analysis settings.
 type analysis struct {
-	teams    TeamMap
+	teams    source.TeamMap
 	headroom float64
 	release  float64 // busy share below which a held device should be released
 	lowDuty  float64 // busy share below which a pod suits time-slicing

@@ -35,7 +35,7 @@ func TestHTMLInChromium(t *testing.T) {
 			t.Skip("chromium not found")
 		}
 	}
-	r, err := Generate(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	r, err := generateFrom(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func (c *cdp) waitEvent(method string) error {
 }
 
 func TestHTMLSelfContained(t *testing.T) {
-	r, err := Generate(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	r, err := generateFrom(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
 	if err != nil {
 		t.Fatal(err)
 	}

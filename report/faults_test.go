@@ -111,11 +111,11 @@ func TestFaultsReport(t *testing.T) {
 	cfg := testConfig()
 	start := cfg.End.Add(-cfg.Range)
 	q := faultQuerier(faultsFleet(), start)
-	if _, err := Generate(context.Background(), cfg, q, discard()); err == nil || !strings.Contains(err.Error(), "--allow-partial") {
+	if _, err := generateFrom(context.Background(), cfg, q, discard()); err == nil || !strings.Contains(err.Error(), "--allow-partial") {
 		t.Fatalf("error %v, want a partial report refused without --allow-partial", err)
 	}
 	cfg.AllowPartial = true
-	r, err := Generate(context.Background(), cfg, q, discard())
+	r, err := generateFrom(context.Background(), cfg, q, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestPartialThreshold(t *testing.T) {
 		partial      bool
 	}{{1, false}, {2, true}} { // 1/168 = 0.6 %, 2/168 = 1.2 %
 		gpus := []faultGPU{{node: "n", uuid: "GPU-0", rate: 1.5, state: unallocatedBut("unknown", 5, 4+c.unknownHours)}}
-		r, err := Generate(context.Background(), cfg, faultQuerier(gpus, start), discard())
+		r, err := generateFrom(context.Background(), cfg, faultQuerier(gpus, start), discard())
 		if c.partial {
 			if err == nil || r != nil {
 				t.Errorf("%d unknown hours of 168: report written without --allow-partial", c.unknownHours)
@@ -245,7 +245,7 @@ func TestDrainFreesNoLostGPU(t *testing.T) {
 			return "lost", "", true
 		}},
 	}
-	r, err := Generate(context.Background(), cfg, faultQuerier(gpus, start), discard())
+	r, err := generateFrom(context.Background(), cfg, faultQuerier(gpus, start), discard())
 	if err != nil {
 		t.Fatal(err)
 	}

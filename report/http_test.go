@@ -13,10 +13,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gputally/gputally/report/source"
 )
 
 // fakePrometheus serves /api/v1/query_range from q, as Prometheus' HTTP API does.
-func fakePrometheus(t *testing.T, q Querier) *httptest.Server {
+func fakePrometheus(t *testing.T, q source.Querier) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/v1/query_range" {

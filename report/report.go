@@ -29,7 +29,21 @@ import (
 	"time"
 
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
+
+// The data the report reads: a Source (source.Ledger over the Prometheus
+// API or the embedded engine), and for --demo the in-memory Store a
+// simulation fills through a StoreBuilder.
+type (
+	Source       = source.Source
+	Store        = source.Store
+	StoreBuilder = source.StoreBuilder
+)
+
+// NewStoreBuilder returns an empty builder of a Store (source.NewStoreBuilder).
+func NewStoreBuilder() *StoreBuilder { return source.NewStoreBuilder() }
 
 // Formats the report renders.
 const (
@@ -164,14 +178,14 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	q, err := NewPrometheusQuerier(cfg.PrometheusURL, cfg.Timeout, nil)
+	q, err := source.NewPrometheusQuerier(cfg.PrometheusURL, cfg.Timeout, nil)
 	if err != nil {
 		return err
 	}
 	if cfg.End.IsZero() {
 		cfg.End = cfg.now().Truncate(cfg.Step)
 	}
-	return generateAndWrite(ctx, cfg, q, cfg.PrometheusURL, logger)
+	return generateAndWrite(ctx, cfg, cfg.ledger(q), cfg.PrometheusURL, logger)
 }
 
 // RunDemoStore is Run over the samples of st (filled through a StoreBuilder,
@@ -199,43 +213,47 @@ func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logge
 		}
 		cfg.Range = span
 	}
-	return generateAndWrite(ctx, cfg, NewEngineQuerier(st, cfg.Timeout, logger), "simulated history (embedded PromQL engine)", logger)
+	return generateAndWrite(ctx, cfg, cfg.ledger(source.NewEngineQuerier(st, cfg.Timeout, logger)), "simulated history (embedded PromQL engine)", logger)
 }
 
-// Generate runs the report's queries through q and analyses them. cfg must be
+// Generate collects the range of cfg from src and analyses it. cfg must be
 // valid and cfg.End set.
-func Generate(ctx context.Context, cfg Config, q Querier, logger *slog.Logger) (*Report, error) {
-	var teams TeamMap
+func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) (*Report, error) {
+	var teams source.TeamMap
 	if cfg.TeamMapFile != "" {
 		var err error
-		if teams, err = LoadTeamMap(cfg.TeamMapFile); err != nil {
+		if teams, err = source.LoadTeamMap(cfg.TeamMapFile); err != nil {
 			return nil, err
 		}
 	}
-	run := &rangeRunner{q: q, maxPoints: cfg.MaxPointsPerQuery, maxSamples: cfg.MaxSamplesPerQuery, progress: NewProgress(cfg.Progress)}
-	c := &collector{run: run, teamLabel: cfg.TeamLabel}
-	start := cfg.End.Add(-cfg.Range)
 	began := cfg.now()
-	d, err := c.collect(ctx, start, cfg.End, cfg.Step, cfg.Resolution)
+	d, err := src.Collect(ctx, model.Range{Start: cfg.End.Add(-cfg.Range), End: cfg.End, Step: cfg.Step, Resolution: cfg.Resolution})
 	if err != nil {
 		return nil, err
 	}
-	logger.Debug("report queries done", "requests", run.done, "duration", cfg.now().Sub(began), "holdings", len(d.Ledger))
+	logger.Debug("report queries done", "requests", d.Requests, "duration", cfg.now().Sub(began), "holdings", len(d.Ledger))
 	a := &analysis{teams: teams, headroom: cfg.Headroom, release: cfg.ReleaseBelow, lowDuty: cfg.LowDutyBelow, drain: cfg.DrainAbove, migWeight: cfg.MIGWeight}
 	r, err := a.build(d, cfg.AllowPartial)
 	if err != nil {
 		return nil, err
 	}
-	r.Warnings = append(r.Warnings, run.warnings...)
+	r.Warnings = append(r.Warnings, d.Warnings...)
 	return r, nil
 }
 
-func generateAndWrite(ctx context.Context, cfg Config, q Querier, source string, logger *slog.Logger) error {
-	r, err := Generate(ctx, cfg, q, logger)
+// ledger returns the Source that reads gputally's metrics through q with
+// cfg's team label, request bounds and progress writer.
+func (c *Config) ledger(q source.Querier) Source {
+	return source.NewLedger(q, source.LedgerOptions{TeamLabel: c.TeamLabel, MaxPointsPerQuery: c.MaxPointsPerQuery,
+		MaxSamplesPerQuery: c.MaxSamplesPerQuery, Progress: NewProgress(c.Progress)})
+}
+
+func generateAndWrite(ctx context.Context, cfg Config, src Source, name string, logger *slog.Logger) error {
+	r, err := Generate(ctx, cfg, src, logger)
 	if err != nil {
 		return err
 	}
-	r.Source = source
+	r.Source = name
 	if err := writeReport(cfg.Out, r, cfg.Format); err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/gputally/gputally/report/source"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -39,7 +41,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs
 // 168 hours, so each H100 costs 252 EUR and the A100 420 EUR; a month is
 // 730.5 h, 730.5/168 of the range (docs/report.md).
 func TestRecommendationsHandComputed(t *testing.T) {
-	r, err := Generate(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	r, err := generateFrom(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func TestGroupsAndTeams(t *testing.T) {
 	// kube-state-metrics puts dev-a in team "explorers"; the label wins over the map.
 	fleet.series = append(fleet.series, fakeSeries{"kube_pod_labels", map[string]string{"namespace": "dev", "pod": "dev-a", "label_team": "explorers"},
 		func(time.Time) float64 { return 1 }})
-	r, err := Generate(context.Background(), cfg, fleet, discard())
+	r, err := generateFrom(context.Background(), cfg, fleet, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +196,7 @@ func TestBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.AllowPartial = tc.partial
-			r, err := Generate(context.Background(), cfg, tc.q, discard())
+			r, err := generateFrom(context.Background(), cfg, tc.q, discard())
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
@@ -226,7 +228,7 @@ func TestBoundedRequests(t *testing.T) {
 	rec := &rangeRecorder{Querier: fleetQuerier(testFleet(), time.Hour)}
 	var progress bytes.Buffer
 	cfg.Progress = &progress
-	if _, err := Generate(context.Background(), cfg, rec, discard()); err != nil {
+	if _, err := generateFrom(context.Background(), cfg, rec, discard()); err != nil {
 		t.Fatal(err)
 	}
 	points := map[string]int{}
@@ -266,7 +268,7 @@ type rangeCall struct {
 }
 
 type rangeRecorder struct {
-	Querier
+	source.Querier
 	calls []rangeCall
 }
 
@@ -276,7 +278,7 @@ func (r *rangeRecorder) QueryRange(ctx context.Context, q string, start, end tim
 }
 
 func TestGoldenRenderers(t *testing.T) {
-	r, err := Generate(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	r, err := generateFrom(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +352,7 @@ func TestSharedAndMIGHoldings(t *testing.T) {
 	q.series = append(q.series, mk("GPU-M", "2", "mig-busy", 0.2, "nvidia.com/mig-3g.40gb", "mig")...)
 	q.series = append(q.series, mk("GPU-T", "", "ts-a", 0.1, "nvidia.com/gpu.shared", "time-slicing")...)
 	q.series = append(q.series, mk("GPU-U", "", "ts-b", 0.1, "nvidia.com/gpu.shared", "time-slicing")...)
-	r, err := Generate(context.Background(), testConfig(), q, discard())
+	r, err := generateFrom(context.Background(), testConfig(), q, discard())
 	if err != nil {
 		t.Fatal(err)
 	}

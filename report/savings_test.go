@@ -30,7 +30,7 @@ func alone(uuid, index, host, model, ns, pod string, rate, busy, act, fbMiB floa
 
 func generate(t *testing.T, cfg Config, q *fakeQuerier) *Report {
 	t.Helper()
-	r, err := Generate(context.Background(), cfg, q, discard())
+	r, err := generateFrom(context.Background(), cfg, q, discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,11 @@
-package report
+package source
 
 import (
 	"fmt"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/model"
+	pmodel "github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -66,7 +66,7 @@ func (b *StoreBuilder) scraped(name string, pairs []*dto.LabelPair) *memSeries {
 		return s
 	}
 	sb := labels.NewScratchBuilder(len(pairs) + 1)
-	sb.Add(model.MetricNameLabel, name)
+	sb.Add(pmodel.MetricNameLabel, name)
 	for _, p := range pairs {
 		if p.GetValue() != "" { // a label with an empty value is no label (Append)
 			sb.Add(p.GetName(), p.GetValue())

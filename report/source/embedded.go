@@ -1,19 +1,17 @@
-package report
+package source
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"slices"
 	"time"
 
-	"github.com/prometheus/common/model"
+	pmodel "github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
-	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
@@ -109,7 +107,7 @@ func (b *StoreBuilder) Store() *Store {
 	for _, chain := range b.series {
 		for _, s := range chain {
 			s.app = nil
-			name := s.lset.Get(model.MetricNameLabel)
+			name := s.lset.Get(pmodel.MetricNameLabel)
 			st.byName[name] = append(st.byName[name], s)
 		}
 	}
@@ -176,7 +174,7 @@ type memQuerier struct {
 
 func (q *memQuerier) candidates(ms []*labels.Matcher) []*memSeries {
 	for _, m := range ms {
-		if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
+		if m.Name == pmodel.MetricNameLabel && m.Type == labels.MatchEqual {
 			return q.st.byName[m.Value]
 		}
 	}
@@ -261,58 +259,3 @@ func (s *memSeriesSet) At() storage.ChunkSeries {
 
 func (*memSeriesSet) Err() error                        { return nil }
 func (*memSeriesSet) Warnings() annotations.Annotations { return nil }
-
-// EngineQuerier evaluates PromQL with Prometheus' own engine over a local
-// storage.Queryable (for --demo, tests and benchmarks). It is safe for
-// concurrent use.
-type EngineQuerier struct {
-	engine *promql.Engine
-	store  storage.Queryable
-}
-
-// NewEngineQuerier returns a querier over store. timeout bounds each query.
-func NewEngineQuerier(store storage.Queryable, timeout time.Duration, logger *slog.Logger) *EngineQuerier {
-	return &EngineQuerier{
-		engine: promql.NewEngine(promql.EngineOpts{
-			Logger:               logger,
-			MaxSamples:           50_000_000,
-			Timeout:              timeout,
-			LookbackDelta:        5 * time.Minute,
-			EnableAtModifier:     true,
-			EnableNegativeOffset: true,
-		}),
-		store: store,
-	}
-}
-
-// QueryRange implements Querier.
-func (e *EngineQuerier) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (model.Matrix, []string, error) {
-	q, err := e.engine.NewRangeQuery(ctx, e.store, nil, query, start, end, step)
-	if err != nil {
-		return nil, nil, fmt.Errorf("embedded engine: query %s: %w", query, err)
-	}
-	defer q.Close()
-	res := q.Exec(ctx)
-	if res.Err != nil {
-		return nil, nil, fmt.Errorf("embedded engine: query %s: %w", query, res.Err)
-	}
-	var warnings []string
-	for _, w := range res.Warnings {
-		warnings = append(warnings, w.Error())
-	}
-	pm, err := res.Matrix()
-	if err != nil {
-		return nil, nil, fmt.Errorf("embedded engine: query %s: %w", query, err)
-	}
-	out := make(model.Matrix, 0, len(pm))
-	for _, s := range pm {
-		m := make(model.Metric, s.Metric.Len())
-		s.Metric.Range(func(l labels.Label) { m[model.LabelName(l.Name)] = model.LabelValue(l.Value) })
-		vals := make([]model.SamplePair, len(s.Floats))
-		for i, p := range s.Floats {
-			vals[i] = model.SamplePair{Timestamp: model.Time(p.T), Value: model.SampleValue(p.F)}
-		}
-		out = append(out, &model.SampleStream{Metric: m, Values: vals})
-	}
-	return out, warnings, nil
-}

@@ -1,4 +1,4 @@
-package report
+package source
 
 import (
 	"context"
@@ -297,29 +297,6 @@ func TestExactIncreaseSlowCounterGap(t *testing.T) {
 				t.Errorf("%.6f busy EUR, want %.6f", eur, total*eurPerSecond)
 			}
 		})
-	}
-}
-
-// TestNoPreviousPeriodFromOneSample: history whose first scrape falls on the
-// range's start leaves the previous period only that sample's seconds; the
-// report has no previous period then, and this period's totals are whole.
-func TestNoPreviousPeriodFromOneSample(t *testing.T) {
-	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	end := start.Add(24 * time.Hour)
-	b := NewStoreBuilder()
-	truth := play(t, b, []process{{start.Add(-30 * time.Second), end.Add(time.Hour)}},
-		[]holdingRun{{ns: "ml", pod: "p", from: start.Add(-30 * time.Second), to: end.Add(time.Hour)}}, 30*time.Second, 0, start, end)
-	cfg := DefaultConfig()
-	cfg.Range, cfg.End = 24*time.Hour, end
-	r, err := Generate(context.Background(), cfg, NewEngineQuerier(b.Store(), time.Minute, discard()), discard())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Fleet.Previous != nil {
-		t.Errorf("previous period %+v from one sample at the start", r.Fleet.Previous)
-	}
-	if got := r.Fleet.Totals.GPUHours * 3600; math.Abs(got-truth["ml"]) > 1e-6 {
-		t.Errorf("%.3f device-seconds, the ledger counted %.3f", got, truth["ml"])
 	}
 }
 

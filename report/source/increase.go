@@ -1,4 +1,4 @@
-package report
+package source
 
 import (
 	"cmp"
@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/prometheus/common/model"
+	pmodel "github.com/prometheus/common/model"
 )
 
 // How the report reads the ledger counters.
@@ -60,23 +60,23 @@ const newSeriesSlack = 5 * time.Minute
 // counterSeries is one ledger counter series over the range: X and I per bucket,
 // index 0 being the bucket that ends at the range's start; NaN where absent.
 type counterSeries struct {
-	metric  model.Metric // without __name__
+	metric  pmodel.Metric // without __name__
 	last    []float64
 	changed []float64 // increase() per bucket
 }
 
 // counterSet holds the series of one counter by label set (without __name__).
-type counterSet map[model.Fingerprint]*counterSeries
+type counterSet map[pmodel.Fingerprint]*counterSeries
 
 // counters reads X and I of metric per series over buckets of step ending at
 // start, start+step, …, end.
 func (c *collector) counters(ctx context.Context, name, metric string, start, end time.Time, step time.Duration) (counterSet, error) {
 	n := int(end.Sub(start)/step) + 1
 	set := counterSet{}
-	fill := func(inc bool) func(model.Matrix) {
-		return func(m model.Matrix) {
+	fill := func(inc bool) func(pmodel.Matrix) {
+		return func(m pmodel.Matrix) {
 			for _, s := range m {
-				delete(s.Metric, model.MetricNameLabel)
+				delete(s.Metric, pmodel.MetricNameLabel)
 				fp := s.Metric.Fingerprint()
 				cs := set[fp]
 				if cs == nil {
@@ -95,7 +95,7 @@ func (c *collector) counters(ctx context.Context, name, metric string, start, en
 			}
 		}
 	}
-	w := model.Duration(step)
+	w := pmodel.Duration(step)
 	if err := c.run.run(ctx, name, fmt.Sprintf("last_over_time(%s[%s])", metric, w), start, end, step, fill(false)); err != nil {
 		return nil, err
 	}
