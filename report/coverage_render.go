@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/gputally/gputally/report/analysis"
 )
 
 // heldBy names the holdings of a broken GPU in a clause; "" when none.
@@ -16,8 +18,8 @@ func heldBy(holdings []string) string {
 
 // uncovered returns the GPUs with missing or unknown time: the rest were
 // fully covered, which the renderers say in one line.
-func uncovered(c *Coverage) []GPUCoverage {
-	var out []GPUCoverage
+func uncovered(c *analysis.Coverage) []analysis.GPUCoverage {
+	var out []analysis.GPUCoverage
 	for _, g := range c.GPUs {
 		if g.MissingHours > 0 || g.UnknownHours > 0 {
 			out = append(out, g)
@@ -27,7 +29,7 @@ func uncovered(c *Coverage) []GPUCoverage {
 }
 
 // coverageLine says the fleet's coverage in one sentence.
-func coverageLine(c *Coverage) string {
+func coverageLine(c *analysis.Coverage) string {
 	return fmt.Sprintf("%s of %s device-hours seen (%d GPUs over the range); %s device-hours missing (no data), %s unknown (holder or activity not measured).",
 		pct(c.Ratio), hours(c.ExpectedHours), len(c.GPUs), hours(c.MissingHours), hours(c.UnknownHours))
 }
@@ -65,13 +67,13 @@ func mdCoverage(b *strings.Builder, r *Report) {
 func csvFaultRows(r *Report) [][]string {
 	c := &r.Coverage
 	var rows [][]string
-	row := func(section, name string, o CoverageOf) []string {
+	row := func(section, name string, o analysis.CoverageOf) []string {
 		cells := make([]string, len(csvHeader))
 		cells[0], cells[1], cells[2] = section, name, f64(o.SeenHours)
 		cells[csvUnknownHours], cells[csvCoverage], cells[csvMissingHours] = f64(o.UnknownHours), f64(o.Ratio), f64(o.MissingHours)
 		return cells
 	}
-	fleet := row("coverage", "fleet", CoverageOf{Ratio: c.Ratio, ExpectedHours: c.ExpectedHours, SeenHours: c.SeenHours, MissingHours: c.MissingHours, UnknownHours: c.UnknownHours})
+	fleet := row("coverage", "fleet", analysis.CoverageOf{Ratio: c.Ratio, ExpectedHours: c.ExpectedHours, SeenHours: c.SeenHours, MissingHours: c.MissingHours, UnknownHours: c.UnknownHours})
 	fleet[csvEvidence] = "complete"
 	if r.Partial {
 		fleet[csvEvidence] = "partial"

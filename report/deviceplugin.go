@@ -61,8 +61,8 @@ func timeSlicingConfig(r *Report, p *plan, groups []tsGroup) (cfg string, labels
 		for _, g := range p.nodes[node] {
 			for _, i := range g.holdings {
 				h := &r.Holdings[i]
-				if !p.used[i] && wholeExclusive(h) && !slices.Contains(others, holdingName(h)) {
-					others = append(others, holdingName(h))
+				if !p.used[i] && wholeExclusive(h) && !slices.Contains(others, h.Name()) {
+					others = append(others, h.Name())
 				}
 			}
 		}

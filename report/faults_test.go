@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gputally/gputally/report/analysis"
 )
 
 // faultGPU is one GPU of the faults fleet: state returns, for the step bucket
@@ -170,7 +172,7 @@ func TestFaultsReport(t *testing.T) {
 	if !warned {
 		t.Errorf("no warning names node-b's unknown hours: %q", r.Warnings)
 	}
-	wantGap := Gap{Node: "node-c", UUID: "GPU-C0", GPU: "0", From: start.Add(50 * time.Hour), To: start.Add(53 * time.Hour), Hours: 3}
+	wantGap := analysis.Gap{Node: "node-c", UUID: "GPU-C0", GPU: "0", From: start.Add(50 * time.Hour), To: start.Add(53 * time.Hour), Hours: 3}
 	if len(r.Coverage.Gaps) != 1 || r.Coverage.Gaps[0] != wantGap {
 		t.Errorf("gaps %+v, want %+v", r.Coverage.Gaps, wantGap)
 	}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/gputally/gputally/report/analysis"
 )
 
 // The HTML report is one self-contained file: inline CSS and SVG, no
@@ -108,7 +110,7 @@ type htmlTable struct {
 	Rows          [][]string
 }
 
-func groupRows(gs []Group, unalloc, prev bool) [][]string {
+func groupRows(gs []analysis.Group, unalloc, prev bool) [][]string {
 	rows := make([][]string, 0, len(gs))
 	for _, g := range gs {
 		t := g.Totals
@@ -130,7 +132,7 @@ func renderHTML(w io.Writer, r *Report) error {
 	var tables []htmlTable
 	for _, t := range []struct {
 		title   string
-		gs      []Group
+		gs      []analysis.Group
 		unalloc bool
 	}{{"Teams", r.Teams, false}, {"Namespaces", r.Namespaces, false}, {"GPU models", r.Models, true}, {"Nodes", r.Nodes, true}} {
 		if len(t.gs) > 0 {
@@ -145,10 +147,10 @@ func renderHTML(w io.Writer, r *Report) error {
 		ApplyAny                     bool
 		SavingsNote                  string
 		Missing, PartialAbove        float64
-		Uncovered                    []GPUCoverage
+		Uncovered                    []analysis.GPUCoverage
 	}{
 		R: r, Period: period(r), Tables: tables, ApplyAny: r.Apply.Any(), SavingsNote: savingsNote(r),
-		Missing: r.Coverage.MissingHours + r.Coverage.UnknownHours, PartialAbove: partialAbove, Uncovered: uncovered(&r.Coverage),
+		Missing: r.Coverage.MissingHours + r.Coverage.UnknownHours, PartialAbove: analysis.PartialAbove, Uncovered: uncovered(&r.Coverage),
 		IdleChart: idleChart(r.Namespaces), Heatmap: heatmapChart(r.Heatmap), Timeline: timelineChart(r.Timeline),
 	}
 	if err := htmlTemplate.Execute(w, data); err != nil {
@@ -161,7 +163,7 @@ func renderHTML(w io.Writer, r *Report) error {
 func svgText(s string) string { return template.HTMLEscapeString(s) }
 
 // idleChart is a horizontal bar chart of allocated-but-idle EUR per namespace.
-func idleChart(ns []Group) template.HTML {
+func idleChart(ns []analysis.Group) template.HTML {
 	const width, left, bar = 760, 200, 22
 	var b strings.Builder
 	maxEUR := 0.0
@@ -223,7 +225,7 @@ func heatColor(v float64) string {
 }
 
 // timelineChart stacks busy, idle, unallocated, lost and unknown device-hours per step.
-func timelineChart(tl []TimelinePoint) template.HTML {
+func timelineChart(tl []analysis.TimelinePoint) template.HTML {
 	const width, height, left, bottom = 900, 240, 50, 30
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg id="chart-timeline" role="img" aria-label="busy, idle, unallocated, lost and unknown device-hours" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`, width, height, width, height)

@@ -12,6 +12,8 @@ import (
 	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/report/model"
+
+	"github.com/gputally/gputally/report/analysis"
 )
 
 // Kueue objects the report writes: kueue.x-k8s.io/v1beta2 (v1beta1 is
@@ -33,7 +35,7 @@ type quota struct {
 
 // quotas returns per team and resource the most devices that were busy in the
 // same step bucket, and the quota that leaves headroom above it.
-func (a *analysis) quotas(d *model.Dataset) []quota {
+func (a *adviser) quotas(d *model.Dataset) []quota {
 	type key struct{ team, resource string }
 	peak := map[key][]int{}
 	namespaces := map[string]map[string]bool{} // team → its namespaces
@@ -48,7 +50,7 @@ func (a *analysis) quotas(d *model.Dataset) []quota {
 				res = "nvidia.com/mig-" + e.Profile
 			}
 		}
-		kk := key{a.team(d, k.Holder), res}
+		kk := key{analysis.Team(d, a.teams, k.Holder), res}
 		if namespaces[kk.team] == nil {
 			namespaces[kk.team] = map[string]bool{}
 		}

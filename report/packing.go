@@ -33,7 +33,7 @@ type tsGroup struct {
 // most 1 per GPU) and framebuffer. A pod whose framebuffer was not measured
 // is left out: packing it on duty alone could overfill a GPU's memory. When they fit on fewer GPUs, the cheapest
 // of their GPUs are freed and the others host the replicas.
-func (a *analysis) timeSlicing(r *Report, p *plan) []tsGroup {
+func (a *adviser) timeSlicing(r *Report, p *plan) []tsGroup {
 	type key struct{ ns, model string }
 	groups := map[key][]int{}
 	for i := range r.Holdings {
@@ -93,7 +93,7 @@ func (a *analysis) timeSlicing(r *Report, p *plan) []tsGroup {
 			h := &r.Holdings[i]
 			p.used[i] = true
 			gpus = append(gpus, p.gpus[h.UUID])
-			names = append(names, holdingName(h))
+			names = append(names, h.Name())
 			shares = append(shares, fmt.Sprintf("%s %s", h.Pod, pct(h.Totals.BusyShare)))
 		}
 		slices.Sort(names)
@@ -141,7 +141,7 @@ func smallestProfile(m *mig.Model, needMiB, activity float64) (mig.Profile, bool
 // allow. The cheapest of those GPUs are freed; the others are repartitioned,
 // and what their layouts leave unused is reclaimable. It returns the new
 // layout per repartitioned GPU's UUID.
-func (a *analysis) migSizing(r *Report, p *plan) map[string][]string {
+func (a *adviser) migSizing(r *Report, p *plan) map[string][]string {
 	type cand struct {
 		i   int
 		p   mig.Profile
@@ -166,7 +166,7 @@ func (a *analysis) migSizing(r *Report, p *plan) map[string][]string {
 		p.used[i] = true
 		models[m.Name] = m
 		byModel[m.Name] = append(byModel[m.Name], cand{i, pr, fmt.Sprintf("%s → %s (p99 framebuffer %.0f MiB × %.2f = %.0f MiB ≤ %d MiB, peak %.0f MiB; p95 activity %s ≤ %d/7)",
-			holdingName(h), pr.Name, h.Usage.P99FBMiB, a.headroom, need, pr.MemoryMiB, h.Usage.PeakFBMiB, pct(h.Usage.P95Activity), pr.ComputeSlices)})
+			h.Name(), pr.Name, h.Usage.P99FBMiB, a.headroom, need, pr.MemoryMiB, h.Usage.PeakFBMiB, pct(h.Usage.P95Activity), pr.ComputeSlices)})
 	}
 	layouts := map[string][]string{}
 	for _, name := range slices.Sorted(maps.Keys(byModel)) {
@@ -193,7 +193,7 @@ func (a *analysis) migSizing(r *Report, p *plan) map[string][]string {
 		count := map[string]int{}
 		for k, c := range cs {
 			gpus[k] = p.gpus[r.Holdings[c.i].UUID]
-			names = append(names, holdingName(&r.Holdings[c.i]))
+			names = append(names, r.Holdings[c.i].Name())
 			why = append(why, c.why)
 			count[c.p.Name]++
 		}

@@ -16,8 +16,8 @@ import (
 // recommend fills r.Recommendations, r.Packing, r.Apply and the headline
 // (docs/report.md): drain, release, time-slicing and MIG, in that order, each
 // among the holdings and GPUs no earlier recommendation covers.
-func (a *analysis) recommend(r *Report, d *model.Dataset) {
-	r.HoursPerMonth = HoursPerMonth
+func (a *adviser) recommend(r *Report, d *model.Dataset) {
+	r.HoursPerMonth = model.HoursPerMonth
 	p := newPlan(r, d)
 	a.drainNodes(r, p)
 	a.releaseIdle(r, p)

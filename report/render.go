@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gputally/gputally/report/analysis"
 )
 
 // Render writes r in format (FormatHTML, FormatMarkdown, FormatCSV or FormatJSON).
@@ -38,7 +40,7 @@ func mib(has bool, x float64) string {
 	return strconv.FormatFloat(x, 'f', 0, 64)
 }
 
-func activity(u Usage) string {
+func activity(u analysis.Usage) string {
 	if !u.HasActivity {
 		return "–"
 	}
@@ -67,7 +69,7 @@ func renderMarkdown(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "# GPU utilization and cost report\n\n%s (steps of %s) · source: %s\n\n", period(r), r.Step, mdCell(r.Source))
 	if r.Partial {
 		fmt.Fprintf(&b, "**PARTIAL REPORT: %s of the device-hours are missing or unknown (more than %s); see Coverage.**\n\n",
-			hours(r.Coverage.MissingHours+r.Coverage.UnknownHours), pct(partialAbove))
+			hours(r.Coverage.MissingHours+r.Coverage.UnknownHours), pct(analysis.PartialAbove))
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "> warning: %s\n", mdCell(w))
@@ -163,7 +165,7 @@ func layoutsText(ls [][]string) string {
 	return strings.Join(parts, "; ")
 }
 
-func mdGroups(b *strings.Builder, title string, gs []Group, prev, unalloc bool) {
+func mdGroups(b *strings.Builder, title string, gs []analysis.Group, prev, unalloc bool) {
 	if len(gs) == 0 {
 		return
 	}
@@ -227,7 +229,7 @@ const (
 // f64 formats x rounded to 6 decimals.
 func f64(x float64) string { return strconv.FormatFloat(math.Round(x*1e6)/1e6, 'f', -1, 64) }
 
-func usageCells(u Usage) []string {
+func usageCells(u analysis.Usage) []string {
 	c := []string{"", "", ""}
 	if u.HasActivity {
 		c[0] = f64(u.P95Activity)
@@ -243,7 +245,7 @@ func usageCells(u Usage) []string {
 func renderCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	rows := [][]string{csvHeader}
-	row := func(section, name string, t Totals, u Usage) {
+	row := func(section, name string, t analysis.Totals, u analysis.Usage) {
 		cells := append(append([]string{section, name, f64(t.GPUHours), f64(t.HeldHours), f64(t.BusyHours), f64(t.IdleHours),
 			f64(t.UnallocatedHours), f64(t.BusyShare), f64(t.CostEUR), f64(t.IdleEUR), f64(t.UnallocatedEUR)}, usageCells(u)...),
 			make([]string, len(csvHeader)-csvKind)...)
@@ -254,14 +256,14 @@ func renderCSV(w io.Writer, r *Report) error {
 	row("fleet", "fleet", r.Fleet.Totals, r.Fleet.Usage)
 	for _, s := range []struct {
 		name string
-		gs   []Group
+		gs   []analysis.Group
 	}{{"team", r.Teams}, {"namespace", r.Namespaces}, {"model", r.Models}, {"node", r.Nodes}} {
 		for _, g := range s.gs {
 			row(s.name, g.Name, g.Totals, g.Usage)
 		}
 	}
 	for _, h := range r.Holdings {
-		name := holdingName(&h) + "@" + h.UUID
+		name := h.Name() + "@" + h.UUID
 		if h.MIGID != "" {
 			name += "/" + h.MIGID
 		}

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/report/analysis"
 	"github.com/gputally/gputally/report/model"
 	"github.com/gputally/gputally/report/source"
 )
@@ -232,11 +233,13 @@ func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) 
 		return nil, err
 	}
 	logger.Debug("report queries done", "requests", d.Requests, "duration", cfg.now().Sub(began), "holdings", len(d.Ledger))
-	a := &analysis{teams: teams, headroom: cfg.Headroom, release: cfg.ReleaseBelow, lowDuty: cfg.LowDutyBelow, drain: cfg.DrainAbove, migWeight: cfg.MIGWeight}
-	r, err := a.build(d, cfg.AllowPartial)
+	res, err := analysis.Analyze(d, teams, cfg.AllowPartial)
 	if err != nil {
 		return nil, err
 	}
+	r := reportOf(res)
+	a := &adviser{teams: teams, headroom: cfg.Headroom, release: cfg.ReleaseBelow, lowDuty: cfg.LowDutyBelow, drain: cfg.DrainAbove, migWeight: cfg.MIGWeight}
+	a.recommend(r, d)
 	r.Warnings = append(r.Warnings, d.Warnings...)
 	return r, nil
 }

@@ -3,11 +3,14 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"github.com/gputally/gputally/cost"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/gputally/gputally/report/model"
+
+	"github.com/gputally/gputally/report/analysis"
 )
 
 // The savings model (docs/report.md): a recommendation frees the measured
@@ -88,7 +91,7 @@ func newPlan(r *Report, d *model.Dataset) *plan {
 	}
 	for _, gs := range p.nodes {
 		slices.SortFunc(gs, func(x, y *gpuInfo) int {
-			return cmp.Or(cmpIndex(x.index, y.index), cmp.Compare(x.uuid, y.uuid))
+			return cmp.Or(model.CompareGPUIndex(x.index, y.index), cmp.Compare(x.uuid, y.uuid))
 		})
 	}
 	return p
@@ -122,19 +125,37 @@ func (p *plan) free(gpus []*gpuInfo) (eur float64, names []string) {
 	return eur, names
 }
 
-func wholeExclusive(h *Holding) bool {
+// adviser holds the settings of the advice.
+type adviser struct {
+	teams    analysis.TeamMap
+	headroom float64
+	release  float64 // busy share below which a held device should be released
+	lowDuty  float64 // busy share below which a pod suits time-slicing
+	drain    float64 // unallocated share above which a node can be drained
+	// migWeight splits a MIG GPU's cost over its instances, as the price book does.
+	migWeight cost.MIGWeight
+}
+
+// Shims until the advice reads the analysis itself.
+func unknownBlocked(r *Report, h *analysis.Holding) bool {
+	return (&analysis.Result{Coverage: r.Coverage}).UnknownBlocked(h)
+}
+
+func drainBlocked(r *Report, node string) bool {
+	return (&analysis.Result{Coverage: r.Coverage}).DrainBlocked(node)
+}
+
+func wholeExclusive(h *analysis.Holding) bool {
 	return h.MIGID == "" && (h.Sharing == "" || h.Sharing == "exclusive")
 }
 
 func pct(x float64) string { return fmt.Sprintf("%.1f %%", 100*x) }
 
-func holdingName(h *Holding) string { return h.Namespace + "/" + h.Pod + "/" + h.Container }
-
 // drainNodes recommends draining nodes whose GPUs sat (almost) all
 // unallocated; a drain frees every healthy GPU of the node, and covers what
 // little was held on it but for the holdings that get no advice. A node with
 // too much unknown time gets no drain (drainBlocked).
-func (a *analysis) drainNodes(r *Report, p *plan) {
+func (a *adviser) drainNodes(r *Report, p *plan) {
 	for _, n := range r.Nodes {
 		t := n.Totals
 		if drainBlocked(r, n.Name) || t.GPUHours <= 0 || t.UnallocatedHours/t.GPUHours < a.drain {
@@ -149,7 +170,7 @@ func (a *analysis) drainNodes(r *Report, p *plan) {
 					continue
 				}
 				p.used[i] = true
-				held = append(held, holdingName(&r.Holdings[i]))
+				held = append(held, r.Holdings[i].Name())
 			}
 		}
 		evidence := fmt.Sprintf("%.1f of %.1f device-hours unallocated (%s, at least %s); its %d GPU(s) cost %.2f EUR over the range",
@@ -168,14 +189,14 @@ func (a *analysis) drainNodes(r *Report, p *plan) {
 // alone held a whole GPU frees that GPU's cost; a MIG instance or
 // time-sliced replica frees nothing whole (its cost moves to the GPU's other
 // parts), so its own cost is reclaimable.
-func (a *analysis) releaseIdle(r *Report, p *plan) {
+func (a *adviser) releaseIdle(r *Report, p *plan) {
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
 		if !p.open(i) || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.release {
 			continue
 		}
 		p.used[i] = true
-		rec := Recommendation{Kind: "release", Target: holdingName(h), Model: h.Model, Holdings: []string{holdingName(h)}, Nodes: []string{h.Node}}
+		rec := Recommendation{Kind: "release", Target: h.Name(), Model: h.Model, Holdings: []string{h.Name()}, Nodes: []string{h.Node}}
 		what := fmt.Sprintf("held %.1f device-hours on %s (%s), busy %s of them (below %s)",
 			h.Totals.HeldHours, h.Node, h.UUID, pct(h.Totals.BusyShare), pct(a.release))
 		if p.sole(r, i) {
@@ -197,6 +218,6 @@ func cheapestFirst(gs []*gpuInfo) {
 // byPlace sorts GPUs by node, then index.
 func byPlace(gs []*gpuInfo) {
 	slices.SortStableFunc(gs, func(x, y *gpuInfo) int {
-		return cmp.Or(cmp.Compare(x.node, y.node), cmpIndex(x.index, y.index))
+		return cmp.Or(cmp.Compare(x.node, y.node), model.CompareGPUIndex(x.index, y.index))
 	})
 }

@@ -1,4 +1,4 @@
-package report
+package analysis
 
 import (
 	"cmp"
@@ -30,7 +30,7 @@ type BrokenGPU struct {
 
 // Advice is the one thing to do about a broken GPU.
 func (b BrokenGPU) Advice() string {
-	return fmt.Sprintf("repair or replace GPU %s (gpu %s) on node %s: %s EUR this period", b.UUID, b.GPU, b.Node, eur(b.LostEUR))
+	return fmt.Sprintf("repair or replace GPU %s (gpu %s) on node %s: %s EUR this period", b.UUID, b.GPU, b.Node, model.FormatEUR(b.LostEUR))
 }
 
 // brokenGPUs lists the GPUs with lost time, most EUR first.
@@ -68,13 +68,13 @@ func brokenGPUs(d *model.Dataset) []BrokenGPU {
 	return out
 }
 
-// unknownBlocked reports whether holding h gets no release, time-slicing or
+// UnknownBlocked reports whether holding h gets no release, time-slicing or
 // MIG advice for unknown time: more than unknownBlocksAdvice of its hours
-// (busy + idle + unknown) unknown, or on a node that drainBlocked. Its busy
+// (busy + idle + unknown) unknown, or on a node that DrainBlocked. Its busy
 // share reads only measured hours, so unknown time would pass for idle.
-func unknownBlocked(r *Report, h *Holding) bool {
+func (r *Result) UnknownBlocked(h *Holding) bool {
 	share, _ := holdingUnknown(h)
-	return tooUnknown(share) || drainBlocked(r, h.Node)
+	return tooUnknown(share) || r.DrainBlocked(h.Node)
 }
 
 // holdingUnknown returns the share of holding h's hours that is unknown, 0
@@ -94,20 +94,21 @@ func tooUnknown(share float64) bool { return share > unknownBlocksAdvice }
 // unknownHoldingWarnings names the holdings whose own unknown time blocks
 // advice (those on a node with too much unknown time are named by
 // unknownNodeWarnings).
-func unknownHoldingWarnings(r *Report) []string {
+func unknownHoldingWarnings(r *Result) []string {
 	var out []string
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
 		if share, all := holdingUnknown(h); tooUnknown(share) {
 			out = append(out, fmt.Sprintf("holding %s on %s (%s): %s of %s hours unknown (%s, above %s); no release, time-slicing or MIG advice for it",
-				holdingName(h), h.Node, h.UUID, hours(h.Totals.UnknownHours), hours(all), pct(share), pct(unknownBlocksAdvice)))
+				h.Name(), h.Node, h.UUID, model.FormatHours(h.Totals.UnknownHours), model.FormatHours(all), model.FormatPct(share), model.FormatPct(unknownBlocksAdvice)))
 		}
 	}
 	return out
 }
 
-// drainBlocked reports whether node has too much unknown time for drain advice.
-func drainBlocked(r *Report, node string) bool {
+// DrainBlocked reports whether node has too much unknown time (more than
+// 1 % of its device-hours) for drain advice.
+func (r *Result) DrainBlocked(node string) bool {
 	for _, n := range r.Coverage.Nodes {
 		if n.Node == node {
 			return tooUnknown(n.UnknownShare())
@@ -117,12 +118,12 @@ func drainBlocked(r *Report, node string) bool {
 }
 
 // unknownNodeWarnings names the nodes whose unknown time blocks advice.
-func unknownNodeWarnings(r *Report) []string {
+func unknownNodeWarnings(r *Result) []string {
 	var out []string
 	for _, n := range r.Coverage.Nodes {
 		if tooUnknown(n.UnknownShare()) {
 			out = append(out, fmt.Sprintf("node %s: %s of %s device-hours unknown (%s, above %s): who held its GPUs or how busy they were was not measured; no drain advice for it",
-				n.Node, hours(n.UnknownHours), hours(n.SeenHours), pct(n.UnknownShare()), pct(unknownBlocksAdvice)))
+				n.Node, model.FormatHours(n.UnknownHours), model.FormatHours(n.SeenHours), model.FormatPct(n.UnknownShare()), model.FormatPct(unknownBlocksAdvice)))
 		}
 	}
 	return out

@@ -1,4 +1,4 @@
-package report
+package analysis
 
 import (
 	"cmp"
@@ -11,9 +11,9 @@ import (
 	"github.com/gputally/gputally/report/model"
 )
 
-// partialAbove is the share of the expected device-hours that may be missing
+// PartialAbove is the share of the expected device-hours that may be missing
 // or unknown before a report is partial: 1 %.
-const partialAbove = 0.01
+const PartialAbove = 0.01
 
 // gapTolerance is the share of a step bucket a GPU may lack without the bucket
 // counting as a gap (scrape jitter moves seconds between adjacent buckets).
@@ -148,28 +148,25 @@ func coverageOf(d *model.Dataset) Coverage {
 		fleet.Ratio, fleet.ExpectedHours, fleet.SeenHours, fleet.MissingHours, fleet.UnknownHours
 	slices.SortFunc(cov.Nodes, func(a, b NodeCoverage) int { return cmp.Compare(a.Node, b.Node) })
 	slices.SortFunc(cov.GPUs, func(a, b GPUCoverage) int {
-		return cmp.Or(cmp.Compare(a.Node, b.Node), cmpIndex(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID))
+		return cmp.Or(cmp.Compare(a.Node, b.Node), model.CompareGPUIndex(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID))
 	})
 	slices.SortFunc(cov.Gaps, func(a, b Gap) int {
-		return cmp.Or(a.From.Compare(b.From), cmp.Compare(a.Node, b.Node), cmpIndex(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID))
+		return cmp.Or(a.From.Compare(b.From), cmp.Compare(a.Node, b.Node), model.CompareGPUIndex(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID))
 	})
 	return cov
 }
 
-// cmpIndex orders GPU indexes as numbers ("2" before "10").
-func cmpIndex(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b)) }
-
-// partial reports whether more than partialAbove of the expected device-hours
+// partial reports whether more than PartialAbove of the expected device-hours
 // are missing or unknown.
 func (c *Coverage) partial() bool {
-	return c.ExpectedHours > 0 && (c.MissingHours+c.UnknownHours)/c.ExpectedHours > partialAbove
+	return c.ExpectedHours > 0 && (c.MissingHours+c.UnknownHours)/c.ExpectedHours > PartialAbove
 }
 
 // summary says in one line what the coverage lacks.
 func (c *Coverage) summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "coverage %s of %s device-hours: %s missing, %s unknown (more than %s)",
-		pct(c.Ratio), hours(c.ExpectedHours), hours(c.MissingHours), hours(c.UnknownHours), pct(partialAbove))
+		model.FormatPct(c.Ratio), model.FormatHours(c.ExpectedHours), model.FormatHours(c.MissingHours), model.FormatHours(c.UnknownHours), model.FormatPct(PartialAbove))
 	if len(c.Gaps) > 0 {
 		b.WriteString("; the range has gaps without GPU data: ")
 		for i, g := range c.Gaps {
@@ -189,5 +186,5 @@ func (c *Coverage) summary() string {
 // String names the gap: node, GPU, from – to and hours.
 func (g Gap) String() string {
 	return fmt.Sprintf("%s GPU %s (%s) %s – %s (%s h)", g.Node, g.GPU, g.UUID,
-		g.From.Format(time.RFC3339), g.To.Format(time.RFC3339), hours(g.Hours))
+		g.From.Format(time.RFC3339), g.To.Format(time.RFC3339), model.FormatHours(g.Hours))
 }
