@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
 )
 
@@ -251,7 +252,7 @@ func TestDrainFreesNoLostGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var drains []Recommendation
+	var drains []advice.Recommendation
 	for _, rec := range r.Recommendations {
 		if rec.Kind == "drain" {
 			drains = append(drains, rec)

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/model"
 )
 
 // Render writes r in format (FormatHTML, FormatMarkdown, FormatCSV or FormatJSON).
@@ -147,7 +149,7 @@ func savingsNote(r *Report) string {
 		strconv.FormatFloat(r.HoursPerMonth, 'f', -1, 64), eur(r.ReclaimableEURPerMonth))
 }
 
-func recTitle(rec Recommendation) string {
+func recTitle(rec advice.Recommendation) string {
 	switch rec.Kind {
 	case "mig":
 		return "MIG " + rec.Profile
@@ -287,3 +289,5 @@ func renderCSV(w io.Writer, r *Report) error {
 	}
 	return nil
 }
+
+func pct(x float64) string { return model.FormatPct(x) }

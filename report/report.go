@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
 	"github.com/gputally/gputally/report/model"
 	"github.com/gputally/gputally/report/source"
@@ -237,9 +238,9 @@ func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	r := reportOf(res)
-	a := &adviser{teams: teams, headroom: cfg.Headroom, release: cfg.ReleaseBelow, lowDuty: cfg.LowDutyBelow, drain: cfg.DrainAbove, migWeight: cfg.MIGWeight}
-	a.recommend(r, d)
+	adv := advice.Advise(res, d, advice.Settings{Teams: teams, Headroom: cfg.Headroom, ReleaseBelow: cfg.ReleaseBelow,
+		LowDutyBelow: cfg.LowDutyBelow, DrainAbove: cfg.DrainAbove, MIGWeight: cfg.MIGWeight})
+	r := reportOf(res, adv)
 	r.Warnings = append(r.Warnings, d.Warnings...)
 	return r, nil
 }
@@ -261,7 +262,7 @@ func generateAndWrite(ctx context.Context, cfg Config, src Source, name string, 
 		return err
 	}
 	if cfg.ApplyDir != "" {
-		if err := WriteApply(cfg.ApplyDir, &r.Apply); err != nil {
+		if err := advice.WriteApply(cfg.ApplyDir, &r.Apply); err != nil {
 			return err
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/gputally/gputally/report/internal/applyspec"
 	"github.com/gputally/gputally/report/source"
 )
 
@@ -155,24 +156,11 @@ func TestGroupsAndTeams(t *testing.T) {
 		t.Errorf("Kueue config lacks the ml queue limited to inference and training:\n%s", r.Apply.Kueue)
 	}
 	// Namespace dev holds pods of teams dev and explorers: a LocalQueue for each.
-	checkKueue(t, r.Apply.Kueue)
+	applyspec.CheckKueue(t, r.Apply.Kueue)
 	for _, lq := range []string{"name: gputally-dev\n  namespace: dev\nspec:\n  clusterQueue: dev\n", "name: gputally-explorers\n  namespace: dev\nspec:\n  clusterQueue: explorers\n"} {
 		if !strings.Contains(r.Apply.Kueue, lq) {
 			t.Errorf("Kueue config lacks LocalQueue\n%s\nin:\n%s", lq, r.Apply.Kueue)
 		}
-	}
-}
-
-// TestKueueNamesAreUnique: teams whose names make the same DNS name get
-// ClusterQueues of their own.
-func TestKueueNamesAreUnique(t *testing.T) {
-	text := kueueYAML([]quota{
-		{team: "ML", resource: "nvidia.com/gpu", peak: 2, devices: 3, namespaces: []string{"a"}},
-		{team: "ml", resource: "nvidia.com/gpu", peak: 1, devices: 2, namespaces: []string{"b"}},
-	}, 1.2, time.Hour)
-	quota := checkKueue(t, text)
-	if quota["ml nvidia.com/gpu"] != 3 || quota["ml-2 nvidia.com/gpu"] != 2 {
-		t.Errorf("quotas %v, want ml 3 and ml-2 2:\n%s", quota, text)
 	}
 }
 
@@ -362,20 +350,6 @@ func TestSharedAndMIGHoldings(t *testing.T) {
 	for _, s := range []string{"- name: nvidia.com/mig-3g.40gb\n", "- name: nvidia.com/gpu.shared\n", "nominalQuota: 3\n"} {
 		if !strings.Contains(r.Apply.Kueue, s) {
 			t.Errorf("Kueue config lacks %q:\n%s", s, r.Apply.Kueue)
-		}
-	}
-}
-
-// TestQuotaOf: peak × headroom rounded up, at least 1, with no float error
-// pushing an exact product up a device.
-func TestQuotaOf(t *testing.T) {
-	for _, tc := range []struct {
-		peak     int
-		headroom float64
-		want     int
-	}{{0, 1.2, 1}, {1, 1, 1}, {3, 1.2, 4}, {5, 1.2, 6}, {50, 1.1, 55}, {51, 1.1, 57}} {
-		if got := quotaOf(tc.peak, tc.headroom); got != tc.want {
-			t.Errorf("quotaOf(%d, %g) = %d, want %d", tc.peak, tc.headroom, got, tc.want)
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/report/advice"
+	"github.com/gputally/gputally/report/internal/applyspec"
 )
 
 // The savings rules (docs/report.md), each on a fleet built so that a
@@ -38,8 +40,8 @@ func generate(t *testing.T, cfg Config, q *fakeQuerier) *Report {
 	return r
 }
 
-func recsOf(r *Report, kind string) []Recommendation {
-	var out []Recommendation
+func recsOf(r *Report, kind string) []advice.Recommendation {
+	var out []advice.Recommendation
 	for _, rec := range r.Recommendations {
 		if rec.Kind == kind {
 			out = append(out, rec)
@@ -217,7 +219,7 @@ func TestTimeSlicingFreesTheCheapest(t *testing.T) {
 		strings.Contains(r.Apply.TimeSlicingSharing[0], "nb-") {
 		t.Errorf("sharing warnings %q, want one naming ml/trainer/main and not the notebooks", r.Apply.TimeSlicingSharing)
 	}
-	checkDevicePlugin(t, r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels)
+	applyspec.CheckDevicePlugin(t, r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels)
 }
 
 // TestTimeSlicingDutyLimit: four pods busy 25 % pack by busy share ×

@@ -1,16 +1,12 @@
-package report
+package advice
 
 import (
 	"cmp"
-	"fmt"
-	"github.com/gputally/gputally/cost"
 	"maps"
 	"slices"
-	"strings"
-
-	"github.com/gputally/gputally/report/model"
 
 	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/model"
 )
 
 // The savings model (docs/report.md): a recommendation frees the measured
@@ -23,7 +19,7 @@ import (
 type gpuInfo struct {
 	uuid, node, model, index string
 	eur                      float64           // all it cost over the range: every state, holding and instance
-	holdings                 []int             // indices into Report.Holdings of those that held it or one of its parts
+	holdings                 []int             // indices into analysis.Result.Holdings of those that held it or one of its parts
 	layout                   map[string]string // every MIG instance it had over the range, GPU_I_ID → profile; empty without MIG
 	current                  []string          // the profiles of the instances it has at the end of the range (migparted.go)
 	last                     int               // the last step bucket with ledger data for it
@@ -38,12 +34,12 @@ type plan struct {
 	gpus  map[string]*gpuInfo
 	nodes map[string][]*gpuInfo // by node, sorted by index
 	used  []bool                // per holding: a recommendation covers it, or it is on a broken GPU and gets no advice
-	blind []bool                // per holding: too much unknown time for release, time-slicing or MIG (unknownBlocked)
+	blind []bool                // per holding: too much unknown time for release, time-slicing or MIG (analysis.Result.UnknownBlocked)
 	freed map[string]bool       // UUIDs of the GPUs a recommendation frees
 	lost  map[string]bool       // UUIDs of broken GPUs: nothing frees them (faults.go)
 }
 
-func newPlan(r *Report, d *model.Dataset) *plan {
+func newPlan(r *draft, d *model.Dataset) *plan {
 	p := &plan{month: r.MonthFactor(), gpus: map[string]*gpuInfo{}, nodes: map[string][]*gpuInfo{},
 		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]bool{}, lost: map[string]bool{}}
 	for _, b := range r.BrokenGPUs {
@@ -87,7 +83,7 @@ func newPlan(r *Report, d *model.Dataset) *plan {
 		g := p.gpus[r.Holdings[i].UUID]
 		g.holdings = append(g.holdings, i)
 		p.used[i] = p.lost[g.uuid] // the advice for a broken GPU is to repair or replace it
-		p.blind[i] = unknownBlocked(r, &r.Holdings[i])
+		p.blind[i] = r.UnknownBlocked(&r.Holdings[i])
 	}
 	for _, gs := range p.nodes {
 		slices.SortFunc(gs, func(x, y *gpuInfo) int {
@@ -104,7 +100,7 @@ func (p *plan) open(i int) bool { return !p.used[i] && !p.blind[i] }
 // sole reports whether holding i is the only one its GPU had over the range,
 // and held it whole: moving it leaves the GPU free. For an open holding the
 // GPU is not freed yet: whatever frees a GPU covers every holding on it.
-func (p *plan) sole(r *Report, i int) bool {
+func (p *plan) sole(r *draft, i int) bool {
 	h := &r.Holdings[i]
 	g := p.gpus[h.UUID]
 	return wholeExclusive(h) && len(g.holdings) == 1 && len(g.layout) == 0
@@ -125,89 +121,8 @@ func (p *plan) free(gpus []*gpuInfo) (eur float64, names []string) {
 	return eur, names
 }
 
-// adviser holds the settings of the advice.
-type adviser struct {
-	teams    analysis.TeamMap
-	headroom float64
-	release  float64 // busy share below which a held device should be released
-	lowDuty  float64 // busy share below which a pod suits time-slicing
-	drain    float64 // unallocated share above which a node can be drained
-	// migWeight splits a MIG GPU's cost over its instances, as the price book does.
-	migWeight cost.MIGWeight
-}
-
-// Shims until the advice reads the analysis itself.
-func unknownBlocked(r *Report, h *analysis.Holding) bool {
-	return (&analysis.Result{Coverage: r.Coverage}).UnknownBlocked(h)
-}
-
-func drainBlocked(r *Report, node string) bool {
-	return (&analysis.Result{Coverage: r.Coverage}).DrainBlocked(node)
-}
-
 func wholeExclusive(h *analysis.Holding) bool {
 	return h.MIGID == "" && (h.Sharing == "" || h.Sharing == "exclusive")
-}
-
-func pct(x float64) string { return fmt.Sprintf("%.1f %%", 100*x) }
-
-// drainNodes recommends draining nodes whose GPUs sat (almost) all
-// unallocated; a drain frees every healthy GPU of the node, and covers what
-// little was held on it but for the holdings that get no advice. A node with
-// too much unknown time gets no drain (drainBlocked).
-func (a *adviser) drainNodes(r *Report, p *plan) {
-	for _, n := range r.Nodes {
-		t := n.Totals
-		if drainBlocked(r, n.Name) || t.GPUHours <= 0 || t.UnallocatedHours/t.GPUHours < a.drain {
-			continue
-		}
-		target := n.Name
-		eur, freed := p.free(p.nodes[n.Name])
-		var held []string
-		for _, g := range p.nodes[n.Name] {
-			for _, i := range g.holdings {
-				if p.used[i] {
-					continue
-				}
-				p.used[i] = true
-				held = append(held, r.Holdings[i].Name())
-			}
-		}
-		evidence := fmt.Sprintf("%.1f of %.1f device-hours unallocated (%s, at least %s); its %d GPU(s) cost %.2f EUR over the range",
-			t.UnallocatedHours, t.GPUHours, pct(t.UnallocatedHours/t.GPUHours), pct(a.drain), len(freed), eur/p.month)
-		if len(held) > 0 {
-			evidence += "; move first: " + strings.Join(held, ", ")
-		}
-		r.Recommendations = append(r.Recommendations, Recommendation{
-			Kind: "drain", Target: target, Nodes: []string{target}, Holdings: held,
-			FreedGPUs: freed, FreedEURPerMonth: eur, Evidence: evidence,
-		})
-	}
-}
-
-// releaseIdle recommends giving back holdings (almost) never busy. A holding that
-// alone held a whole GPU frees that GPU's cost; a MIG instance or
-// time-sliced replica frees nothing whole (its cost moves to the GPU's other
-// parts), so its own cost is reclaimable.
-func (a *adviser) releaseIdle(r *Report, p *plan) {
-	for i := range r.Holdings {
-		h := &r.Holdings[i]
-		if !p.open(i) || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.release {
-			continue
-		}
-		p.used[i] = true
-		rec := Recommendation{Kind: "release", Target: h.Name(), Model: h.Model, Holdings: []string{h.Name()}, Nodes: []string{h.Node}}
-		what := fmt.Sprintf("held %.1f device-hours on %s (%s), busy %s of them (below %s)",
-			h.Totals.HeldHours, h.Node, h.UUID, pct(h.Totals.BusyShare), pct(a.release))
-		if p.sole(r, i) {
-			rec.FreedEURPerMonth, rec.FreedGPUs = p.free([]*gpuInfo{p.gpus[h.UUID]})
-			rec.Evidence = fmt.Sprintf("%s; it alone held the GPU, which cost %.2f EUR over the range and becomes free", what, p.gpus[h.UUID].eur)
-		} else {
-			rec.ReclaimableEURPerMonth = h.Totals.CostEUR * p.month
-			rec.Evidence = fmt.Sprintf("%s; it cost %.2f EUR over the range, on a GPU that stays in use: reclaimable capacity, not freed", what, h.Totals.CostEUR)
-		}
-		r.Recommendations = append(r.Recommendations, rec)
-	}
 }
 
 // cheapestFirst sorts GPUs by their cost over the range, then UUID.

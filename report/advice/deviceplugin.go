@@ -1,4 +1,4 @@
-package report
+package advice
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ func tsConfigName(model string, replicas int) string {
 // that hosts the time-sliced pods, and for each such node the other pods
 // there that held a whole GPU and that no recommendation moves: time-slicing
 // is node-wide, so their GPUs would be shared too.
-func timeSlicingConfig(r *Report, p *plan, groups []tsGroup) (cfg string, labels, sharing []string) {
+func timeSlicingConfig(r *draft, p *plan, groups []tsGroup) (cfg string, labels, sharing []string) {
 	if len(groups) == 0 {
 		return "", nil, nil
 	}

@@ -1,7 +1,6 @@
-package report
+package advice
 
 import (
-	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,32 +8,32 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/gputally/gputally/report/model"
 )
 
-// recommend fills r.Recommendations, r.Packing, r.Apply and the headline
-// (docs/report.md): drain, release, time-slicing and MIG, in that order, each
-// among the holdings and GPUs no earlier recommendation covers.
-func (a *adviser) recommend(r *Report, d *model.Dataset) {
-	r.HoursPerMonth = model.HoursPerMonth
-	p := newPlan(r, d)
-	a.drainNodes(r, p)
-	a.releaseIdle(r, p)
-	ts := a.timeSlicing(r, p)
-	layouts := a.migSizing(r, p)
-	slices.SortStableFunc(r.Recommendations, func(x, y Recommendation) int {
-		return cmp.Or(cmp.Compare(y.FreedEURPerMonth, x.FreedEURPerMonth), cmp.Compare(y.ReclaimableEURPerMonth, x.ReclaimableEURPerMonth),
-			cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Target, y.Target))
-	})
-	for _, rec := range r.Recommendations {
-		r.FreedEURPerMonth += rec.FreedEURPerMonth
-		r.ReclaimableEURPerMonth += rec.ReclaimableEURPerMonth
-	}
-	r.Apply.MIGParted, r.Apply.MIGPartedLabels = migPartedConfig(p, layouts)
-	r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels, r.Apply.TimeSlicingSharing = timeSlicingConfig(r, p, ts)
-	r.Apply.Kueue = kueueYAML(a.quotas(d), a.headroom, d.Step)
+// Apply holds the configuration that implements the recommendations: YAML
+// files and the node labels that select them.
+type Apply struct {
+	// MIGParted is a mig-parted config file (version v1) with one config per
+	// node, gputally-<node>, that lists every GPU of the node by index:
+	// the ones the advice repartitions with their new layout, all others as
+	// they are.
+	MIGParted string `json:"mig_parted,omitempty"`
+	// MIGPartedLabels are the kubectl commands that select those configs.
+	MIGPartedLabels []string `json:"mig_parted_labels,omitempty"`
+	// TimeSlicing is the device plugin's ConfigMap, one key per node class.
+	TimeSlicing string `json:"time_slicing,omitempty"`
+	// TimeSlicingLabels are the kubectl commands that select a key per node.
+	TimeSlicingLabels []string `json:"time_slicing_labels,omitempty"`
+	// TimeSlicingSharing warns of the other pods on those nodes that would
+	// start sharing their GPUs, one line per node.
+	TimeSlicingSharing []string `json:"time_slicing_sharing,omitempty"`
+	// Kueue is a ResourceFlavor, a ClusterQueue per team and a LocalQueue per
+	// namespace, kueue.x-k8s.io/v1beta2.
+	Kueue string `json:"kueue,omitempty"`
 }
+
+// Any reports whether there is anything to apply.
+func (a *Apply) Any() bool { return a.MIGParted != "" || a.TimeSlicing != "" || a.Kueue != "" }
 
 // dnsName turns s into a DNS-1123 label.
 func dnsName(s string) string {

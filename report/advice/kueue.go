@@ -1,4 +1,4 @@
-package report
+package advice
 
 import (
 	"cmp"
@@ -11,9 +11,8 @@ import (
 
 	pmodel "github.com/prometheus/common/model"
 
-	"github.com/gputally/gputally/report/model"
-
 	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/model"
 )
 
 // Kueue objects the report writes: kueue.x-k8s.io/v1beta2 (v1beta1 is
