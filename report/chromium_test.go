@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/net/websocket"
+
+	"github.com/gputally/gputally/report/render"
 )
 
 // TestHTMLInChromium opens the HTML report in headless Chromium through the
@@ -293,7 +295,7 @@ func TestHTMLSelfContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := Render(&b, r, FormatHTML); err != nil {
+	if err := render.Render(&b, r, FormatHTML); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"<script", " src=", " href=", "@import", "url("} {

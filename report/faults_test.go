@@ -10,6 +10,7 @@ import (
 
 	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/render"
 )
 
 // faultGPU is one GPU of the faults fleet: state returns, for the step bucket
@@ -193,7 +194,7 @@ func TestFaultsReport(t *testing.T) {
 		{FormatJSON, `"lost_eur": 68`, `"unknown_hours": 7`, `"ratio": 0.99642857`, `"from": "2026-01-07T02:00:00Z"`},
 	} {
 		var b bytes.Buffer
-		if err := Render(&b, r, c.format); err != nil {
+		if err := render.Render(&b, r, c.format); err != nil {
 			t.Fatal(err)
 		}
 		for _, want := range []string{c.lost, c.unknown, c.coverage, c.gap} {

@@ -32,6 +32,7 @@ import (
 	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/render"
 	"github.com/gputally/gputally/report/source"
 )
 
@@ -39,6 +40,7 @@ import (
 // API or the embedded engine), and for --demo the in-memory Store a
 // simulation fills through a StoreBuilder.
 type (
+	Report       = render.Report
 	Source       = source.Source
 	Store        = source.Store
 	StoreBuilder = source.StoreBuilder
@@ -47,12 +49,12 @@ type (
 // NewStoreBuilder returns an empty builder of a Store (source.NewStoreBuilder).
 func NewStoreBuilder() *StoreBuilder { return source.NewStoreBuilder() }
 
-// Formats the report renders.
+// Formats the report renders (render.Format*).
 const (
-	FormatHTML     = "html"
-	FormatMarkdown = "md"
-	FormatCSV      = "csv"
-	FormatJSON     = "json"
+	FormatHTML     = render.FormatHTML
+	FormatMarkdown = render.FormatMarkdown
+	FormatCSV      = render.FormatCSV
+	FormatJSON     = render.FormatJSON
 )
 
 // Config is a report run. DefaultConfig returns the defaults; the zero value
@@ -240,7 +242,7 @@ func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) 
 	}
 	adv := advice.Advise(res, d, advice.Settings{Teams: teams, Headroom: cfg.Headroom, ReleaseBelow: cfg.ReleaseBelow,
 		LowDutyBelow: cfg.LowDutyBelow, DrainAbove: cfg.DrainAbove, MIGWeight: cfg.MIGWeight})
-	r := reportOf(res, adv)
+	r := render.NewReport(res, adv)
 	r.Warnings = append(r.Warnings, d.Warnings...)
 	return r, nil
 }
@@ -269,7 +271,7 @@ func generateAndWrite(ctx context.Context, cfg Config, src Source, name string, 
 	logger.Info("report written", "out", cfg.Out, "format", cfg.Format, "partial", r.Partial,
 		"recommendations", len(r.Recommendations), "freed_eur_per_month", fmt.Sprintf("%.2f", r.FreedEURPerMonth))
 	if cfg.WebhookURLFile != "" {
-		if err := postWebhook(ctx, cfg.WebhookURLFile, r, cfg.Timeout); err != nil {
+		if err := render.PostWebhook(ctx, cfg.WebhookURLFile, r, cfg.Timeout); err != nil {
 			return fmt.Errorf("report written to %s, but %w", cfg.Out, err)
 		}
 		logger.Info("report posted to webhook")
@@ -281,14 +283,14 @@ func generateAndWrite(ctx context.Context, cfg Config, src Source, name string, 
 // place), or to stdout for "-".
 func writeReport(path string, r *Report, format string) error {
 	if path == "-" {
-		return Render(os.Stdout, r, format)
+		return render.Render(os.Stdout, r, format)
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	defer os.Remove(f.Name())
-	if err := Render(f, r, format); err != nil {
+	if err := render.Render(f, r, format); err != nil {
 		f.Close()
 		return fmt.Errorf("write report %s: %w", path, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/report/internal/applyspec"
+	"github.com/gputally/gputally/report/render"
 	"github.com/gputally/gputally/report/source"
 )
 
@@ -201,7 +202,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("previous period %+v, want none (no data before the range)", r.Fleet.Previous)
 			}
 			var md bytes.Buffer
-			if err := Render(&md, r, FormatMarkdown); err != nil || !strings.Contains(md.String(), "PARTIAL REPORT") {
+			if err := render.Render(&md, r, FormatMarkdown); err != nil || !strings.Contains(md.String(), "PARTIAL REPORT") {
 				t.Errorf("markdown of a partial report does not say so (err %v)", err)
 			}
 		})
@@ -274,7 +275,7 @@ func TestGoldenRenderers(t *testing.T) {
 	for _, format := range []string{FormatMarkdown, FormatCSV, FormatJSON, FormatHTML} {
 		t.Run(format, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := Render(&b, r, format); err != nil {
+			if err := render.Render(&b, r, format); err != nil {
 				t.Fatal(err)
 			}
 			golden := filepath.Join("testdata", "report.golden."+format)

@@ -11,6 +11,7 @@ import (
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/internal/applyspec"
+	"github.com/gputally/gputally/report/model"
 )
 
 // The savings rules (docs/report.md), each on a fleet built so that a
@@ -295,11 +296,11 @@ func TestUnknownBlocksHoldingAdvice(t *testing.T) {
 		q.series = append(q.series, withUnknown(alone("GPU-I", "0", "node-u", h100Name, "dev", "idle", 1.5, 0, 0, 70000), tc.unknown)...)
 		r := generate(t, cfg, q)
 		if got := len(recsOf(r, "release")) == 1; got != tc.release || len(r.Recommendations) != len(recsOf(r, "release")) {
-			t.Errorf("unknown %s of the pod's hours: recommendations %+v, want release %v and nothing else", pct(tc.unknown), r.Recommendations, tc.release)
+			t.Errorf("unknown %s of the pod's hours: recommendations %+v, want release %v and nothing else", model.FormatPct(tc.unknown), r.Recommendations, tc.release)
 		}
 		warned := slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.HasPrefix(w, "holding dev/idle/main on node-u") })
 		if warned == tc.release {
-			t.Errorf("unknown %s: warnings %q, want one naming dev/idle/main: %v", pct(tc.unknown), r.Warnings, !tc.release)
+			t.Errorf("unknown %s: warnings %q, want one naming dev/idle/main: %v", model.FormatPct(tc.unknown), r.Warnings, !tc.release)
 		}
 	}
 	q := fleetQuerier([]fakeGPU{alone("GPU-I", "0", "node-v", h100Name, "dev", "idle", 1.5, 0, 0, 70000)}, time.Hour)

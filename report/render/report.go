@@ -1,6 +1,15 @@
-package report
+// Package render writes the report: Markdown, HTML (one self-contained file
+// with inline SVG charts), CSV and JSON (the Report value itself), and posts
+// the Markdown to a Slack/Mattermost incoming webhook.
+//
+// It reads the results of analysis and advice, and model's units; it makes
+// no query and decides nothing, and no report package but report imports it.
+package render
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/gputally/gputally/report/advice"
@@ -49,12 +58,38 @@ type Report struct {
 // HoursPerMonth hours.
 func (r *Report) MonthFactor() float64 { return model.MonthFactor(r.Start, r.End) }
 
-// reportOf returns the report of the analysis a with its advice adv.
-func reportOf(a *analysis.Result, adv *advice.Advice) *Report {
+// NewReport returns the report of the analysis a with its advice adv; Source
+// is left to the caller.
+func NewReport(a *analysis.Result, adv *advice.Advice) *Report {
 	return &Report{Start: a.Start, End: a.End, Step: a.Step, Partial: a.Partial, Coverage: a.Coverage, Warnings: a.Warnings,
 		Fleet: a.Fleet, GPUs: a.GPUs, Teams: a.Teams, Namespaces: a.Namespaces, Models: a.Models, Nodes: a.Nodes,
 		Holdings: a.Holdings, BrokenGPUs: a.BrokenGPUs,
 		Recommendations: adv.Recommendations, Packing: adv.Packing, FreedEURPerMonth: adv.FreedEURPerMonth,
 		ReclaimableEURPerMonth: adv.ReclaimableEURPerMonth, HoursPerMonth: adv.HoursPerMonth, Apply: adv.Apply,
 		Timeline: a.Timeline, Heatmap: a.Heatmap}
+}
+
+// Formats Render writes.
+const (
+	FormatHTML     = "html"
+	FormatMarkdown = "md"
+	FormatCSV      = "csv"
+	FormatJSON     = "json"
+)
+
+// Render writes r in format (FormatHTML, FormatMarkdown, FormatCSV or FormatJSON).
+func Render(w io.Writer, r *Report, format string) error {
+	switch format {
+	case FormatHTML:
+		return renderHTML(w, r)
+	case FormatMarkdown:
+		return renderMarkdown(w, r)
+	case FormatCSV:
+		return renderCSV(w, r)
+	case FormatJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return fmt.Errorf("format %q: want html, md, csv or json", format)
 }

@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"bytes"
@@ -13,10 +13,10 @@ import (
 	"time"
 )
 
-// postWebhook posts r's Markdown as {"text": …}, the payload Slack and
-// Mattermost incoming webhooks accept. The URL is a secret: errors never
-// include it.
-func postWebhook(ctx context.Context, urlFile string, r *Report, timeout time.Duration) error {
+// PostWebhook posts r's Markdown as {"text": …}, the payload Slack and
+// Mattermost incoming webhooks accept, to the URL held in the file urlFile;
+// timeout bounds the POST. The URL is a secret: errors never include it.
+func PostWebhook(ctx context.Context, urlFile string, r *Report, timeout time.Duration) error {
 	b, err := os.ReadFile(urlFile)
 	if err != nil {
 		return fmt.Errorf("webhook: read url file: %w", err)
