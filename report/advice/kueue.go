@@ -79,6 +79,48 @@ func quotaOf(peak int, headroom float64) int {
 	return max(1, int(math.Ceil(float64(peak)*headroom-1e-9)))
 }
 
+// The Kueue objects, as far as kueueYAML writes them.
+type (
+	kqMeta struct {
+		Name      string `yaml:"name"`
+		Namespace string `yaml:"namespace,omitempty"`
+	}
+	kqObject struct {
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string `yaml:"kind"`
+		Metadata   kqMeta `yaml:"metadata"`
+		Spec       any    `yaml:"spec"`
+	}
+	kqResource struct {
+		Name         string `yaml:"name"`
+		NominalQuota int    `yaml:"nominalQuota"`
+	}
+	kqFlavor struct {
+		Name      string       `yaml:"name"`
+		Resources []kqResource `yaml:"resources"`
+	}
+	kqGroup struct {
+		CoveredResources []string   `yaml:"coveredResources"`
+		Flavors          []kqFlavor `yaml:"flavors"`
+	}
+	kqRequirement struct {
+		Key      string   `yaml:"key"`
+		Operator string   `yaml:"operator"`
+		Values   []string `yaml:"values"`
+	}
+	kqSelector struct {
+		MatchExpressions []kqRequirement `yaml:"matchExpressions"`
+	}
+	kqClusterQueueSpec struct {
+		CohortName        string     `yaml:"cohortName"`
+		NamespaceSelector kqSelector `yaml:"namespaceSelector"`
+		ResourceGroups    []kqGroup  `yaml:"resourceGroups"`
+	}
+	kqLocalQueueSpec struct {
+		ClusterQueue string `yaml:"clusterQueue"`
+	}
+)
+
 // kueueYAML writes a ResourceFlavor, one ClusterQueue per team in one cohort
 // (so a team can borrow what others leave unused), admitting only the team's
 // namespaces, and a LocalQueue in each of them: named kueueLocalQueue, or,
@@ -90,54 +132,9 @@ func kueueYAML(qs []quota, headroom float64, step time.Duration) string {
 	if len(qs) == 0 {
 		return ""
 	}
-	type meta struct {
-		Name      string `yaml:"name"`
-		Namespace string `yaml:"namespace,omitempty"`
-	}
-	type object struct {
-		APIVersion string `yaml:"apiVersion"`
-		Kind       string `yaml:"kind"`
-		Metadata   meta   `yaml:"metadata"`
-		Spec       any    `yaml:"spec"`
-	}
-	type res struct {
-		Name         string `yaml:"name"`
-		NominalQuota int    `yaml:"nominalQuota"`
-	}
-	type flavor struct {
-		Name      string `yaml:"name"`
-		Resources []res  `yaml:"resources"`
-	}
-	type group struct {
-		CoveredResources []string `yaml:"coveredResources"`
-		Flavors          []flavor `yaml:"flavors"`
-	}
-	type requirement struct {
-		Key      string   `yaml:"key"`
-		Operator string   `yaml:"operator"`
-		Values   []string `yaml:"values"`
-	}
-	type selector struct {
-		MatchExpressions []requirement `yaml:"matchExpressions"`
-	}
-	type cqSpec struct {
-		CohortName        string   `yaml:"cohortName"`
-		NamespaceSelector selector `yaml:"namespaceSelector"`
-		ResourceGroups    []group  `yaml:"resourceGroups"`
-	}
-	type lqSpec struct {
-		ClusterQueue string `yaml:"clusterQueue"`
-	}
 	docs := []string{"# one flavor for every GPU resource below; add nodeLabels to tie it to nodes\n" +
-		mustYAML(object{kueueAPIVersion, "ResourceFlavor", meta{Name: kueueFlavor}, struct{}{}})}
-	teams := map[string]int{} // namespace → teams whose pods run in it
-	for i, q := range qs {
-		if i == 0 || q.team != qs[i-1].team {
-			for _, ns := range q.namespaces {
-				teams[ns]++
-			}
-		}
-	}
+		mustYAML(kqObject{kueueAPIVersion, "ResourceFlavor", kqMeta{Name: kueueFlavor}, struct{}{}})}
+	teams := teamsPerNamespace(qs)
 	taken := map[string]bool{} // ClusterQueue names
 	for i := 0; i < len(qs); {
 		team := qs[i].team
@@ -146,33 +143,55 @@ func kueueYAML(qs []quota, headroom float64, step time.Duration) string {
 			name = fmt.Sprintf("%s-%d", dnsName(team), n)
 		}
 		taken[name] = true
-		g := group{Flavors: []flavor{{Name: kueueFlavor}}}
-		var why []string
 		j := i
-		for ; j < len(qs) && qs[j].team == team; j++ {
-			q := qs[j]
-			g.CoveredResources = append(g.CoveredResources, q.resource)
-			g.Flavors[0].Resources = append(g.Flavors[0].Resources, res{Name: q.resource, NominalQuota: q.devices})
-			if q.peak == 0 {
-				why = append(why, fmt.Sprintf("#   %s: no device was busy in any bucket; 1 is a floor so its jobs can still be admitted", q.resource))
-			} else {
-				why = append(why, fmt.Sprintf("#   %s: at most %d busy at once × headroom %.2f → %d", q.resource, q.peak, headroom, q.devices))
-			}
+		for j < len(qs) && qs[j].team == team {
+			j++
 		}
-		spec := cqSpec{CohortName: kueueCohort, ResourceGroups: []group{g},
-			// Only the team's own namespaces may use its quota.
-			NamespaceSelector: selector{MatchExpressions: []requirement{{Key: "kubernetes.io/metadata.name", Operator: "In", Values: qs[i].namespaces}}}}
-		docs = append(docs, fmt.Sprintf("# team %s: the most devices it kept busy at once (in one %s bucket), with headroom; it borrows unused quota in cohort %s\n%s\n",
-			team, pmodel.Duration(step), kueueCohort, strings.Join(why, "\n"))+
-			mustYAML(object{kueueAPIVersion, "ClusterQueue", meta{Name: name}, spec}))
+		docs = append(docs, clusterQueue(qs[i:j], name, headroom, step))
 		for _, ns := range qs[i].namespaces {
 			lq := kueueLocalQueue
 			if teams[ns] > 1 {
 				lq += "-" + name
 			}
-			docs = append(docs, mustYAML(object{kueueAPIVersion, "LocalQueue", meta{Name: lq, Namespace: ns}, lqSpec{ClusterQueue: name}}))
+			docs = append(docs, mustYAML(kqObject{kueueAPIVersion, "LocalQueue", kqMeta{Name: lq, Namespace: ns}, kqLocalQueueSpec{ClusterQueue: name}}))
 		}
 		i = j
 	}
 	return strings.Join(docs, "---\n")
+}
+
+// teamsPerNamespace counts, per namespace, the teams whose pods run in it;
+// qs are sorted by team.
+func teamsPerNamespace(qs []quota) map[string]int {
+	teams := map[string]int{}
+	for i, q := range qs {
+		if i == 0 || q.team != qs[i-1].team {
+			for _, ns := range q.namespaces {
+				teams[ns]++
+			}
+		}
+	}
+	return teams
+}
+
+// clusterQueue writes the ClusterQueue name of one team, whose quotas are
+// qs, with the comment that says where each quota comes from.
+func clusterQueue(qs []quota, name string, headroom float64, step time.Duration) string {
+	g := kqGroup{Flavors: []kqFlavor{{Name: kueueFlavor}}}
+	var why []string
+	for _, q := range qs {
+		g.CoveredResources = append(g.CoveredResources, q.resource)
+		g.Flavors[0].Resources = append(g.Flavors[0].Resources, kqResource{Name: q.resource, NominalQuota: q.devices})
+		if q.peak == 0 {
+			why = append(why, fmt.Sprintf("#   %s: no device was busy in any bucket; 1 is a floor so its jobs can still be admitted", q.resource))
+		} else {
+			why = append(why, fmt.Sprintf("#   %s: at most %d busy at once × headroom %.2f → %d", q.resource, q.peak, headroom, q.devices))
+		}
+	}
+	spec := kqClusterQueueSpec{CohortName: kueueCohort, ResourceGroups: []kqGroup{g},
+		// Only the team's own namespaces may use its quota.
+		NamespaceSelector: kqSelector{MatchExpressions: []kqRequirement{{Key: "kubernetes.io/metadata.name", Operator: "In", Values: qs[0].namespaces}}}}
+	return fmt.Sprintf("# team %s: the most devices it kept busy at once (in one %s bucket), with headroom; it borrows unused quota in cohort %s\n%s\n",
+		qs[0].team, pmodel.Duration(step), kueueCohort, strings.Join(why, "\n")) +
+		mustYAML(kqObject{kueueAPIVersion, "ClusterQueue", kqMeta{Name: name}, spec})
 }
