@@ -44,52 +44,11 @@ func migPartedConfig(p *plan, layouts map[string][]string) (string, []string) {
 	var comments, labels []string
 	for _, node := range slices.Sorted(maps.Keys(nodes)) {
 		name := migConfigName(node)
-		entries := map[string]*migDevice{} // by layout signature
-		var changed, kept []string
-		why := ""
-		for _, g := range p.nodes[node] {
-			idx, err := strconv.Atoi(g.index)
-			if err != nil {
-				why = "the GPUs' indices (the gpu label) are unknown"
-				break
-			}
-			var counts map[string]int
-			layout, repartition := layouts[g.uuid]
-			if !repartition {
-				layout = g.current
-				if why = keptLayoutProblem(g); why != "" {
-					break
-				}
-			}
-			if len(layout) > 0 {
-				counts = map[string]int{}
-				for _, pr := range layout {
-					counts[pr]++
-				}
-			}
-			sig := fmt.Sprint(repartition, counts)
-			e := entries[sig]
-			if e == nil {
-				e = &migDevice{MIGEnabled: counts != nil, MIGDevices: counts}
-				entries[sig] = e
-			}
-			e.Devices = append(e.Devices, idx)
-			desc := fmt.Sprintf("GPU %d (%s)", idx, g.uuid)
-			if repartition {
-				changed = append(changed, fmt.Sprintf("%s → %s", desc, strings.Join(layout, " + ")))
-			} else {
-				kept = append(kept, desc)
-			}
-		}
+		list, changed, kept, why := nodeMIGConfig(p, node, layouts)
 		if why != "" {
 			comments = append(comments, fmt.Sprintf("# %s: %s; no config is written for it", node, why))
 			continue
 		}
-		list := make([]migDevice, 0, len(entries))
-		for _, e := range entries {
-			list = append(list, *e)
-		}
-		slices.SortFunc(list, func(x, y migDevice) int { return cmp.Compare(x.Devices[0], y.Devices[0]) })
 		configs[name] = list
 		comments = append(comments, fmt.Sprintf("# %s (%s): repartitions %s", node, name, strings.Join(changed, ", ")))
 		if len(kept) > 0 {
@@ -104,6 +63,52 @@ func migPartedConfig(p *plan, layouts map[string][]string) (string, []string) {
 		Version    string                 `yaml:"version"`
 		MIGConfigs map[string][]migDevice `yaml:"mig-configs"`
 	}{"v1", configs}), labels
+}
+
+// nodeMIGConfig returns the mig-parted entries of node's config, one per
+// layout, in device order, and the GPUs it repartitions and keeps as they
+// are; or why the node gets no config.
+func nodeMIGConfig(p *plan, node string, layouts map[string][]string) (list []migDevice, changed, kept []string, why string) {
+	entries := map[string]*migDevice{} // by layout signature
+	for _, g := range p.nodes[node] {
+		idx, err := strconv.Atoi(g.index)
+		if err != nil {
+			return nil, nil, nil, "the GPUs' indices (the gpu label) are unknown"
+		}
+		var counts map[string]int
+		layout, repartition := layouts[g.uuid]
+		if !repartition {
+			layout = g.current
+			if why = keptLayoutProblem(g); why != "" {
+				return nil, nil, nil, why
+			}
+		}
+		if len(layout) > 0 {
+			counts = map[string]int{}
+			for _, pr := range layout {
+				counts[pr]++
+			}
+		}
+		sig := fmt.Sprint(repartition, counts)
+		e := entries[sig]
+		if e == nil {
+			e = &migDevice{MIGEnabled: counts != nil, MIGDevices: counts}
+			entries[sig] = e
+		}
+		e.Devices = append(e.Devices, idx)
+		desc := fmt.Sprintf("GPU %d (%s)", idx, g.uuid)
+		if repartition {
+			changed = append(changed, fmt.Sprintf("%s → %s", desc, strings.Join(layout, " + ")))
+		} else {
+			kept = append(kept, desc)
+		}
+	}
+	list = make([]migDevice, 0, len(entries))
+	for _, e := range entries {
+		list = append(list, *e)
+	}
+	slices.SortFunc(list, func(x, y migDevice) int { return cmp.Compare(x.Devices[0], y.Devices[0]) })
+	return list, changed, kept, ""
 }
 
 // keptLayoutProblem says why the layout g has at the end of the range cannot
