@@ -11,11 +11,25 @@
 // Markdown, CSV and JSON, and can post the Markdown to a Slack/Mattermost
 // webhook.
 //
-// Queries go through a Querier: the Prometheus HTTP API (PrometheusQuerier), or
-// Prometheus' PromQL engine over an in-memory Store (EngineQuerier), loaded
-// from OpenMetrics or, for --demo, filled straight from a simulation's
-// scrapes. Every query is a range query split into requests of bounded size;
-// the report needs only raw metrics, no recording rules.
+// The report is a pipeline of packages, each importing only those below it:
+//
+//	report           Config, Run, RunDemoStore, Generate: wires the others; Progress
+//	report/source    where data comes from: the Source seam, the ledger reader
+//	                 (every PromQL query), the Prometheus and embedded-engine
+//	                 queriers, the demo Store, the team map file
+//	report/render    Markdown, HTML (charts), CSV, JSON, the webhook
+//	report/advice    savings (freed vs reclaimable), drain, release,
+//	                 time-slicing, MIG and the configuration to apply
+//	report/analysis  totals, usage statistics, coverage, faults
+//	report/model     the Dataset a source returns, units and their formatting
+//
+// source imports only model; render reads analysis and advice; advice reads
+// analysis and model; analysis reads model; model imports none of them.
+// Generate knows of its data only the Source it is given: Run reads the
+// Prometheus HTTP API, RunDemoStore Prometheus' PromQL engine over an
+// in-memory Store filled straight from a simulation's scrapes. Every query
+// is a range query split into requests of bounded size; the report needs
+// only raw metrics, no recording rules.
 package report
 
 import (
@@ -36,9 +50,12 @@ import (
 	"github.com/gputally/gputally/report/source"
 )
 
-// The data the report reads: a Source (source.Ledger over the Prometheus
-// API or the embedded engine), and for --demo the in-memory Store a
-// simulation fills through a StoreBuilder.
+// The report's types that its callers use, from the packages that own them:
+// the Report as the renderers read it (its JSON is the JSON format), the
+// Source Generate reads (source.Ledger over the Prometheus API or the
+// embedded engine), and for --demo the in-memory Store a simulation fills
+// through a StoreBuilder (safe for concurrent use once built; a builder is
+// not).
 type (
 	Report       = render.Report
 	Source       = source.Source
@@ -220,8 +237,10 @@ func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logge
 	return generateAndWrite(ctx, cfg, cfg.ledger(source.NewEngineQuerier(st, cfg.Timeout, logger)), "simulated history (embedded PromQL engine)", logger)
 }
 
-// Generate collects the range of cfg from src and analyses it. cfg must be
-// valid and cfg.End set.
+// Generate collects cfg's range, (cfg.End − cfg.Range, cfg.End], from src,
+// analyses it and makes the advice: the report, its Source left to the
+// caller, the source's warnings after the analysis'. cfg must be valid and
+// cfg.End set.
 func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) (*Report, error) {
 	var teams source.TeamMap
 	if cfg.TeamMapFile != "" {

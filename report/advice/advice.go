@@ -45,8 +45,8 @@ type Settings struct {
 }
 
 // Advice is what the advice recommends for one range, a plain value the
-// renderers read. EUR/month figures are scaled to a month of
-// model.HoursPerMonth hours.
+// renderers read, safe for concurrent reads. EUR/month figures are the
+// measured EUR over the range scaled to a month of model.HoursPerMonth hours.
 type Advice struct {
 	Recommendations []Recommendation
 	Packing         []Packing
@@ -84,7 +84,8 @@ type Recommendation struct {
 // drain, release, time-slicing and MIG, in that order, each among the
 // holdings and GPUs no earlier recommendation covers, most EUR freed first;
 // the headline; and the configuration to apply them. A broken GPU's
-// holdings, and holdings with too much unknown time, get none.
+// holdings, and holdings with too much unknown time, get none. It only reads a
+// and d.
 func Advise(a *analysis.Result, d *model.Dataset, s Settings) *Advice {
 	out := &Advice{}
 	ad := &adviser{teams: s.Teams, headroom: s.Headroom, release: s.ReleaseBelow, lowDuty: s.LowDutyBelow, drain: s.DrainAbove, migWeight: s.MIGWeight}

@@ -40,7 +40,9 @@ func Team(d *model.Dataset, teams TeamMap, h model.HolderKey) string {
 }
 
 // Result is the analysis of one range: a plain value, read by the advice and
-// the renderers. Hours are device-hours, amounts EUR over the range.
+// the renderers, safe for concurrent reads. Hours are device-hours (a MIG
+// instance or a time-sliced share counts as its part of a GPU), amounts EUR
+// over the range.
 type Result struct {
 	Start, End time.Time
 	Step       string // the step bucket, e.g. "1h"
@@ -73,7 +75,8 @@ const errNoDataFmt = "no GPU data: no gputally_gpu_seconds_total samples between
 
 // Analyze turns the dataset into the analysis; teams (may be nil) names the
 // teams of namespaces. It fails when there is no data, and when the coverage
-// is partial unless allowPartial, when the result is marked Partial.
+// is partial unless allowPartial: then the result is marked Partial and its
+// first warning says what is missing. It only reads d.
 func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error) {
 	r := &Result{Start: d.Start.UTC(), End: d.End.UTC(), Step: pmodel.Duration(d.Step).String()}
 	if len(d.Ledger) == 0 {

@@ -39,7 +39,8 @@ type Coverage struct {
 	Gaps []Gap `json:"gaps,omitempty"`
 }
 
-// CoverageOf is one node's or GPU's part of Coverage.
+// CoverageOf is one node's or GPU's part of Coverage, in device-hours; Ratio
+// is SeenHours ÷ ExpectedHours, 0–1.
 type CoverageOf struct {
 	Ratio         float64 `json:"ratio"`
 	ExpectedHours float64 `json:"expected_hours"`

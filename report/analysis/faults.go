@@ -23,8 +23,8 @@ type BrokenGPU struct {
 	GPU       string    `json:"gpu"` // index on its node
 	Model     string    `json:"model"`
 	Since     time.Time `json:"since"` // start of the first step bucket with lost time
-	LostHours float64   `json:"lost_hours"`
-	LostEUR   float64   `json:"lost_eur"`
+	LostHours float64   `json:"lost_hours"` // device-hours lost in the range
+	LostEUR   float64   `json:"lost_eur"`   // EUR they cost
 	Holdings  []string  `json:"holdings,omitempty"` // namespace/pod/container that held it in the range
 }
 
@@ -69,8 +69,8 @@ func brokenGPUs(d *model.Dataset) []BrokenGPU {
 }
 
 // UnknownBlocked reports whether holding h gets no release, time-slicing or
-// MIG advice for unknown time: more than unknownBlocksAdvice of its hours
-// (busy + idle + unknown) unknown, or on a node that DrainBlocked. Its busy
+// MIG advice for unknown time: more than unknownBlocksAdvice (1 %) of its
+// hours (busy + idle + unknown) unknown, or on a node that DrainBlocked. Its busy
 // share reads only measured hours, so unknown time would pass for idle.
 func (r *Result) UnknownBlocked(h *Holding) bool {
 	share, _ := holdingUnknown(h)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/model"
+	pmodel "github.com/prometheus/common/model"
 )
 
 // PrometheusQuerier queries a Prometheus-compatible HTTP API (Prometheus,
@@ -36,7 +36,7 @@ func NewPrometheusQuerier(url string, timeout time.Duration, rt http.RoundTrippe
 }
 
 // QueryRange implements Querier.
-func (p *PrometheusQuerier) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (model.Matrix, []string, error) {
+func (p *PrometheusQuerier) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	val, warnings, _, err := p.api.QueryRange(ctx, query, v1.Range{Start: start, End: end, Step: step}, v1.WithTimeout(p.timeout))
@@ -50,7 +50,7 @@ func (p *PrometheusQuerier) QueryRange(ctx context.Context, query string, start,
 		}
 		return nil, nil, fmt.Errorf("query prometheus at %s: %w", p.url, err)
 	}
-	m, ok := val.(model.Matrix)
+	m, ok := val.(pmodel.Matrix)
 	if !ok {
 		got := "no result" // a "data" of null decodes to no value at all
 		if val != nil {
