@@ -36,7 +36,7 @@ type plan struct {
 	used  []bool                // per holding: a recommendation covers it, or it is on a broken GPU and gets no advice
 	blind []bool                // per holding: too much unknown time for release, time-slicing or MIG (analysis.Result.UnknownBlocked)
 	freed map[string]bool       // UUIDs of the GPUs a recommendation frees
-	lost  map[string]bool       // UUIDs of broken GPUs: nothing frees them (faults.go)
+	lost  map[string]bool       // UUIDs of broken GPUs: nothing frees them (analysis.BrokenGPU)
 }
 
 func newPlan(r *draft, d *model.Dataset) *plan {
