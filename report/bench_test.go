@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gputally/gputally/report/source"
 )
 
 // BenchmarkReport1000GPUs7Days generates a report over 1,000 GPUs × 7 days of
@@ -42,7 +44,7 @@ func BenchmarkReport1000GPUs7Days(b *testing.B) {
 
 	cfg := DefaultConfig()
 	cfg.End = start.Add(7 * 24 * time.Hour)
-	q := NewEngineQuerier(st, 10*time.Minute, discard())
+	q := source.NewEngineQuerier(st, 10*time.Minute, discard())
 	// Sample the live heap while the report runs: its peak above the store's
 	// heap is what the report itself holds (its queries, results and analysis).
 	done := make(chan struct{})
@@ -67,7 +69,7 @@ func BenchmarkReport1000GPUs7Days(b *testing.B) {
 	}()
 	b.ResetTimer()
 	for b.Loop() {
-		r, err := Generate(context.Background(), cfg, q, discard())
+		r, err := Generate(context.Background(), cfg, cfg.ledger(q), discard())
 		if err != nil {
 			b.Fatal(err)
 		}

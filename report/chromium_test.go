@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/net/websocket"
+
+	"github.com/gputally/gputally/report/render"
 )
 
 // TestHTMLInChromium opens the HTML report in headless Chromium through the
@@ -35,7 +37,7 @@ func TestHTMLInChromium(t *testing.T) {
 			t.Skip("chromium not found")
 		}
 	}
-	r, err := Generate(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	r, err := generateFrom(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,12 +290,12 @@ func (c *cdp) waitEvent(method string) error {
 }
 
 func TestHTMLSelfContained(t *testing.T) {
-	r, err := Generate(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	r, err := generateFrom(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := Render(&b, r, FormatHTML); err != nil {
+	if err := render.Render(&b, r, FormatHTML); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"<script", " src=", " href=", "@import", "url("} {

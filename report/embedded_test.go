@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gputally/gputally/report/source"
 )
 
 // TestDemoTotalsMatchLedger runs the report through the embedded engine over
@@ -25,7 +27,7 @@ func TestDemoTotalsMatchLedger(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Format = FormatJSON
 	cfg.Out = filepath.Join(t.TempDir(), "demo.json")
-	st, err := LoadOpenMetrics(&om)
+	st, err := source.LoadOpenMetrics(&om)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,49 +60,16 @@ func TestDemoTotalsMatchLedger(t *testing.T) {
 	}
 }
 
-func TestLoadOpenMetricsErrors(t *testing.T) {
-	for _, tc := range []struct{ name, in, want string }{
-		{"no timestamp", "# TYPE a gauge\na 1\n# EOF\n", "has no timestamp"},
-		{"out of order", "# TYPE a gauge\na 1 20\na 2 10\n# EOF\n", "is not after"},
-		{"garbage", "# TYPE a gauge\na{ 1 10\n# EOF\n", "parse openmetrics"},
-	} {
-		if _, err := LoadOpenMetrics(strings.NewReader(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
-		}
-	}
-	st, err := LoadOpenMetrics(strings.NewReader("# EOF\n"))
+// TestDemoOnEmptyHistory: the demo over history without samples fails with
+// no GPU data.
+func TestDemoOnEmptyHistory(t *testing.T) {
+	st, err := source.LoadOpenMetrics(strings.NewReader("# EOF\n"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if _, _, ok := st.TimeRange(); ok {
-		t.Error("empty history has a time range")
 	}
 	cfg := DefaultConfig()
 	cfg.Out = filepath.Join(t.TempDir(), "x.html")
 	if err := RunDemoStore(context.Background(), cfg, st, discard()); err == nil || !strings.Contains(err.Error(), "no GPU data") {
 		t.Errorf("demo on empty history: error %v, want no GPU data", err)
 	}
-}
-
-func FuzzLoadOpenMetrics(f *testing.F) {
-	f.Add("# TYPE a gauge\na{x=\"1\"} 1 10\na{x=\"1\"} 2 20\n# EOF\n")
-	f.Add("# TYPE c counter\nc_total 1 1.5\n# EOF\n")
-	f.Add("a 1\n")
-	f.Fuzz(func(t *testing.T, in string) {
-		st, err := LoadOpenMetrics(strings.NewReader(in))
-		if err != nil {
-			return
-		}
-		first, last, ok := st.TimeRange()
-		if ok && first.After(last) {
-			t.Errorf("time range %s after %s", first, last)
-		}
-		// Whatever loaded must be queryable.
-		q := NewEngineQuerier(st, time.Second, discard())
-		if ok {
-			if _, _, err := q.QueryRange(context.Background(), `count({__name__=~".+"})`, first, last.Add(time.Second), time.Second); err != nil {
-				t.Errorf("query loaded history: %v", err)
-			}
-		}
-	})
 }

@@ -3,12 +3,15 @@ package report
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/gputally/gputally/report/source"
 )
 
 // fakeSeries is one series a fake Prometheus answers with: at gives its value
@@ -189,4 +192,10 @@ func fleetQuerier(gpus []fakeGPU, step time.Duration) *fakeQuerier {
 		f.series = append(f.series, fakeSeriesFor(g, step)...)
 	}
 	return f
+}
+
+// generateFrom is Generate over the ledger reader on q, wired from cfg as Run
+// wires it.
+func generateFrom(ctx context.Context, cfg Config, q source.Querier, logger *slog.Logger) (*Report, error) {
+	return Generate(ctx, cfg, cfg.ledger(q), logger)
 }

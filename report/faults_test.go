@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gputally/gputally/report/advice"
+	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/render"
 )
 
 // faultGPU is one GPU of the faults fleet: state returns, for the step bucket
@@ -111,11 +115,11 @@ func TestFaultsReport(t *testing.T) {
 	cfg := testConfig()
 	start := cfg.End.Add(-cfg.Range)
 	q := faultQuerier(faultsFleet(), start)
-	if _, err := Generate(context.Background(), cfg, q, discard()); err == nil || !strings.Contains(err.Error(), "--allow-partial") {
+	if _, err := generateFrom(context.Background(), cfg, q, discard()); err == nil || !strings.Contains(err.Error(), "--allow-partial") {
 		t.Fatalf("error %v, want a partial report refused without --allow-partial", err)
 	}
 	cfg.AllowPartial = true
-	r, err := Generate(context.Background(), cfg, q, discard())
+	r, err := generateFrom(context.Background(), cfg, q, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +174,7 @@ func TestFaultsReport(t *testing.T) {
 	if !warned {
 		t.Errorf("no warning names node-b's unknown hours: %q", r.Warnings)
 	}
-	wantGap := Gap{Node: "node-c", UUID: "GPU-C0", GPU: "0", From: start.Add(50 * time.Hour), To: start.Add(53 * time.Hour), Hours: 3}
+	wantGap := analysis.Gap{Node: "node-c", UUID: "GPU-C0", GPU: "0", From: start.Add(50 * time.Hour), To: start.Add(53 * time.Hour), Hours: 3}
 	if len(r.Coverage.Gaps) != 1 || r.Coverage.Gaps[0] != wantGap {
 		t.Errorf("gaps %+v, want %+v", r.Coverage.Gaps, wantGap)
 	}
@@ -190,7 +194,7 @@ func TestFaultsReport(t *testing.T) {
 		{FormatJSON, `"lost_eur": 68`, `"unknown_hours": 7`, `"ratio": 0.99642857`, `"from": "2026-01-07T02:00:00Z"`},
 	} {
 		var b bytes.Buffer
-		if err := Render(&b, r, c.format); err != nil {
+		if err := render.Render(&b, r, c.format); err != nil {
 			t.Fatal(err)
 		}
 		for _, want := range []string{c.lost, c.unknown, c.coverage, c.gap} {
@@ -211,7 +215,7 @@ func TestPartialThreshold(t *testing.T) {
 		partial      bool
 	}{{1, false}, {2, true}} { // 1/168 = 0.6 %, 2/168 = 1.2 %
 		gpus := []faultGPU{{node: "n", uuid: "GPU-0", rate: 1.5, state: unallocatedBut("unknown", 5, 4+c.unknownHours)}}
-		r, err := Generate(context.Background(), cfg, faultQuerier(gpus, start), discard())
+		r, err := generateFrom(context.Background(), cfg, faultQuerier(gpus, start), discard())
 		if c.partial {
 			if err == nil || r != nil {
 				t.Errorf("%d unknown hours of 168: report written without --allow-partial", c.unknownHours)
@@ -245,11 +249,11 @@ func TestDrainFreesNoLostGPU(t *testing.T) {
 			return "lost", "", true
 		}},
 	}
-	r, err := Generate(context.Background(), cfg, faultQuerier(gpus, start), discard())
+	r, err := generateFrom(context.Background(), cfg, faultQuerier(gpus, start), discard())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var drains []Recommendation
+	var drains []advice.Recommendation
 	for _, rec := range r.Recommendations {
 		if rec.Kind == "drain" {
 			drains = append(drains, rec)

@@ -11,6 +11,8 @@ import (
 	"github.com/gputally/gputally/collector/sim"
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/history"
+	"github.com/gputally/gputally/report/advice"
+	"github.com/gputally/gputally/report/internal/applyspec"
 )
 
 // TestDemoFleetHeadline runs the demo fleet (testdata/scenarios/fleet/, four
@@ -94,18 +96,18 @@ func TestDemoFleetHeadline(t *testing.T) {
 	for _, h := range r.Holdings {
 		models[h.Node] = h.Model
 	}
-	byNode := checkMIGParted(t, r.Apply.MIGParted, r.Apply.MIGPartedLabels, func(n string) string { return models[n] })
+	byNode := applyspec.CheckMIGParted(t, r.Apply.MIGParted, r.Apply.MIGPartedLabels, func(n string) string { return models[n] })
 	if h := byNode["fleet-h100-training"]; len(h) != 2 || h[0] != nil || !slices.Equal(h[1], []string{"1g.10gb"}) {
 		t.Errorf("fleet-h100-training config %v, want GPU 0 MIG off (training) and GPU 1 1g.10gb", h)
 	}
 	if a := byNode["fleet-a100-serving"]; len(a) != 3 {
 		t.Errorf("fleet-a100-serving config %v, want its three GPUs listed", a)
 	}
-	checkDevicePlugin(t, r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels)
-	if q := checkKueue(t, r.Apply.Kueue); q["ml nvidia.com/gpu"] != 2 {
+	applyspec.CheckDevicePlugin(t, r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels)
+	if q := applyspec.CheckKueue(t, r.Apply.Kueue); q["ml nvidia.com/gpu"] != 2 {
 		t.Errorf("Kueue quotas %v, want ml nvidia.com/gpu 2 (1 busy × 1.2, rounded up)", q)
 	}
-	if got := readFile(t, cfg.ApplyDir, ApplyKueueFile); got != r.Apply.Kueue {
-		t.Errorf("--apply-dir %s differs from the report's Kueue objects", ApplyKueueFile)
+	if got := readFile(t, cfg.ApplyDir, advice.ApplyKueueFile); got != r.Apply.Kueue {
+		t.Errorf("--apply-dir %s differs from the report's Kueue objects", advice.ApplyKueueFile)
 	}
 }

@@ -13,10 +13,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gputally/gputally/report/source"
 )
 
 // fakePrometheus serves /api/v1/query_range from q, as Prometheus' HTTP API does.
-func fakePrometheus(t *testing.T, q Querier) *httptest.Server {
+func fakePrometheus(t *testing.T, q source.Querier) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/v1/query_range" {
@@ -177,22 +179,5 @@ func TestWebhook(t *testing.T) {
 				t.Errorf("payload %s (content type %q), want {\"text\": <the Markdown report>}", p.body, p.contentType)
 			}
 		})
-	}
-}
-
-func TestWebhookURLFile(t *testing.T) {
-	dir := t.TempDir()
-	empty := filepath.Join(dir, "empty")
-	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := &Report{}
-	for _, tc := range []struct{ file, want string }{
-		{empty, "is empty"},
-		{filepath.Join(dir, "missing"), "read url file"},
-	} {
-		if err := postWebhook(context.Background(), tc.file, r, time.Second); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want one containing %q", tc.file, err, tc.want)
-		}
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"os"
 )
 
 // Progress writes a progress line to a writer: on a terminal one line redrawn
@@ -42,4 +43,15 @@ func (p *Progress) End() {
 		fmt.Fprintln(p.w)
 		p.drawn = false
 	}
+}
+
+// isTerminal reports whether w is a character device (a terminal), where a
+// progress line can be redrawn; in a log file or a pod's log it cannot.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

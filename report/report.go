@@ -11,11 +11,25 @@
 // Markdown, CSV and JSON, and can post the Markdown to a Slack/Mattermost
 // webhook.
 //
-// Queries go through a Querier: the Prometheus HTTP API (PrometheusQuerier), or
-// Prometheus' PromQL engine over an in-memory Store (EngineQuerier), loaded
-// from OpenMetrics or, for --demo, filled straight from a simulation's
-// scrapes. Every query is a range query split into requests of bounded size;
-// the report needs only raw metrics, no recording rules.
+// The report is a pipeline of packages, each importing only those below it:
+//
+//	report           Config, Run, RunDemoStore, Generate: wires the others; Progress
+//	report/source    where data comes from: the Source seam, the ledger reader
+//	                 (every PromQL query), the Prometheus and embedded-engine
+//	                 queriers, the demo Store, the team map file
+//	report/render    Markdown, HTML (charts), CSV, JSON, the webhook
+//	report/advice    savings (freed vs reclaimable), drain, release,
+//	                 time-slicing, MIG and the configuration to apply
+//	report/analysis  totals, usage statistics, coverage, faults
+//	report/model     the Dataset a source returns, units and their formatting
+//
+// source imports only model; render reads analysis and advice; advice reads
+// analysis and model; analysis reads model; model imports none of them.
+// Generate knows of its data only the Source it is given: Run reads the
+// Prometheus HTTP API, RunDemoStore Prometheus' PromQL engine over an
+// in-memory Store filled straight from a simulation's scrapes. Every query
+// is a range query split into requests of bounded size; the report needs
+// only raw metrics, no recording rules.
 package report
 
 import (
@@ -29,14 +43,35 @@ import (
 	"time"
 
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/report/advice"
+	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/render"
+	"github.com/gputally/gputally/report/source"
 )
 
-// Formats the report renders.
+// The report's types that its callers use, from the packages that own them:
+// the Report as the renderers read it (its JSON is the JSON format), the
+// Source Generate reads (source.Ledger over the Prometheus API or the
+// embedded engine), and for --demo the in-memory Store a simulation fills
+// through a StoreBuilder (safe for concurrent use once built; a builder is
+// not).
+type (
+	Report       = render.Report
+	Source       = source.Source
+	Store        = source.Store
+	StoreBuilder = source.StoreBuilder
+)
+
+// NewStoreBuilder returns an empty builder of a Store (source.NewStoreBuilder).
+func NewStoreBuilder() *StoreBuilder { return source.NewStoreBuilder() }
+
+// Formats the report renders (render.Format*).
 const (
-	FormatHTML     = "html"
-	FormatMarkdown = "md"
-	FormatCSV      = "csv"
-	FormatJSON     = "json"
+	FormatHTML     = render.FormatHTML
+	FormatMarkdown = render.FormatMarkdown
+	FormatCSV      = render.FormatCSV
+	FormatJSON     = render.FormatJSON
 )
 
 // Config is a report run. DefaultConfig returns the defaults; the zero value
@@ -164,14 +199,14 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	q, err := NewPrometheusQuerier(cfg.PrometheusURL, cfg.Timeout, nil)
+	q, err := source.NewPrometheusQuerier(cfg.PrometheusURL, cfg.Timeout, nil)
 	if err != nil {
 		return err
 	}
 	if cfg.End.IsZero() {
 		cfg.End = cfg.now().Truncate(cfg.Step)
 	}
-	return generateAndWrite(ctx, cfg, q, cfg.PrometheusURL, logger)
+	return generateAndWrite(ctx, cfg, cfg.ledger(q), cfg.PrometheusURL, logger)
 }
 
 // RunDemoStore is Run over the samples of st (filled through a StoreBuilder,
@@ -199,55 +234,63 @@ func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logge
 		}
 		cfg.Range = span
 	}
-	return generateAndWrite(ctx, cfg, NewEngineQuerier(st, cfg.Timeout, logger), "simulated history (embedded PromQL engine)", logger)
+	return generateAndWrite(ctx, cfg, cfg.ledger(source.NewEngineQuerier(st, cfg.Timeout, logger)), "simulated history (embedded PromQL engine)", logger)
 }
 
-// Generate runs the report's queries through q and analyses them. cfg must be
-// valid and cfg.End set.
-func Generate(ctx context.Context, cfg Config, q Querier, logger *slog.Logger) (*Report, error) {
-	var teams TeamMap
+// Generate collects cfg's range, (cfg.End − cfg.Range, cfg.End], from src,
+// analyses it and makes the advice: the report, its Source left to the
+// caller, the source's warnings after the analysis'. cfg must be valid and
+// cfg.End set.
+func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) (*Report, error) {
+	var teams source.TeamMap
 	if cfg.TeamMapFile != "" {
 		var err error
-		if teams, err = LoadTeamMap(cfg.TeamMapFile); err != nil {
+		if teams, err = source.LoadTeamMap(cfg.TeamMapFile); err != nil {
 			return nil, err
 		}
 	}
-	run := &rangeRunner{q: q, maxPoints: cfg.MaxPointsPerQuery, maxSamples: cfg.MaxSamplesPerQuery, progress: NewProgress(cfg.Progress)}
-	c := &collector{run: run, teamLabel: cfg.TeamLabel}
-	start := cfg.End.Add(-cfg.Range)
 	began := cfg.now()
-	d, err := c.collect(ctx, start, cfg.End, cfg.Step, cfg.Resolution)
+	d, err := src.Collect(ctx, model.Range{Start: cfg.End.Add(-cfg.Range), End: cfg.End, Step: cfg.Step, Resolution: cfg.Resolution})
 	if err != nil {
 		return nil, err
 	}
-	logger.Debug("report queries done", "requests", run.done, "duration", cfg.now().Sub(began), "holdings", len(d.ledger))
-	a := &analysis{teams: teams, headroom: cfg.Headroom, release: cfg.ReleaseBelow, lowDuty: cfg.LowDutyBelow, drain: cfg.DrainAbove, migWeight: cfg.MIGWeight}
-	r, err := a.build(d, cfg.AllowPartial)
+	logger.Debug("report queries done", "requests", d.Requests, "duration", cfg.now().Sub(began), "holdings", len(d.Ledger))
+	res, err := analysis.Analyze(d, teams, cfg.AllowPartial)
 	if err != nil {
 		return nil, err
 	}
-	r.Warnings = append(r.Warnings, run.warnings...)
+	adv := advice.Advise(res, d, advice.Settings{Teams: teams, Headroom: cfg.Headroom, ReleaseBelow: cfg.ReleaseBelow,
+		LowDutyBelow: cfg.LowDutyBelow, DrainAbove: cfg.DrainAbove, MIGWeight: cfg.MIGWeight})
+	r := render.NewReport(res, adv)
+	r.Warnings = append(r.Warnings, d.Warnings...)
 	return r, nil
 }
 
-func generateAndWrite(ctx context.Context, cfg Config, q Querier, source string, logger *slog.Logger) error {
-	r, err := Generate(ctx, cfg, q, logger)
+// ledger returns the Source that reads gputally's metrics through q with
+// cfg's team label, request bounds and progress writer.
+func (c *Config) ledger(q source.Querier) Source {
+	return source.NewLedger(q, source.LedgerOptions{TeamLabel: c.TeamLabel, MaxPointsPerQuery: c.MaxPointsPerQuery,
+		MaxSamplesPerQuery: c.MaxSamplesPerQuery, Progress: NewProgress(c.Progress)})
+}
+
+func generateAndWrite(ctx context.Context, cfg Config, src Source, name string, logger *slog.Logger) error {
+	r, err := Generate(ctx, cfg, src, logger)
 	if err != nil {
 		return err
 	}
-	r.Source = source
+	r.Source = name
 	if err := writeReport(cfg.Out, r, cfg.Format); err != nil {
 		return err
 	}
 	if cfg.ApplyDir != "" {
-		if err := WriteApply(cfg.ApplyDir, &r.Apply); err != nil {
+		if err := advice.WriteApply(cfg.ApplyDir, &r.Apply); err != nil {
 			return err
 		}
 	}
 	logger.Info("report written", "out", cfg.Out, "format", cfg.Format, "partial", r.Partial,
 		"recommendations", len(r.Recommendations), "freed_eur_per_month", fmt.Sprintf("%.2f", r.FreedEURPerMonth))
 	if cfg.WebhookURLFile != "" {
-		if err := postWebhook(ctx, cfg.WebhookURLFile, r, cfg.Timeout); err != nil {
+		if err := render.PostWebhook(ctx, cfg.WebhookURLFile, r, cfg.Timeout); err != nil {
 			return fmt.Errorf("report written to %s, but %w", cfg.Out, err)
 		}
 		logger.Info("report posted to webhook")
@@ -259,14 +302,14 @@ func generateAndWrite(ctx context.Context, cfg Config, q Querier, source string,
 // place), or to stdout for "-".
 func writeReport(path string, r *Report, format string) error {
 	if path == "-" {
-		return Render(os.Stdout, r, format)
+		return render.Render(os.Stdout, r, format)
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	defer os.Remove(f.Name())
-	if err := Render(f, r, format); err != nil {
+	if err := render.Render(f, r, format); err != nil {
 		f.Close()
 		return fmt.Errorf("write report %s: %w", path, err)
 	}

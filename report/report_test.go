@@ -16,6 +16,10 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/gputally/gputally/report/internal/applyspec"
+	"github.com/gputally/gputally/report/render"
+	"github.com/gputally/gputally/report/source"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -39,7 +43,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs
 // 168 hours, so each H100 costs 252 EUR and the A100 420 EUR; a month is
 // 730.5 h, 730.5/168 of the range (docs/report.md).
 func TestRecommendationsHandComputed(t *testing.T) {
-	r, err := Generate(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	r, err := generateFrom(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +129,7 @@ func TestGroupsAndTeams(t *testing.T) {
 	// kube-state-metrics puts dev-a in team "explorers"; the label wins over the map.
 	fleet.series = append(fleet.series, fakeSeries{"kube_pod_labels", map[string]string{"namespace": "dev", "pod": "dev-a", "label_team": "explorers"},
 		func(time.Time) float64 { return 1 }})
-	r, err := Generate(context.Background(), cfg, fleet, discard())
+	r, err := generateFrom(context.Background(), cfg, fleet, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,24 +157,11 @@ func TestGroupsAndTeams(t *testing.T) {
 		t.Errorf("Kueue config lacks the ml queue limited to inference and training:\n%s", r.Apply.Kueue)
 	}
 	// Namespace dev holds pods of teams dev and explorers: a LocalQueue for each.
-	checkKueue(t, r.Apply.Kueue)
+	applyspec.CheckKueue(t, r.Apply.Kueue)
 	for _, lq := range []string{"name: gputally-dev\n  namespace: dev\nspec:\n  clusterQueue: dev\n", "name: gputally-explorers\n  namespace: dev\nspec:\n  clusterQueue: explorers\n"} {
 		if !strings.Contains(r.Apply.Kueue, lq) {
 			t.Errorf("Kueue config lacks LocalQueue\n%s\nin:\n%s", lq, r.Apply.Kueue)
 		}
-	}
-}
-
-// TestKueueNamesAreUnique: teams whose names make the same DNS name get
-// ClusterQueues of their own.
-func TestKueueNamesAreUnique(t *testing.T) {
-	text := kueueYAML([]quota{
-		{team: "ML", resource: "nvidia.com/gpu", peak: 2, devices: 3, namespaces: []string{"a"}},
-		{team: "ml", resource: "nvidia.com/gpu", peak: 1, devices: 2, namespaces: []string{"b"}},
-	}, 1.2, time.Hour)
-	quota := checkKueue(t, text)
-	if quota["ml nvidia.com/gpu"] != 3 || quota["ml-2 nvidia.com/gpu"] != 2 {
-		t.Errorf("quotas %v, want ml 3 and ml-2 2:\n%s", quota, text)
 	}
 }
 
@@ -194,7 +185,7 @@ func TestBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.AllowPartial = tc.partial
-			r, err := Generate(context.Background(), cfg, tc.q, discard())
+			r, err := generateFrom(context.Background(), cfg, tc.q, discard())
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
@@ -211,7 +202,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("previous period %+v, want none (no data before the range)", r.Fleet.Previous)
 			}
 			var md bytes.Buffer
-			if err := Render(&md, r, FormatMarkdown); err != nil || !strings.Contains(md.String(), "PARTIAL REPORT") {
+			if err := render.Render(&md, r, FormatMarkdown); err != nil || !strings.Contains(md.String(), "PARTIAL REPORT") {
 				t.Errorf("markdown of a partial report does not say so (err %v)", err)
 			}
 		})
@@ -226,7 +217,7 @@ func TestBoundedRequests(t *testing.T) {
 	rec := &rangeRecorder{Querier: fleetQuerier(testFleet(), time.Hour)}
 	var progress bytes.Buffer
 	cfg.Progress = &progress
-	if _, err := Generate(context.Background(), cfg, rec, discard()); err != nil {
+	if _, err := generateFrom(context.Background(), cfg, rec, discard()); err != nil {
 		t.Fatal(err)
 	}
 	points := map[string]int{}
@@ -266,7 +257,7 @@ type rangeCall struct {
 }
 
 type rangeRecorder struct {
-	Querier
+	source.Querier
 	calls []rangeCall
 }
 
@@ -276,7 +267,7 @@ func (r *rangeRecorder) QueryRange(ctx context.Context, q string, start, end tim
 }
 
 func TestGoldenRenderers(t *testing.T) {
-	r, err := Generate(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	r, err := generateFrom(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +275,7 @@ func TestGoldenRenderers(t *testing.T) {
 	for _, format := range []string{FormatMarkdown, FormatCSV, FormatJSON, FormatHTML} {
 		t.Run(format, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := Render(&b, r, format); err != nil {
+			if err := render.Render(&b, r, format); err != nil {
 				t.Fatal(err)
 			}
 			golden := filepath.Join("testdata", "report.golden."+format)
@@ -350,7 +341,7 @@ func TestSharedAndMIGHoldings(t *testing.T) {
 	q.series = append(q.series, mk("GPU-M", "2", "mig-busy", 0.2, "nvidia.com/mig-3g.40gb", "mig")...)
 	q.series = append(q.series, mk("GPU-T", "", "ts-a", 0.1, "nvidia.com/gpu.shared", "time-slicing")...)
 	q.series = append(q.series, mk("GPU-U", "", "ts-b", 0.1, "nvidia.com/gpu.shared", "time-slicing")...)
-	r, err := Generate(context.Background(), testConfig(), q, discard())
+	r, err := generateFrom(context.Background(), testConfig(), q, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,20 +351,6 @@ func TestSharedAndMIGHoldings(t *testing.T) {
 	for _, s := range []string{"- name: nvidia.com/mig-3g.40gb\n", "- name: nvidia.com/gpu.shared\n", "nominalQuota: 3\n"} {
 		if !strings.Contains(r.Apply.Kueue, s) {
 			t.Errorf("Kueue config lacks %q:\n%s", s, r.Apply.Kueue)
-		}
-	}
-}
-
-// TestQuotaOf: peak × headroom rounded up, at least 1, with no float error
-// pushing an exact product up a device.
-func TestQuotaOf(t *testing.T) {
-	for _, tc := range []struct {
-		peak     int
-		headroom float64
-		want     int
-	}{{0, 1.2, 1}, {1, 1, 1}, {3, 1.2, 4}, {5, 1.2, 6}, {50, 1.1, 55}, {51, 1.1, 57}} {
-		if got := quotaOf(tc.peak, tc.headroom); got != tc.want {
-			t.Errorf("quotaOf(%d, %g) = %d, want %d", tc.peak, tc.headroom, got, tc.want)
 		}
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/report/advice"
+	"github.com/gputally/gputally/report/internal/applyspec"
+	"github.com/gputally/gputally/report/model"
 )
 
 // The savings rules (docs/report.md), each on a fleet built so that a
@@ -30,7 +33,7 @@ func alone(uuid, index, host, model, ns, pod string, rate, busy, act, fbMiB floa
 
 func generate(t *testing.T, cfg Config, q *fakeQuerier) *Report {
 	t.Helper()
-	r, err := Generate(context.Background(), cfg, q, discard())
+	r, err := generateFrom(context.Background(), cfg, q, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +41,8 @@ func generate(t *testing.T, cfg Config, q *fakeQuerier) *Report {
 	return r
 }
 
-func recsOf(r *Report, kind string) []Recommendation {
-	var out []Recommendation
+func recsOf(r *Report, kind string) []advice.Recommendation {
+	var out []advice.Recommendation
 	for _, rec := range r.Recommendations {
 		if rec.Kind == kind {
 			out = append(out, rec)
@@ -217,7 +220,7 @@ func TestTimeSlicingFreesTheCheapest(t *testing.T) {
 		strings.Contains(r.Apply.TimeSlicingSharing[0], "nb-") {
 		t.Errorf("sharing warnings %q, want one naming ml/trainer/main and not the notebooks", r.Apply.TimeSlicingSharing)
 	}
-	checkDevicePlugin(t, r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels)
+	applyspec.CheckDevicePlugin(t, r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels)
 }
 
 // TestTimeSlicingDutyLimit: four pods busy 25 % pack by busy share ×
@@ -293,11 +296,11 @@ func TestUnknownBlocksHoldingAdvice(t *testing.T) {
 		q.series = append(q.series, withUnknown(alone("GPU-I", "0", "node-u", h100Name, "dev", "idle", 1.5, 0, 0, 70000), tc.unknown)...)
 		r := generate(t, cfg, q)
 		if got := len(recsOf(r, "release")) == 1; got != tc.release || len(r.Recommendations) != len(recsOf(r, "release")) {
-			t.Errorf("unknown %s of the pod's hours: recommendations %+v, want release %v and nothing else", pct(tc.unknown), r.Recommendations, tc.release)
+			t.Errorf("unknown %s of the pod's hours: recommendations %+v, want release %v and nothing else", model.FormatPct(tc.unknown), r.Recommendations, tc.release)
 		}
 		warned := slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.HasPrefix(w, "holding dev/idle/main on node-u") })
 		if warned == tc.release {
-			t.Errorf("unknown %s: warnings %q, want one naming dev/idle/main: %v", pct(tc.unknown), r.Warnings, !tc.release)
+			t.Errorf("unknown %s: warnings %q, want one naming dev/idle/main: %v", model.FormatPct(tc.unknown), r.Warnings, !tc.release)
 		}
 	}
 	q := fleetQuerier([]fakeGPU{alone("GPU-I", "0", "node-v", h100Name, "dev", "idle", 1.5, 0, 0, 70000)}, time.Hour)

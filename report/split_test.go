@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/gputally/gputally/report/source"
 )
 
 // seriesRecorder records each request and how many series its answer held.
 type seriesRecorder struct {
-	Querier
+	source.Querier
 	calls  []rangeCall
 	series []int
 }
@@ -26,7 +28,7 @@ func (r *seriesRecorder) QueryRange(ctx context.Context, q string, start, end ti
 }
 
 // TestRequestsSizedBySamples checks that with MaxSamplesPerQuery the first
-// request is a probe of probeSteps steps, that every later request keeps the
+// request is a probe of source.ProbeSteps steps, that every later request keeps the
 // previous answer's series × its steps within the bound (or asks for one
 // step), that the split still covers the range exactly once, and that the
 // progress count ends at the requests made.
@@ -39,7 +41,7 @@ func TestRequestsSizedBySamples(t *testing.T) {
 			var progress bytes.Buffer
 			cfg.Progress = &progress
 			rec := &seriesRecorder{Querier: fleetQuerier(testFleet(), time.Hour)}
-			if _, err := Generate(context.Background(), cfg, rec, discard()); err != nil {
+			if _, err := generateFrom(context.Background(), cfg, rec, discard()); err != nil {
 				t.Fatal(err)
 			}
 			points := map[string]int{}
@@ -54,8 +56,8 @@ func TestRequestsSizedBySamples(t *testing.T) {
 					t.Errorf("request %s from %s asks for %d steps, more than 50", c.query, c.start, n)
 				case maxSamples == 0 && first && !last && n != 50:
 					t.Errorf("request %s from %s asks for %d steps without a sample bound, want 50", c.query, c.start, n)
-				case maxSamples > 0 && i == 0 && n > probeSteps:
-					t.Errorf("first request asks for %d steps, want a probe of at most %d", n, probeSteps)
+				case maxSamples > 0 && i == 0 && n > source.ProbeSteps:
+					t.Errorf("first request asks for %d steps, want a probe of at most %d", n, source.ProbeSteps)
 				case maxSamples > 0 && i > 0 && n > 1 && rec.series[i-1]*n > maxSamples:
 					t.Errorf("request %s from %s asks for %d steps after an answer of %d series: over %d samples",
 						c.query, c.start, n, rec.series[i-1], maxSamples)

@@ -1,0 +1,134 @@
+// Package advice decides what to change and what it saves: where a saving
+// is decided. From the analysis of a range it recommends draining nodes,
+// releasing idle holdings, time-slicing low-duty pods and the smallest MIG
+// profiles that fit (packed onto as few GPUs as their placements allow),
+// counts what each frees — the measured cost of whole GPUs made free, each
+// GPU once — apart from the capacity it makes reclaimable, and writes the
+// configuration that applies it: mig-parted configs, the NVIDIA device
+// plugin's time-slicing ConfigMap with node labels, and Kueue queues
+// (docs/report.md).
+//
+// It makes no query and renders nothing: it reads analysis and model only,
+// and the render package reads its Advice.
+package advice
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/model"
+)
+
+// Settings are the thresholds of the advice.
+type Settings struct {
+	// Teams (optional) names the teams of namespaces, as for the analysis;
+	// the Kueue queues are per team.
+	Teams analysis.TeamMap
+	// Headroom multiplies the p99 framebuffer before it is compared with a
+	// MIG profile's memory, busy shares before time-sliced packing, and the
+	// peak of busy devices for a Kueue quota; ≥ 1.
+	Headroom float64
+	// ReleaseBelow: a holding busy less than this share (0–1) of the time it
+	// was held is recommended for release.
+	ReleaseBelow float64
+	// LowDutyBelow: pods holding a whole GPU busy less than this share (0–1)
+	// suit time-slicing.
+	LowDutyBelow float64
+	// DrainAbove: a node whose device-hours were unallocated more than this
+	// share (0–1) can be drained.
+	DrainAbove float64
+	// MIGWeight splits a MIG GPU's cost over its instances in every MIG
+	// figure, as the price book does.
+	MIGWeight cost.MIGWeight
+}
+
+// Advice is what the advice recommends for one range, a plain value the
+// renderers read, safe for concurrent reads. EUR/month figures are the
+// measured EUR over the range scaled to a month of model.HoursPerMonth hours.
+type Advice struct {
+	Recommendations []Recommendation
+	Packing         []Packing
+	// FreedEURPerMonth is the headline: the measured cost of every GPU the
+	// advice makes free, each counted once, per month.
+	FreedEURPerMonth float64
+	// ReclaimableEURPerMonth is the partial capacity the advice makes free,
+	// shown apart and not part of the headline.
+	ReclaimableEURPerMonth float64
+	HoursPerMonth          float64 // the month of the EUR/month figures
+	Apply                  Apply
+}
+
+// Recommendation is one change, the money it frees and the evidence behind
+// it. FreedEURPerMonth is the measured cost of the whole GPUs the change makes
+// free (FreedGPUs), per month; no GPU is freed by two recommendations.
+// ReclaimableEURPerMonth is capacity the change makes free on GPUs that stay
+// in use (a released MIG instance or replica, the unused part of a MIG
+// layout): real, but only money once other work fills it.
+type Recommendation struct {
+	Kind                   string   `json:"kind"` // "release", "time-slicing", "mig", "drain"
+	Target                 string   `json:"target"`
+	Model                  string   `json:"model,omitempty"`
+	Profile                string   `json:"mig_profile,omitempty"` // "mig": the profiles, e.g. "1g.10gb ×2"
+	Replicas               int      `json:"replicas,omitempty"`
+	Holdings               []string `json:"holdings,omitempty"` // namespace/pod/container
+	Nodes                  []string `json:"nodes,omitempty"`    // nodes the change is applied to
+	FreedGPUs              []string `json:"freed_gpus,omitempty"`
+	FreedEURPerMonth       float64  `json:"freed_eur_per_month"`
+	ReclaimableEURPerMonth float64  `json:"reclaimable_eur_per_month"`
+	Evidence               string   `json:"evidence"`
+}
+
+// Advise makes the recommendations for a, the analysis of d (docs/report.md):
+// drain, release, time-slicing and MIG, in that order, each among the
+// holdings and GPUs no earlier recommendation covers, most EUR freed first;
+// the headline; and the configuration to apply them. A broken GPU's
+// holdings, and holdings with too much unknown time, get none. It only reads a
+// and d.
+func Advise(a *analysis.Result, d *model.Dataset, s Settings) *Advice {
+	out := &Advice{}
+	ad := &adviser{teams: s.Teams, headroom: s.Headroom, release: s.ReleaseBelow, lowDuty: s.LowDutyBelow, drain: s.DrainAbove, migWeight: s.MIGWeight}
+	ad.recommend(&draft{Result: a, Advice: out}, d)
+	return out
+}
+
+// draft is the analysis the advice reads and the advice it writes.
+type draft struct {
+	*analysis.Result
+	*Advice
+}
+
+// adviser holds the settings of the advice.
+type adviser struct {
+	teams    analysis.TeamMap
+	headroom float64
+	release  float64 // busy share below which a held device should be released
+	lowDuty  float64 // busy share below which a pod suits time-slicing
+	drain    float64 // unallocated share above which a node can be drained
+	// migWeight splits a MIG GPU's cost over its instances, as the price book does.
+	migWeight cost.MIGWeight
+}
+
+// recommend fills r.Recommendations, r.Packing, r.Apply and the headline
+// (docs/report.md): drain, release, time-slicing and MIG, in that order, each
+// among the holdings and GPUs no earlier recommendation covers.
+func (a *adviser) recommend(r *draft, d *model.Dataset) {
+	r.HoursPerMonth = model.HoursPerMonth
+	p := newPlan(r, d)
+	a.drainNodes(r, p)
+	a.releaseIdle(r, p)
+	ts := a.timeSlicing(r, p)
+	layouts := a.migSizing(r, p)
+	slices.SortStableFunc(r.Recommendations, func(x, y Recommendation) int {
+		return cmp.Or(cmp.Compare(y.FreedEURPerMonth, x.FreedEURPerMonth), cmp.Compare(y.ReclaimableEURPerMonth, x.ReclaimableEURPerMonth),
+			cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Target, y.Target))
+	})
+	for _, rec := range r.Recommendations {
+		r.FreedEURPerMonth += rec.FreedEURPerMonth
+		r.ReclaimableEURPerMonth += rec.ReclaimableEURPerMonth
+	}
+	r.Apply.MIGParted, r.Apply.MIGPartedLabels = migPartedConfig(p, layouts)
+	r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels, r.Apply.TimeSlicingSharing = timeSlicingConfig(r, p, ts)
+	r.Apply.Kueue = kueueYAML(a.quotas(d), a.headroom, d.Step)
+}

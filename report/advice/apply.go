@@ -1,0 +1,111 @@
+package advice
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Apply holds the configuration that implements the recommendations: YAML
+// files and the node labels that select them.
+type Apply struct {
+	// MIGParted is a mig-parted config file (version v1) with one config per
+	// node, gputally-<node>, that lists every GPU of the node by index:
+	// the ones the advice repartitions with their new layout, all others as
+	// they are.
+	MIGParted string `json:"mig_parted,omitempty"`
+	// MIGPartedLabels are the kubectl commands that select those configs.
+	MIGPartedLabels []string `json:"mig_parted_labels,omitempty"`
+	// TimeSlicing is the device plugin's ConfigMap, one key per node class.
+	TimeSlicing string `json:"time_slicing,omitempty"`
+	// TimeSlicingLabels are the kubectl commands that select a key per node.
+	TimeSlicingLabels []string `json:"time_slicing_labels,omitempty"`
+	// TimeSlicingSharing warns of the other pods on those nodes that would
+	// start sharing their GPUs, one line per node.
+	TimeSlicingSharing []string `json:"time_slicing_sharing,omitempty"`
+	// Kueue is a ResourceFlavor, a ClusterQueue per team and a LocalQueue per
+	// namespace, kueue.x-k8s.io/v1beta2.
+	Kueue string `json:"kueue,omitempty"`
+}
+
+// Any reports whether there is anything to apply.
+func (a *Apply) Any() bool { return a.MIGParted != "" || a.TimeSlicing != "" || a.Kueue != "" }
+
+// dnsName turns s into a DNS-1123 label.
+func dnsName(s string) string {
+	b := []byte(strings.ToLower(s))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	out := strings.Trim(string(b), "-")
+	if len(out) > 63 {
+		out = strings.Trim(out[:63], "-")
+	}
+	if out == "" {
+		out = "x"
+	}
+	return out
+}
+
+func mustYAML(v any) string {
+	var sb strings.Builder
+	enc := yaml.NewEncoder(&sb)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		// The values are built here from plain types; encoding cannot fail.
+		panic(fmt.Sprintf("encode yaml: %v", err))
+	}
+	return sb.String()
+}
+
+// Files WriteApply writes.
+const (
+	ApplyMIGPartedFile   = "mig-parted.yaml"
+	ApplyTimeSlicingFile = "device-plugin-time-slicing.yaml"
+	ApplyKueueFile       = "kueue.yaml"
+	ApplyLabelsFile      = "label-nodes.sh"
+)
+
+// WriteApply writes the configuration of a into dir (created if missing): the
+// mig-parted config, the device plugin ConfigMap and the Kueue objects as
+// YAML files, and the node label commands as a shell script; files with
+// nothing to apply are not written.
+func WriteApply(dir string, a *Apply) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write configuration: %w", err)
+	}
+	var labels strings.Builder
+	if len(a.MIGPartedLabels)+len(a.TimeSlicingLabels) > 0 {
+		labels.WriteString("#!/bin/sh\n# Node labels that select the configuration gputally's report wrote next to this file.\nset -e\n")
+		for _, s := range a.TimeSlicingSharing {
+			labels.WriteString("# warning: " + s + "\n")
+		}
+		for _, l := range append(slices.Clone(a.MIGPartedLabels), a.TimeSlicingLabels...) {
+			labels.WriteString(l + "\n")
+		}
+	}
+	for _, f := range []struct {
+		name, text string
+		perm       os.FileMode
+	}{
+		{ApplyMIGPartedFile, a.MIGParted, 0o644},
+		{ApplyTimeSlicingFile, a.TimeSlicing, 0o644},
+		{ApplyKueueFile, a.Kueue, 0o644},
+		{ApplyLabelsFile, labels.String(), 0o755},
+	} {
+		if f.text == "" {
+			continue
+		}
+		path := filepath.Join(dir, f.name)
+		if err := os.WriteFile(path, []byte(f.text), f.perm); err != nil {
+			return fmt.Errorf("write configuration %s: %w", path, err)
+		}
+	}
+	return nil
+}

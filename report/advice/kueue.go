@@ -1,0 +1,197 @@
+package advice
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	pmodel "github.com/prometheus/common/model"
+
+	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/model"
+)
+
+// Kueue objects the report writes: kueue.x-k8s.io/v1beta2 (v1beta1 is
+// deprecated since Kueue 0.16 and no longer served from 0.20).
+const (
+	kueueAPIVersion = "kueue.x-k8s.io/v1beta2"
+	kueueFlavor     = "gputally-default"
+	kueueCohort     = "gputally"
+	kueueLocalQueue = "gputally"
+)
+
+// quota is a team's nominal quota of one resource.
+type quota struct {
+	team, resource string
+	peak           int      // the most devices busy in one step bucket
+	devices        int      // the quota: peak × headroom rounded up, at least 1
+	namespaces     []string // of the team, sorted
+}
+
+// quotas returns per team and resource the most devices that were busy in the
+// same step bucket, and the quota that leaves headroom above it.
+func (a *adviser) quotas(d *model.Dataset) []quota {
+	type key struct{ team, resource string }
+	peak := map[key][]int{}
+	namespaces := map[string]map[string]bool{} // team → its namespaces
+	for k, e := range d.Ledger {
+		if k.Holder == (model.HolderKey{}) || e.Seconds[model.StateBusy]+e.Seconds[model.StateIdle] <= 0 {
+			continue
+		}
+		res := d.Alloc[k].Resource
+		if res == "" {
+			res = "nvidia.com/gpu"
+			if e.Profile != "" {
+				res = "nvidia.com/mig-" + e.Profile
+			}
+		}
+		kk := key{analysis.Team(d, a.teams, k.Holder), res}
+		if namespaces[kk.team] == nil {
+			namespaces[kk.team] = map[string]bool{}
+		}
+		namespaces[kk.team][k.Holder.Namespace] = true
+		if peak[kk] == nil {
+			peak[kk] = make([]int, d.Buckets)
+		}
+		for b, s := range e.BusyPerBucket {
+			if s > 0 {
+				peak[kk][b]++
+			}
+		}
+	}
+	var out []quota
+	for k, counts := range peak {
+		p := slices.Max(append(counts, 0))
+		out = append(out, quota{team: k.team, resource: k.resource, peak: p, devices: quotaOf(p, a.headroom), namespaces: slices.Sorted(maps.Keys(namespaces[k.team]))})
+	}
+	slices.SortFunc(out, func(x, y quota) int { return cmp.Or(cmp.Compare(x.team, y.team), cmp.Compare(x.resource, y.resource)) })
+	return out
+}
+
+// quotaOf is the quota for a peak of busy devices: peak × headroom rounded
+// up, at least 1.
+func quotaOf(peak int, headroom float64) int {
+	// 1e-9 absorbs rounding: 50 × 1.1 is 55.00000000000001, whose ceiling is 56.
+	return max(1, int(math.Ceil(float64(peak)*headroom-1e-9)))
+}
+
+// The Kueue objects, as far as kueueYAML writes them.
+type (
+	kqMeta struct {
+		Name      string `yaml:"name"`
+		Namespace string `yaml:"namespace,omitempty"`
+	}
+	kqObject struct {
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string `yaml:"kind"`
+		Metadata   kqMeta `yaml:"metadata"`
+		Spec       any    `yaml:"spec"`
+	}
+	kqResource struct {
+		Name         string `yaml:"name"`
+		NominalQuota int    `yaml:"nominalQuota"`
+	}
+	kqFlavor struct {
+		Name      string       `yaml:"name"`
+		Resources []kqResource `yaml:"resources"`
+	}
+	kqGroup struct {
+		CoveredResources []string   `yaml:"coveredResources"`
+		Flavors          []kqFlavor `yaml:"flavors"`
+	}
+	kqRequirement struct {
+		Key      string   `yaml:"key"`
+		Operator string   `yaml:"operator"`
+		Values   []string `yaml:"values"`
+	}
+	kqSelector struct {
+		MatchExpressions []kqRequirement `yaml:"matchExpressions"`
+	}
+	kqClusterQueueSpec struct {
+		CohortName        string     `yaml:"cohortName"`
+		NamespaceSelector kqSelector `yaml:"namespaceSelector"`
+		ResourceGroups    []kqGroup  `yaml:"resourceGroups"`
+	}
+	kqLocalQueueSpec struct {
+		ClusterQueue string `yaml:"clusterQueue"`
+	}
+)
+
+// kueueYAML writes a ResourceFlavor, one ClusterQueue per team in one cohort
+// (so a team can borrow what others leave unused), admitting only the team's
+// namespaces, and a LocalQueue in each of them: named kueueLocalQueue, or,
+// in a namespace whose pods belong to several teams, kueueLocalQueue-<queue>,
+// one per team. Two teams whose names make the same DNS name get the second
+// -2, and so on. Comments say where each quota comes from, and why when the
+// floor of 1 applies.
+func kueueYAML(qs []quota, headroom float64, step time.Duration) string {
+	if len(qs) == 0 {
+		return ""
+	}
+	docs := []string{"# one flavor for every GPU resource below; add nodeLabels to tie it to nodes\n" +
+		mustYAML(kqObject{kueueAPIVersion, "ResourceFlavor", kqMeta{Name: kueueFlavor}, struct{}{}})}
+	teams := teamsPerNamespace(qs)
+	taken := map[string]bool{} // ClusterQueue names
+	for i := 0; i < len(qs); {
+		team := qs[i].team
+		name := dnsName(team)
+		for n := 2; taken[name]; n++ {
+			name = fmt.Sprintf("%s-%d", dnsName(team), n)
+		}
+		taken[name] = true
+		j := i
+		for j < len(qs) && qs[j].team == team {
+			j++
+		}
+		docs = append(docs, clusterQueue(qs[i:j], name, headroom, step))
+		for _, ns := range qs[i].namespaces {
+			lq := kueueLocalQueue
+			if teams[ns] > 1 {
+				lq += "-" + name
+			}
+			docs = append(docs, mustYAML(kqObject{kueueAPIVersion, "LocalQueue", kqMeta{Name: lq, Namespace: ns}, kqLocalQueueSpec{ClusterQueue: name}}))
+		}
+		i = j
+	}
+	return strings.Join(docs, "---\n")
+}
+
+// teamsPerNamespace counts, per namespace, the teams whose pods run in it;
+// qs are sorted by team.
+func teamsPerNamespace(qs []quota) map[string]int {
+	teams := map[string]int{}
+	for i, q := range qs {
+		if i == 0 || q.team != qs[i-1].team {
+			for _, ns := range q.namespaces {
+				teams[ns]++
+			}
+		}
+	}
+	return teams
+}
+
+// clusterQueue writes the ClusterQueue name of one team, whose quotas are
+// qs, with the comment that says where each quota comes from.
+func clusterQueue(qs []quota, name string, headroom float64, step time.Duration) string {
+	g := kqGroup{Flavors: []kqFlavor{{Name: kueueFlavor}}}
+	var why []string
+	for _, q := range qs {
+		g.CoveredResources = append(g.CoveredResources, q.resource)
+		g.Flavors[0].Resources = append(g.Flavors[0].Resources, kqResource{Name: q.resource, NominalQuota: q.devices})
+		if q.peak == 0 {
+			why = append(why, fmt.Sprintf("#   %s: no device was busy in any bucket; 1 is a floor so its jobs can still be admitted", q.resource))
+		} else {
+			why = append(why, fmt.Sprintf("#   %s: at most %d busy at once × headroom %.2f → %d", q.resource, q.peak, headroom, q.devices))
+		}
+	}
+	spec := kqClusterQueueSpec{CohortName: kueueCohort, ResourceGroups: []kqGroup{g},
+		// Only the team's own namespaces may use its quota.
+		NamespaceSelector: kqSelector{MatchExpressions: []kqRequirement{{Key: "kubernetes.io/metadata.name", Operator: "In", Values: qs[0].namespaces}}}}
+	return fmt.Sprintf("# team %s: the most devices it kept busy at once (in one %s bucket), with headroom; it borrows unused quota in cohort %s\n%s\n",
+		qs[0].team, pmodel.Duration(step), kueueCohort, strings.Join(why, "\n")) +
+		mustYAML(kqObject{kueueAPIVersion, "ClusterQueue", kqMeta{Name: name}, spec})
+}

@@ -1,0 +1,182 @@
+// Package analysis turns a model.Dataset into the report's figures: totals
+// of device-hours and EUR per fleet, team, namespace, GPU model and node
+// (with the previous period's), per holding with its activity and
+// framebuffer statistics (p95 activity, peak and p99 framebuffer), the
+// timeline and hour-of-week heatmap, the coverage of the range (missing and
+// unknown device-hours, gaps, partial reports) and the faults (broken GPUs,
+// unknown time that blocks advice).
+//
+// It makes no query and decides no saving: it reads model only, and the
+// advice and render packages read its Result.
+package analysis
+
+import (
+	"fmt"
+	"time"
+
+	pmodel "github.com/prometheus/common/model"
+
+	"github.com/gputally/gputally/report/model"
+)
+
+// TeamMap names the team of a namespace; source.TeamMap, read from the team
+// map file, is one. It must be safe for concurrent reads.
+type TeamMap interface {
+	Team(namespace string) (string, bool)
+}
+
+// Team returns the team of holder h: its pod's team label (d.PodTeams), else
+// the team teams maps its namespace to, else the namespace. teams may be nil.
+func Team(d *model.Dataset, teams TeamMap, h model.HolderKey) string {
+	if t, ok := d.PodTeams[model.HolderKey{Namespace: h.Namespace, Pod: h.Pod}]; ok {
+		return t
+	}
+	if teams != nil {
+		if t, ok := teams.Team(h.Namespace); ok {
+			return t
+		}
+	}
+	return h.Namespace
+}
+
+// Result is the analysis of one range: a plain value, read by the advice and
+// the renderers, safe for concurrent reads. Hours are device-hours (a MIG
+// instance or a time-sliced share counts as its part of a GPU), amounts EUR
+// over the range.
+type Result struct {
+	Start, End time.Time
+	Step       string // the step bucket, e.g. "1h"
+	// Partial is true when more than PartialAbove of the device-hours the
+	// range should hold are missing (no data) or unknown; Coverage says where.
+	Partial    bool
+	Coverage   Coverage
+	Warnings   []string
+	Fleet      Group
+	GPUs       int // physical GPUs seen in the range
+	Teams      []Group
+	Namespaces []Group
+	Models     []Group
+	Nodes      []Group
+	Holdings   []Holding
+	// BrokenGPUs are the GPUs that fell off the bus: repair or replace them.
+	BrokenGPUs []BrokenGPU
+	Timeline   []TimelinePoint
+	// Heatmap is the mean device activity (0–1) by weekday (0 = Sunday) and
+	// hour of day, UTC; -1 where there was no data.
+	Heatmap [7][24]float64
+}
+
+// MonthFactor scales an amount over the range to a month of
+// model.HoursPerMonth hours.
+func (r *Result) MonthFactor() float64 { return model.MonthFactor(r.Start, r.End) }
+
+// errNoDataFmt is the message when the range holds no gputally data at all.
+const errNoDataFmt = "no GPU data: no gputally_gpu_seconds_total samples between %s and %s (is the exporter scraped, and is the range right?)"
+
+// Analyze turns the dataset into the analysis; teams (may be nil) names the
+// teams of namespaces. It fails when there is no data, and when the coverage
+// is partial unless allowPartial: then the result is marked Partial and its
+// first warning says what is missing. It only reads d.
+func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error) {
+	r := &Result{Start: d.Start.UTC(), End: d.End.UTC(), Step: pmodel.Duration(d.Step).String()}
+	if len(d.Ledger) == 0 {
+		return nil, fmt.Errorf(errNoDataFmt, r.Start.Format(time.RFC3339), r.End.Format(time.RFC3339))
+	}
+	r.Coverage = coverageOf(d)
+	if r.Coverage.partial() {
+		msg := r.Coverage.summary()
+		if !allowPartial {
+			return nil, fmt.Errorf("%s (pass --allow-partial to report on what there is)", msg)
+		}
+		r.Partial = true
+		r.Warnings = append(r.Warnings, msg)
+	}
+	r.Timeline = timeline(d)
+	r.Heatmap = heatmap(d)
+	a := &analyzer{teams: teams}
+	a.groups(r, d)
+	r.Holdings = a.holdings(d)
+	r.BrokenGPUs = brokenGPUs(d)
+	r.Warnings = append(r.Warnings, unknownNodeWarnings(r)...)
+	r.Warnings = append(r.Warnings, unknownHoldingWarnings(r)...)
+	return r, nil
+}
+
+// analyzer holds the analysis' settings.
+type analyzer struct {
+	teams TeamMap
+}
+
+// timeline is the fleet's device-hours per step bucket.
+func timeline(d *model.Dataset) []TimelinePoint {
+	var out []TimelinePoint
+	for i := range d.Timeline {
+		out = append(out, TimelinePoint{
+			Time:             d.Start.Add(time.Duration(i+1) * d.Step).UTC(),
+			BusyHours:        d.Timeline[i][model.StateBusy] / 3600,
+			IdleHours:        d.Timeline[i][model.StateIdle] / 3600,
+			UnallocatedHours: d.Timeline[i][model.StateUnallocated] / 3600,
+			LostHours:        d.Timeline[i][model.StateLost] / 3600,
+			UnknownHours:     d.Timeline[i][model.StateUnknown] / 3600,
+			Missing:          !d.Present[i],
+		})
+	}
+	return out
+}
+
+// heatmap is the mean device activity by weekday and hour; -1 without data.
+func heatmap(d *model.Dataset) [7][24]float64 {
+	var out [7][24]float64
+	for wd := range 7 {
+		for h := range 24 {
+			c := d.Heat[wd][h]
+			out[wd][h] = -1
+			if c.N > 0 {
+				out[wd][h] = c.Sum / float64(c.N)
+			}
+		}
+	}
+	return out
+}
+
+// groups fills r's fleet, teams, namespaces, models and nodes, with the
+// previous period's totals when d has one, and r.GPUs.
+func (a *analyzer) groups(r *Result, d *model.Dataset) {
+	fleet, teams, namespaces, models, nodes := groupSet{}, groupSet{}, groupSet{}, groupSet{}, groupSet{}
+	gpus := map[string]bool{}
+	// groupsOf lists the groups an entry counts in: the fleet, its model and
+	// its node, and for a held entry its team and namespace.
+	groupsOf := func(k model.HoldingKey, e *model.LedgerEntry) []*groupAcc {
+		gs := []*groupAcc{fleet.get(""), models.get(e.Model), nodes.get(e.Host)}
+		if k.Holder != (model.HolderKey{}) {
+			gs = append(gs, teams.get(Team(d, a.teams, k.Holder)), namespaces.get(k.Holder.Namespace))
+		}
+		return gs
+	}
+	for _, k := range model.SortedKeys(d.Ledger) {
+		e := d.Ledger[k]
+		gpus[k.Dev.UUID] = true
+		act, fb := d.Activity[k], d.FBMiB[k]
+		for _, g := range groupsOf(k, e) {
+			g.totals.add(e)
+			if k.Holder != (model.HolderKey{}) {
+				g.act = append(g.act, act)
+				g.fb = append(g.fb, fb)
+			}
+		}
+	}
+	for _, k := range model.SortedKeys(d.Previous) {
+		e := d.Previous[k]
+		for _, g := range groupsOf(k, e) {
+			g.prev.add(e)
+		}
+	}
+	withPrev := d.Previous != nil
+	r.Fleet = fleet.groups(withPrev)[0]
+	r.Fleet.Name = "fleet"
+	r.GPUs = len(gpus)
+	r.Teams = teams.groups(withPrev)
+	r.Namespaces = namespaces.groups(withPrev)
+	r.Models = models.groups(withPrev)
+	r.Nodes = nodes.groups(withPrev)
+}

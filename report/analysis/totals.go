@@ -1,0 +1,199 @@
+package analysis
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gputally/gputally/report/model"
+)
+
+// Totals are GPU-hours and EUR of a group over the range. Hours are device-hours
+// (a MIG instance or a time-sliced share counts as its part of a GPU).
+type Totals struct {
+	GPUHours         float64 `json:"gpu_hours"`  // busy + idle + unallocated + lost + unknown
+	HeldHours        float64 `json:"held_hours"` // busy + idle
+	BusyHours        float64 `json:"busy_hours"`
+	IdleHours        float64 `json:"idle_hours"` // allocated but idle
+	UnallocatedHours float64 `json:"unallocated_hours"`
+	LostHours        float64 `json:"lost_hours"`    // on GPUs that fell off the bus
+	UnknownHours     float64 `json:"unknown_hours"` // holder or activity not measured
+	CostEUR          float64 `json:"cost_eur"`
+	BusyEUR          float64 `json:"busy_eur"`
+	IdleEUR          float64 `json:"idle_eur"` // allocated but idle
+	UnallocatedEUR   float64 `json:"unallocated_eur"`
+	LostEUR          float64 `json:"lost_eur"`
+	UnknownEUR       float64 `json:"unknown_eur"`
+	BusyShare        float64 `json:"busy_share"` // busy hours / held hours, 0–1
+}
+
+func (t *Totals) add(e *model.LedgerEntry) {
+	t.BusyHours += e.Seconds[model.StateBusy] / 3600
+	t.IdleHours += e.Seconds[model.StateIdle] / 3600
+	t.UnallocatedHours += e.Seconds[model.StateUnallocated] / 3600
+	t.LostHours += e.Seconds[model.StateLost] / 3600
+	t.UnknownHours += e.Seconds[model.StateUnknown] / 3600
+	t.BusyEUR += e.EUR[model.StateBusy]
+	t.IdleEUR += e.EUR[model.StateIdle]
+	t.UnallocatedEUR += e.EUR[model.StateUnallocated]
+	t.LostEUR += e.EUR[model.StateLost]
+	t.UnknownEUR += e.EUR[model.StateUnknown]
+}
+
+func (t *Totals) finish() {
+	t.HeldHours = t.BusyHours + t.IdleHours
+	t.GPUHours = t.HeldHours + t.UnallocatedHours + t.LostHours + t.UnknownHours
+	t.CostEUR = t.BusyEUR + t.IdleEUR + t.UnallocatedEUR + t.LostEUR + t.UnknownEUR
+	if t.HeldHours > 0 {
+		t.BusyShare = t.BusyHours / t.HeldHours
+	}
+}
+
+// Usage is activity and framebuffer of a group. Has* are false when no
+// series carried the signal; the values are then 0.
+type Usage struct {
+	HasActivity bool    `json:"has_activity"`
+	P95Activity float64 `json:"p95_activity"` // ratio 0–1 of the resolution-step averages
+	HasFB       bool    `json:"has_framebuffer"`
+	PeakFBMiB   float64 `json:"peak_fb_mib"`
+	P99FBMiB    float64 `json:"p99_fb_mib"`
+}
+
+// Group is one row of a table: a team, namespace, GPU model or node.
+type Group struct {
+	Name     string  `json:"name"`
+	Totals   Totals  `json:"totals"`
+	Usage    Usage   `json:"usage"`
+	Previous *Totals `json:"previous,omitempty"` // the previous period, when it has data
+}
+
+// Holding is one container on one device (a GPU, a MIG instance or a
+// time-sliced share) over the range.
+type Holding struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	Container string `json:"container"`
+	Team      string `json:"team"`
+	Node      string `json:"node"`
+	Model     string `json:"model"`
+	UUID      string `json:"uuid"`
+	MIGID     string `json:"mig_instance,omitempty"` // GPU_I_ID
+	Profile   string `json:"mig_profile,omitempty"`
+	Resource  string `json:"resource,omitempty"`
+	Sharing   string `json:"sharing,omitempty"`
+	Totals    Totals `json:"totals"`
+	Usage     Usage  `json:"usage"`
+}
+
+// Name names the holding: namespace/pod/container.
+func (h *Holding) Name() string { return h.Namespace + "/" + h.Pod + "/" + h.Container }
+
+// TimelinePoint is the fleet's device-hours in one step bucket ending at Time.
+type TimelinePoint struct {
+	Time             time.Time `json:"time"`
+	BusyHours        float64   `json:"busy_hours"`
+	IdleHours        float64   `json:"idle_hours"`
+	UnallocatedHours float64   `json:"unallocated_hours"`
+	LostHours        float64   `json:"lost_hours"`
+	UnknownHours     float64   `json:"unknown_hours"`
+	Missing          bool      `json:"missing,omitempty"`
+}
+
+// percentile returns the q-quantile (0–1) of v by nearest rank; v is sorted in place.
+func percentile(v []float32, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	i := int(math.Ceil(q*float64(len(v)))) - 1
+	return exact(v[max(0, min(i, len(v)-1))])
+}
+
+// exact widens a float32 to the float64 with the same shortest decimal form
+// (0.95, not 0.949999988).
+func exact(v float32) float64 {
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(v), 'g', -1, 32), 64)
+	return f
+}
+
+func usageOf(act, fb []float32) Usage {
+	var u Usage
+	if len(act) > 0 {
+		u.HasActivity = true
+		u.P95Activity = percentile(act, 0.95)
+	}
+	if len(fb) > 0 {
+		u.HasFB = true
+		u.P99FBMiB = percentile(fb, 0.99)
+		u.PeakFBMiB = exact(fb[len(fb)-1])
+	}
+	return u
+}
+
+// groupAcc accumulates a Group. act and fb are the holdings' own slices,
+// joined only while the group's percentiles are computed: a holding belongs to
+// five groups (fleet, model, node, team, namespace), and copies kept for each
+// were most of the report's memory on large fleets.
+type groupAcc struct {
+	totals, prev Totals
+	act, fb      [][]float32
+}
+
+type groupSet map[string]*groupAcc
+
+func (g groupSet) get(name string) *groupAcc {
+	a := g[name]
+	if a == nil {
+		a = &groupAcc{}
+		g[name] = a
+	}
+	return a
+}
+
+func (g groupSet) groups(withPrev bool) []Group {
+	out := make([]Group, 0, len(g))
+	for name, a := range g {
+		a.totals.finish()
+		gr := Group{Name: name, Totals: a.totals, Usage: usageOf(slices.Concat(a.act...), slices.Concat(a.fb...))}
+		if withPrev {
+			a.prev.finish()
+			p := a.prev
+			gr.Previous = &p
+		}
+		out = append(out, gr)
+	}
+	slices.SortFunc(out, func(a, b Group) int {
+		if c := cmp.Compare(b.Totals.CostEUR, a.Totals.CostEUR); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+func (a *analyzer) holdings(d *model.Dataset) []Holding {
+	var out []Holding
+	for _, k := range model.SortedKeys(d.Ledger) {
+		e := d.Ledger[k]
+		if k.Holder == (model.HolderKey{}) {
+			continue
+		}
+		var t Totals
+		t.add(e)
+		t.finish()
+		al := d.Alloc[k]
+		out = append(out, Holding{
+			Namespace: k.Holder.Namespace, Pod: k.Holder.Pod, Container: k.Holder.Container,
+			Team: Team(d, a.teams, k.Holder), Node: e.Host, Model: e.Model, UUID: k.Dev.UUID, MIGID: k.Dev.GI,
+			Profile: e.Profile, Resource: al.Resource, Sharing: al.Sharing,
+			Totals: t, Usage: usageOf(d.Activity[k], d.FBMiB[k]),
+		})
+	}
+	slices.SortFunc(out, func(a, b Holding) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
+			cmp.Compare(a.Container, b.Container), cmp.Compare(a.UUID, b.UUID), cmp.Compare(a.MIGID, b.MIGID))
+	})
+	return out
+}

@@ -1,0 +1,140 @@
+package model
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// The states of gputally_gpu_seconds_total and gputally_cost_eur_total, as
+// indices into LedgerEntry.Seconds and LedgerEntry.EUR.
+const (
+	StateBusy = iota
+	StateIdle
+	StateUnallocated
+	StateLost    // the GPU fell off the bus: its capital, no holder
+	StateUnknown // holder or activity not measured
+	NumStates
+)
+
+// StateIndex returns the index of the ledger's `state` label value s, and
+// false for a value the ledger does not write.
+func StateIndex(s string) (int, bool) {
+	switch s {
+	case "busy":
+		return StateBusy, true
+	case "idle":
+		return StateIdle, true
+	case "unallocated":
+		return StateUnallocated, true
+	case "lost":
+		return StateLost, true
+	case "unknown":
+		return StateUnknown, true
+	}
+	return 0, false
+}
+
+// DeviceKey names a physical GPU (GI empty) or one of its MIG instances (GI
+// is its GPU_I_ID).
+type DeviceKey struct{ UUID, GI string }
+
+// HolderKey names a container; the zero value is no one (unallocated).
+type HolderKey struct{ Namespace, Pod, Container string }
+
+// HoldingKey is one container on one device.
+type HoldingKey struct {
+	Dev    DeviceKey
+	Holder HolderKey
+}
+
+// LedgerEntry is what the ledger recorded for one holding over the range.
+type LedgerEntry struct {
+	Model, Host, Profile string
+	GPU                  string             // the GPU's `gpu` label: its index on the node
+	Seconds              [NumStates]float64 // device-seconds per state
+	EUR                  [NumStates]float64 // EUR per state
+	BusyPerBucket        []float32          // busy device-seconds per step bucket; nil for the previous period
+	Last                 int                // the last step bucket with seconds in any state; -1: none
+}
+
+// Alloc is what gputally_gpu_allocation says of a holding: the extended
+// resource it was allocated through and how the device is shared.
+type Alloc struct{ Resource, Sharing string }
+
+// GPUSeen is what the ledger recorded of one physical GPU over the range.
+type GPUSeen struct {
+	Host, GPU string
+	Seen      []float64 // device-seconds over all states per step bucket
+	Unknown   []float64 // of them unknown, per step bucket
+	FirstLost int       // first bucket with lost seconds; -1: none
+}
+
+// HeatCell sums the device activity ratios (0–1) sampled in one hour of the
+// week.
+type HeatCell struct {
+	Sum float64
+	N   int
+}
+
+// Range is the period a source collects: (Start, End] in buckets of Step for
+// the ledger, and steps of Resolution for activity and framebuffer.
+type Range struct {
+	Start, End time.Time
+	Step       time.Duration
+	Resolution time.Duration
+}
+
+// Dataset is what a source collected over a Range: everything the analysis
+// and the advice read. A source fills it; the layers above only read it.
+type Dataset struct {
+	Range
+	Buckets int // step buckets in the range
+
+	Ledger   map[HoldingKey]*LedgerEntry
+	Present  []bool               // per bucket: it has ledger data
+	Timeline [][NumStates]float64 // fleet device-seconds per bucket and state
+	Alloc    map[HoldingKey]Alloc
+	Activity map[HoldingKey][]float32    // activity ratio (0–1) per resolution step
+	FBMiB    map[HoldingKey][]float32    // peak framebuffer (MiB) per resolution step
+	Heat     [7][24]HeatCell             // device activity by weekday (0 = Sunday) and hour, UTC
+	PodTeams map[HolderKey]string        // team label per pod (Container empty), from kube_pod_labels
+	Previous map[HoldingKey]*LedgerEntry // the period before; nil when it has no data to compare with
+	GPUs     map[string]*GPUSeen         // by UUID: what the range saw of each GPU
+	MIGMode  map[string]string           // by UUID: gputally_gpu_info's mig_mode at the GPU's last sample; absent: not known
+
+	Warnings []string // annotations the source's backend returned with its answers
+	Requests int      // requests the source made
+}
+
+// NewDataset returns an empty dataset over r, its maps made and its
+// per-bucket slices sized.
+func NewDataset(r Range) *Dataset {
+	d := &Dataset{
+		Range:    r,
+		Buckets:  int(r.End.Sub(r.Start) / r.Step),
+		Alloc:    map[HoldingKey]Alloc{},
+		MIGMode:  map[string]string{},
+		Activity: map[HoldingKey][]float32{},
+		FBMiB:    map[HoldingKey][]float32{},
+		PodTeams: map[HolderKey]string{},
+		GPUs:     map[string]*GPUSeen{},
+	}
+	d.Present = make([]bool, d.Buckets)
+	d.Timeline = make([][NumStates]float64, d.Buckets)
+	return d
+}
+
+// SortedKeys returns the keys of m in a fixed order, so that sums come out
+// the same in every run.
+func SortedKeys(m map[HoldingKey]*LedgerEntry) []HoldingKey {
+	keys := make([]HoldingKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b HoldingKey) int {
+		return cmp.Or(cmp.Compare(a.Dev.UUID, b.Dev.UUID), cmp.Compare(a.Dev.GI, b.Dev.GI), cmp.Compare(a.Holder.Namespace, b.Holder.Namespace),
+			cmp.Compare(a.Holder.Pod, b.Holder.Pod), cmp.Compare(a.Holder.Container, b.Holder.Container))
+	})
+	return keys
+}

@@ -1,0 +1,95 @@
+package render
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/gputally/gputally/report/analysis"
+)
+
+var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hours", "idle_hours", "unallocated_hours",
+	"busy_share", "cost_eur", "idle_eur", "unallocated_eur", "p95_activity", "peak_fb_mib", "p99_fb_mib",
+	"kind", "freed_eur_per_month", "reclaimable_eur_per_month", "hours_per_month", "evidence",
+	"lost_hours", "unknown_hours", "lost_eur", "unknown_eur", "coverage", "missing_hours", "from", "to"}
+
+// Columns of csvHeader the rows fill by name.
+const (
+	csvKind = 14 + iota
+	csvFreed
+	csvReclaimable
+	csvHoursPerMonth
+	csvEvidence
+	csvLostHours
+	csvUnknownHours
+	csvLostEUR
+	csvUnknownEUR
+	csvCoverage
+	csvMissingHours
+	csvFrom
+	csvTo
+)
+
+// f64 formats x rounded to 6 decimals.
+func f64(x float64) string { return strconv.FormatFloat(math.Round(x*1e6)/1e6, 'f', -1, 64) }
+
+func usageCells(u analysis.Usage) []string {
+	c := []string{"", "", ""}
+	if u.HasActivity {
+		c[0] = f64(u.P95Activity)
+	}
+	if u.HasFB {
+		c[1], c[2] = f64(u.PeakFBMiB), f64(u.P99FBMiB)
+	}
+	return c
+}
+
+// renderCSV writes one row per fleet, team, namespace, model, node, holding
+// and recommendation; columns a row does not have are empty.
+func renderCSV(w io.Writer, r *Report) error {
+	cw := csv.NewWriter(w)
+	rows := [][]string{csvHeader}
+	row := func(section, name string, t analysis.Totals, u analysis.Usage) {
+		cells := append(append([]string{section, name, f64(t.GPUHours), f64(t.HeldHours), f64(t.BusyHours), f64(t.IdleHours),
+			f64(t.UnallocatedHours), f64(t.BusyShare), f64(t.CostEUR), f64(t.IdleEUR), f64(t.UnallocatedEUR)}, usageCells(u)...),
+			make([]string, len(csvHeader)-csvKind)...)
+		cells[csvLostHours], cells[csvUnknownHours] = f64(t.LostHours), f64(t.UnknownHours)
+		cells[csvLostEUR], cells[csvUnknownEUR] = f64(t.LostEUR), f64(t.UnknownEUR)
+		rows = append(rows, cells)
+	}
+	row("fleet", "fleet", r.Fleet.Totals, r.Fleet.Usage)
+	for _, s := range []struct {
+		name string
+		gs   []analysis.Group
+	}{{"team", r.Teams}, {"namespace", r.Namespaces}, {"model", r.Models}, {"node", r.Nodes}} {
+		for _, g := range s.gs {
+			row(s.name, g.Name, g.Totals, g.Usage)
+		}
+	}
+	for _, h := range r.Holdings {
+		name := h.Name() + "@" + h.UUID
+		if h.MIGID != "" {
+			name += "/" + h.MIGID
+		}
+		row("holding", name, h.Totals, h.Usage)
+	}
+	month := f64(r.HoursPerMonth)
+	headline := make([]string, len(csvHeader))
+	headline[0], headline[1], headline[csvKind] = "headline", "fleet", "all advice"
+	headline[csvFreed], headline[csvReclaimable], headline[csvHoursPerMonth] = f64(r.FreedEURPerMonth), f64(r.ReclaimableEURPerMonth), month
+	rows = append(rows, headline)
+	for _, rec := range r.Recommendations {
+		cells := make([]string, len(csvHeader))
+		cells[0], cells[1] = "recommendation", rec.Target
+		cells[csvKind], cells[csvFreed], cells[csvReclaimable] = recTitle(rec), f64(rec.FreedEURPerMonth), f64(rec.ReclaimableEURPerMonth)
+		cells[csvHoursPerMonth], cells[csvEvidence] = month, rec.Evidence
+		rows = append(rows, cells)
+	}
+	rows = append(rows, csvFaultRows(r)...)
+	if err := cw.WriteAll(rows); err != nil {
+		return fmt.Errorf("write csv: %w", err)
+	}
+	return nil
+}

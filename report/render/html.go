@@ -1,0 +1,159 @@
+package render
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/gputally/gputally/report/analysis"
+)
+
+// The HTML report is one self-contained file: inline CSS and SVG, no
+// JavaScript, no external resources.
+var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"eur": eur, "hours": hours, "pct": pct, "activity": activity, "mib": mib, "change": change,
+	"rectitle": recTitle, "inc": func(i int) int { return i + 1 }, "orNone": orNone, "layouts": layoutsText,
+	"join": func(s []string) string { return strings.Join(s, ", ") }, "join_lines": func(s []string) string { return strings.Join(s, "\n") },
+	"rfc3339": func(t time.Time) string { return t.Format(time.RFC3339) }, "heldBy": heldBy, "coverageLine": coverageLine,
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>GPU report {{.Period}}</title>
+<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#1d232b;padding:0 1rem}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2rem;border-bottom:1px solid #d8dde3;padding-bottom:.2rem}
+.sub{color:#5b6571}.partial{background:#fff3cd;border:1px solid #e0b000;padding:.6rem;margin:1rem 0;font-weight:bold}
+.warn{color:#8a5a00}.kpis{display:flex;flex-wrap:wrap;gap:1rem;margin:1rem 0}
+.kpi{border:1px solid #d8dde3;border-radius:6px;padding:.6rem 1rem;min-width:9rem}.kpi b{display:block;font-size:1.3rem}
+table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem;font-size:.9rem}th,td{border-bottom:1px solid #e6e9ed;padding:.3rem .5rem;text-align:right;vertical-align:top}
+th:first-child,td:first-child,td.l,th.l{text-align:left}th{background:#f4f6f8}
+pre{background:#f4f6f8;padding:.8rem;overflow-x:auto;font-size:.85rem}svg{max-width:100%;height:auto}
+svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unallocated{fill:#9e9e9e}.lost{fill:#b71c1c}.unknown{fill:#7e57c2}.bar{fill:#e65100}
+</style>
+</head>
+<body>
+<h1>GPU utilization and cost report</h1>
+<p class="sub">{{.Period}} · steps of {{.R.Step}} · source: {{.R.Source}}</p>
+{{if .R.Partial}}<p class="partial" id="partial">Partial report: {{hours .Missing}} of the device-hours are missing or unknown (more than {{pct .PartialAbove}}); see Coverage.</p>{{end}}
+{{range .R.Warnings}}<p class="warn">warning: {{.}}</p>{{end}}
+{{with .R.Fleet}}<div class="kpis">
+<div class="kpi">GPUs<b>{{$.R.GPUs}}</b></div>
+<div class="kpi">device-hours<b>{{hours .Totals.GPUHours}}</b></div>
+<div class="kpi">busy share of held<b>{{pct .Totals.BusyShare}}</b></div>
+<div class="kpi">cost<b>{{eur .Totals.CostEUR}} EUR</b></div>
+<div class="kpi">idle, allocated<b>{{eur .Totals.IdleEUR}} EUR</b></div>
+<div class="kpi">unallocated<b>{{eur .Totals.UnallocatedEUR}} EUR</b></div>
+<div class="kpi">lost (broken GPUs)<b>{{eur .Totals.LostEUR}} EUR</b></div>
+<div class="kpi">unknown<b>{{eur .Totals.UnknownEUR}} EUR</b></div>
+<div class="kpi">coverage<b>{{pct $.R.Coverage.Ratio}}</b></div>
+<div class="kpi">freed if all advice is applied<b id="freed">{{eur $.R.FreedEURPerMonth}} EUR/month</b></div>
+<div class="kpi">reclaimable capacity<b>{{eur $.R.ReclaimableEURPerMonth}} EUR/month</b></div>
+</div>
+<p>p95 activity {{activity .Usage}}, framebuffer peak {{mib .Usage.HasFB .Usage.PeakFBMiB}} MiB, p99 {{mib .Usage.HasFB .Usage.P99FBMiB}} MiB.
+{{with .Previous}}Against the previous period: cost {{change $.R.Fleet.Totals.CostEUR .CostEUR}}, idle EUR {{change $.R.Fleet.Totals.IdleEUR .IdleEUR}}, unallocated EUR {{change $.R.Fleet.Totals.UnallocatedEUR .UnallocatedEUR}}.{{end}}</p>{{end}}
+
+<h2>Coverage</h2>
+{{with .R.Coverage}}<p id="coverage">{{coverageLine .}}</p>
+{{if .Nodes}}<table id="coverage-nodes"><tr><th class="l">node</th><th>GPUs</th><th>coverage</th><th>missing device-hours</th><th>unknown device-hours</th></tr>
+{{range .Nodes}}<tr><td>{{orNone .Node}}</td><td>{{.GPUs}}</td><td>{{pct .Ratio}}</td><td>{{hours .MissingHours}}</td><td>{{hours .UnknownHours}}</td></tr>
+{{end}}</table>{{end}}{{end}}
+{{with .Uncovered}}<p>GPUs not fully covered (every other GPU was):</p>
+<table id="coverage-gpus"><tr><th class="l">node</th><th class="l">GPU</th><th class="l">UUID</th><th>coverage</th><th>missing device-hours</th><th>unknown device-hours</th></tr>
+{{range .}}<tr><td>{{orNone .Node}}</td><td class="l">{{.GPU}}</td><td class="l">{{.UUID}}</td><td>{{pct .Ratio}}</td><td>{{hours .MissingHours}}</td><td>{{hours .UnknownHours}}</td></tr>
+{{end}}</table>{{end}}
+{{with .R.Coverage.Gaps}}<p>Gaps without data:</p>
+<table id="gaps"><tr><th class="l">node</th><th class="l">GPU</th><th class="l">UUID</th><th class="l">from</th><th class="l">to</th><th>device-hours</th></tr>
+{{range .}}<tr><td>{{orNone .Node}}</td><td class="l">{{.GPU}}</td><td class="l">{{.UUID}}</td><td class="l">{{rfc3339 .From}}</td><td class="l">{{rfc3339 .To}}</td><td>{{hours .Hours}}</td></tr>
+{{end}}</table>{{end}}
+{{with .R.BrokenGPUs}}<h2>Broken hardware</h2>
+<ul id="broken-gpus">{{range .}}<li>{{.Advice}} ({{.Model}}, lost since {{rfc3339 .Since}}, {{hours .LostHours}} device-hours{{heldBy .Holdings}})</li>
+{{end}}</ul>{{end}}
+
+<h2>Recommendations</h2>
+<p>{{.SavingsNote}}</p>
+{{if .R.Recommendations}}<table id="recommendations"><tr><th>#</th><th class="l">change</th><th class="l">target</th><th class="l">nodes</th><th>freed EUR/month</th><th>reclaimable EUR/month</th><th class="l">evidence</th></tr>
+{{range $i, $r := .R.Recommendations}}<tr><td>{{inc $i}}</td><td class="l">{{rectitle $r}}</td><td class="l">{{$r.Target}}</td><td class="l">{{join $r.Nodes}}</td><td>{{eur $r.FreedEURPerMonth}}</td><td>{{eur $r.ReclaimableEURPerMonth}}</td><td class="l">{{$r.Evidence}}</td></tr>
+{{end}}</table>{{else}}<p>None: every GPU held was busy enough and no smaller MIG profile fits.</p>{{end}}
+{{range .R.Packing}}<p>MIG packing on {{.Model}}: {{.Workloads}} workload(s) on {{.Workloads}} whole GPU(s) today fit on {{.GPUsAfter}} GPU(s): {{layouts .Layouts}}.</p>{{end}}
+
+<h2>Idle EUR by namespace</h2>
+{{.IdleChart}}
+<h2>Activity by hour of week (UTC)</h2>
+{{.Heatmap}}
+<h2>Busy, idle, unallocated, lost and unknown over the range</h2>
+{{.Timeline}}
+
+{{range .Tables}}<h2>{{.Title}}</h2>
+<table><tr><th class="l">name</th><th>GPU-hours held</th><th>busy share</th><th>cost EUR</th><th>idle EUR</th><th>unknown EUR</th>{{if .Unalloc}}<th>unallocated EUR</th><th>lost EUR</th>{{end}}<th>p95 activity</th><th>peak FB MiB</th><th>p99 FB MiB</th>{{if .Prev}}<th>held vs prev</th><th>idle EUR vs prev</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}
+{{if .ApplyAny}}<h2>Configuration to apply</h2>
+{{with .R.Apply.MIGParted}}<h3>MIG layout (nvidia mig-parted config, one per node)</h3><pre>{{.}}</pre>{{end}}
+{{with .R.Apply.MIGPartedLabels}}<p>Select it per node:</p><pre>{{join_lines .}}</pre>{{end}}
+{{with .R.Apply.TimeSlicing}}<h3>Time-slicing (NVIDIA device plugin ConfigMap, one key per node class)</h3><pre>{{.}}</pre>{{end}}
+{{with .R.Apply.TimeSlicingLabels}}<p>Select it per node:</p><pre>{{join_lines .}}</pre>{{end}}
+{{range .R.Apply.TimeSlicingSharing}}<p class="warning">Warning: {{.}}.</p>{{end}}
+{{with .R.Apply.Kueue}}<h3>Kueue (v1beta2: ResourceFlavor, ClusterQueue per team, LocalQueue per namespace)</h3><pre>{{.}}</pre>{{end}}{{end}}
+</body>
+</html>
+`))
+
+type htmlTable struct {
+	Title         string
+	Unalloc, Prev bool
+	Rows          [][]string
+}
+
+func groupRows(gs []analysis.Group, unalloc, prev bool) [][]string {
+	rows := make([][]string, 0, len(gs))
+	for _, g := range gs {
+		t := g.Totals
+		row := []string{orNone(g.Name), hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR), eur(t.UnknownEUR)}
+		if unalloc {
+			row = append(row, eur(t.UnallocatedEUR), eur(t.LostEUR))
+		}
+		row = append(row, activity(g.Usage), mib(g.Usage.HasFB, g.Usage.PeakFBMiB), mib(g.Usage.HasFB, g.Usage.P99FBMiB))
+		if prev && g.Previous != nil {
+			row = append(row, change(t.HeldHours, g.Previous.HeldHours), change(t.IdleEUR, g.Previous.IdleEUR))
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func renderHTML(w io.Writer, r *Report) error {
+	prev := r.Fleet.Previous != nil
+	var tables []htmlTable
+	for _, t := range []struct {
+		title   string
+		gs      []analysis.Group
+		unalloc bool
+	}{{"Teams", r.Teams, false}, {"Namespaces", r.Namespaces, false}, {"GPU models", r.Models, true}, {"Nodes", r.Nodes, true}} {
+		if len(t.gs) > 0 {
+			tables = append(tables, htmlTable{Title: t.title, Unalloc: t.unalloc, Prev: prev, Rows: groupRows(t.gs, t.unalloc, prev)})
+		}
+	}
+	data := struct {
+		R                            *Report
+		Period                       string
+		IdleChart, Heatmap, Timeline template.HTML
+		Tables                       []htmlTable
+		ApplyAny                     bool
+		SavingsNote                  string
+		Missing, PartialAbove        float64
+		Uncovered                    []analysis.GPUCoverage
+	}{
+		R: r, Period: period(r), Tables: tables, ApplyAny: r.Apply.Any(), SavingsNote: savingsNote(r),
+		Missing: r.Coverage.MissingHours + r.Coverage.UnknownHours, PartialAbove: analysis.PartialAbove, Uncovered: uncovered(&r.Coverage),
+		IdleChart: idleChart(r.Namespaces), Heatmap: heatmapChart(r.Heatmap), Timeline: timelineChart(r.Timeline),
+	}
+	if err := htmlTemplate.Execute(w, data); err != nil {
+		return fmt.Errorf("render html: %w", err)
+	}
+	return nil
+}

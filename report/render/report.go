@@ -1,0 +1,95 @@
+// Package render writes the report: Markdown, HTML (one self-contained file
+// with inline SVG charts), CSV and JSON (the Report value itself), and posts
+// the Markdown to a Slack/Mattermost incoming webhook.
+//
+// It reads the results of analysis and advice, and model's units; it makes
+// no query and decides nothing, and no report package but report imports it.
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gputally/gputally/report/advice"
+	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/model"
+)
+
+// Report is the weekly report. It is a plain value: renderers only read it.
+type Report struct {
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end"`
+	Step   string    `json:"step"`
+	Source string    `json:"source"`
+	// Partial is true when more than 1 % of the device-hours the range should
+	// hold are missing (no data) or unknown; Coverage says where.
+	Partial    bool               `json:"partial"`
+	Coverage   analysis.Coverage  `json:"coverage"`
+	Warnings   []string           `json:"warnings,omitempty"`
+	Fleet      analysis.Group     `json:"fleet"`
+	GPUs       int                `json:"gpus"`
+	Teams      []analysis.Group   `json:"teams"`
+	Namespaces []analysis.Group   `json:"namespaces"`
+	Models     []analysis.Group   `json:"models"`
+	Nodes      []analysis.Group   `json:"nodes"`
+	Holdings   []analysis.Holding `json:"holdings"`
+	// BrokenGPUs are the GPUs that fell off the bus: repair or replace them.
+	// No other advice is made for their holdings.
+	BrokenGPUs      []analysis.BrokenGPU    `json:"broken_gpus,omitempty"`
+	Recommendations []advice.Recommendation `json:"recommendations"`
+	Packing         []advice.Packing        `json:"mig_packing,omitempty"`
+	// FreedEURPerMonth is the headline: the measured cost of every GPU the
+	// advice makes free, each counted once, per month of HoursPerMonth hours.
+	FreedEURPerMonth float64 `json:"freed_eur_per_month"`
+	// ReclaimableEURPerMonth is the partial capacity the advice makes free,
+	// shown apart and not part of the headline.
+	ReclaimableEURPerMonth float64                  `json:"reclaimable_eur_per_month"`
+	HoursPerMonth          float64                  `json:"hours_per_month"` // the month of the EUR/month figures
+	Apply                  advice.Apply             `json:"apply"`
+	Timeline               []analysis.TimelinePoint `json:"timeline"`
+	// Heatmap is the mean device activity (0–1) by weekday (0 = Sunday) and
+	// hour of day, UTC; -1 where there was no data.
+	Heatmap [7][24]float64 `json:"heatmap"`
+}
+
+// MonthFactor scales an amount over the report's range to a month of
+// HoursPerMonth hours.
+func (r *Report) MonthFactor() float64 { return model.MonthFactor(r.Start, r.End) }
+
+// NewReport returns the report of the analysis a with its advice adv; Source
+// is left to the caller.
+func NewReport(a *analysis.Result, adv *advice.Advice) *Report {
+	return &Report{Start: a.Start, End: a.End, Step: a.Step, Partial: a.Partial, Coverage: a.Coverage, Warnings: a.Warnings,
+		Fleet: a.Fleet, GPUs: a.GPUs, Teams: a.Teams, Namespaces: a.Namespaces, Models: a.Models, Nodes: a.Nodes,
+		Holdings: a.Holdings, BrokenGPUs: a.BrokenGPUs,
+		Recommendations: adv.Recommendations, Packing: adv.Packing, FreedEURPerMonth: adv.FreedEURPerMonth,
+		ReclaimableEURPerMonth: adv.ReclaimableEURPerMonth, HoursPerMonth: adv.HoursPerMonth, Apply: adv.Apply,
+		Timeline: a.Timeline, Heatmap: a.Heatmap}
+}
+
+// Formats Render writes.
+const (
+	FormatHTML     = "html"
+	FormatMarkdown = "md"
+	FormatCSV      = "csv"
+	FormatJSON     = "json"
+)
+
+// Render writes r in format (FormatHTML, FormatMarkdown, FormatCSV or FormatJSON).
+func Render(w io.Writer, r *Report, format string) error {
+	switch format {
+	case FormatHTML:
+		return renderHTML(w, r)
+	case FormatMarkdown:
+		return renderMarkdown(w, r)
+	case FormatCSV:
+		return renderCSV(w, r)
+	case FormatJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return fmt.Errorf("format %q: want html, md, csv or json", format)
+}

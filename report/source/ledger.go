@@ -1,0 +1,169 @@
+package source
+
+import (
+	"context"
+	"fmt"
+
+	pmodel "github.com/prometheus/common/model"
+
+	"github.com/gputally/gputally/report/model"
+)
+
+// LedgerOptions are the settings of a Ledger.
+type LedgerOptions struct {
+	// TeamLabel (optional) is a pod label key whose value names the team,
+	// read from kube-state-metrics' kube_pod_labels into Dataset.PodTeams.
+	TeamLabel string
+	// MaxPointsPerQuery bounds the steps one request asks for (at least 2);
+	// longer ranges are split into several requests.
+	MaxPointsPerQuery int
+	// MaxSamplesPerQuery bounds the samples (series × steps) one answer
+	// should hold: requests are sized by the series of the previous answer.
+	// 0: no bound.
+	MaxSamplesPerQuery int
+	// Progress (optional) receives a line per request.
+	Progress Progress
+}
+
+// Ledger is the Source that reads gputally's metrics through a Querier: the
+// ledger counters gputally_gpu_seconds_total and gputally_cost_eur_total,
+// read exactly (increase.go) for the range and the period before it, and
+// gputally_gpu_allocation, gputally_gpu_info, kube_pod_labels, DCGM's and
+// gputally's activity and framebuffer gauges. The queries are range queries
+// split into requests of bounded size; it needs no recording rules. A Ledger
+// is safe for use by one goroutine at a time.
+type Ledger struct {
+	q    Querier
+	opts LedgerOptions
+}
+
+// NewLedger returns the ledger reader over q.
+func NewLedger(q Querier, opts LedgerOptions) *Ledger { return &Ledger{q: q, opts: opts} }
+
+// Collect implements Source: it runs every query over (r.Start, r.End]. The
+// dataset's Warnings are the annotations the queries returned, and Requests
+// the requests made.
+func (l *Ledger) Collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
+	run := &rangeRunner{q: l.q, maxPoints: l.opts.MaxPointsPerQuery, maxSamples: l.opts.MaxSamplesPerQuery, progress: l.opts.Progress}
+	c := &collector{run: run, teamLabel: l.opts.TeamLabel}
+	d, err := c.collect(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	d.Warnings, d.Requests = run.warnings, run.done
+	return d, nil
+}
+
+const byDevice = "UUID, GPU_I_ID, namespace, pod, container"
+
+// hostOf returns a device series' node: its `hostname` label, or the
+// `Hostname` that dcgm-exporter up to 4.8.2 and gputally's
+// --collector.legacy-hostname-label write. A range that spans the change of
+// spelling has two series per device; both name the same node.
+func hostOf(m pmodel.Metric) string {
+	if h, ok := m["hostname"]; ok {
+		return string(h)
+	}
+	return string(m["Hostname"])
+}
+
+func holdingOf(m pmodel.Metric) model.HoldingKey {
+	return model.HoldingKey{
+		Dev:    model.DeviceKey{UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"])},
+		Holder: model.HolderKey{Namespace: string(m["namespace"]), Pod: string(m["pod"]), Container: string(m["container"])},
+	}
+}
+
+// collector runs the report's queries.
+type collector struct {
+	run       *rangeRunner
+	teamLabel string
+}
+
+func (c *collector) plan(d *model.Dataset) {
+	first := d.Start.Add(d.Step)
+	// Each ledger counter: two queries from the bucket ending at the start, for
+	// this period and the previous one.
+	n := c.run.requests(first, d.End, d.Step) + 4*c.run.requests(d.Start, d.End, d.Step) + 4*c.run.requests(d.Start.Add(-d.End.Sub(d.Start)), d.Start, d.Step)
+	n += c.run.requests(first, d.End, d.Step) // migModes
+	if c.teamLabel != "" {
+		n += c.run.requests(first, d.End, d.Step)
+	}
+	n += 5 * c.run.requests(d.Start.Add(d.Resolution), d.End, d.Resolution)
+	c.run.total = n
+}
+
+// collect runs every query over (r.Start, r.End], in this order: the ledger,
+// the previous period's ledger, the allocations, the MIG modes, the pods'
+// team labels and the activity and framebuffer samples.
+func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
+	d := model.NewDataset(r)
+	c.plan(d)
+	defer c.run.finish()
+	for _, step := range []func(context.Context, *model.Dataset) error{
+		c.thisPeriod, c.previous, c.allocations, c.migModes, c.podTeams, c.usage,
+	} {
+		if err := step(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// allocations fills d.Alloc from gputally_gpu_allocation.
+func (c *collector) allocations(ctx context.Context, d *model.Dataset) error {
+	return c.run.run(ctx, "allocation", fmt.Sprintf(
+		"max by (%s, resource, sharing) (max_over_time(gputally_gpu_allocation[%s]))", byDevice, pmodel.Duration(d.Step)),
+		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
+			for _, s := range m {
+				d.Alloc[holdingOf(s.Metric)] = model.Alloc{Resource: string(s.Metric["resource"]), Sharing: string(s.Metric["sharing"])}
+			}
+		})
+}
+
+// podTeams fills d.PodTeams from kube_pod_labels' team label, when one is set.
+func (c *collector) podTeams(ctx context.Context, d *model.Dataset) error {
+	if c.teamLabel == "" {
+		return nil
+	}
+	label := "label_" + sanitizeLabel(c.teamLabel)
+	return c.run.run(ctx, "kube_pod_labels", fmt.Sprintf(
+		"max by (namespace, pod, %s) (max_over_time(kube_pod_labels{%s!=\"\"}[%s]))", label, label, pmodel.Duration(d.Step)),
+		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
+			for _, s := range m {
+				d.PodTeams[model.HolderKey{Namespace: string(s.Metric["namespace"]), Pod: string(s.Metric["pod"])}] = string(s.Metric[pmodel.LabelName(label)])
+			}
+		})
+}
+
+// sanitizeLabel turns a Kubernetes label key into the label name
+// kube-state-metrics gives it (`app.kubernetes.io/team` → `app_kubernetes_io_team`).
+func sanitizeLabel(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' && i > 0) {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// migModes fills d.MIGMode from the physical GPUs' gputally_gpu_info series:
+// per UUID, the mig_mode of the series with the latest sample in the range.
+func (c *collector) migModes(ctx context.Context, d *model.Dataset) error {
+	latest := map[string]pmodel.Time{}
+	return c.run.run(ctx, "gputally_gpu_info", fmt.Sprintf(
+		`max by (UUID, GPU_I_ID, mig_mode) (max_over_time(gputally_gpu_info{GPU_I_ID=""}[%s]))`, pmodel.Duration(d.Step)),
+		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
+			for _, s := range m {
+				uuid := string(s.Metric["UUID"])
+				if s.Metric["GPU_I_ID"] != "" || len(s.Values) == 0 {
+					continue
+				}
+				if t := s.Values[len(s.Values)-1].Timestamp; t >= latest[uuid] {
+					latest[uuid] = t
+					d.MIGMode[uuid] = string(s.Metric["mig_mode"])
+				}
+			}
+		})
+}

@@ -1,0 +1,170 @@
+package source
+
+import (
+	"context"
+	"math"
+	"time"
+
+	pmodel "github.com/prometheus/common/model"
+
+	"github.com/gputally/gputally/report/model"
+)
+
+// thisPeriod fills d.Ledger, and d's per-bucket timeline, presence and GPUs,
+// from the ledger counters over the range.
+func (c *collector) thisPeriod(ctx context.Context, d *model.Dataset) error {
+	ledger, err := c.ledger(ctx, d, d.Start, d.End, true)
+	if err != nil {
+		return err
+	}
+	d.Ledger = ledger
+	return nil
+}
+
+// ledger reads seconds and EUR per holding and state over (start, end]; with
+// fill it also fills d's per-bucket timeline and presence.
+func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end time.Time, fill bool) (map[model.HoldingKey]*model.LedgerEntry, error) {
+	suffix := ""
+	if !fill {
+		suffix = " (previous period)"
+	}
+	// Buckets from the one ending at start: its values are the base of the first.
+	secs, err := c.counters(ctx, "gputally_gpu_seconds_total"+suffix, "gputally_gpu_seconds_total", start, end, d.Step)
+	if err != nil {
+		return nil, err
+	}
+	eurs, err := c.counters(ctx, "gputally_cost_eur_total"+suffix, "gputally_cost_eur_total", start, end, d.Step)
+	if err != nil {
+		return nil, err
+	}
+	l := &ledgerReading{d: d, fill: fill, out: map[model.HoldingKey]*model.LedgerEntry{}}
+	for _, s := range secs.sorted() {
+		l.addSeconds(s)
+	}
+	for _, s := range eurs.sorted() {
+		l.addEUR(s, secs)
+	}
+	return l.out, nil
+}
+
+// ledgerReading is the ledger being read: the entries by holding and, with
+// fill, the dataset's per-bucket figures.
+type ledgerReading struct {
+	d    *model.Dataset
+	fill bool
+	out  map[model.HoldingKey]*model.LedgerEntry
+}
+
+// entry returns the entry of series m, created if new, and its state; false
+// for a state the ledger does not write.
+func (l *ledgerReading) entry(m pmodel.Metric) (*model.LedgerEntry, int, bool) {
+	st, ok := model.StateIndex(string(m["state"]))
+	if !ok {
+		return nil, 0, false
+	}
+	k := holdingOf(m)
+	e := l.out[k]
+	if e == nil {
+		e = &model.LedgerEntry{Model: string(m["modelName"]), Host: hostOf(m), Profile: string(m["GPU_I_PROFILE"]), GPU: string(m["gpu"]), Last: -1}
+		if l.fill {
+			e.BusyPerBucket = make([]float32, l.d.Buckets)
+		}
+		l.out[k] = e
+	}
+	return e, st, true
+}
+
+// addSeconds adds the device-seconds of one gputally_gpu_seconds_total series.
+func (l *ledgerReading) addSeconds(s *counterSeries) {
+	d := l.d
+	e, st, ok := l.entry(s.metric)
+	if !ok {
+		return
+	}
+	var g *model.GPUSeen
+	if l.fill {
+		g = gpuOf(d, string(s.metric["UUID"]), e)
+	}
+	for b, v := range s.increases(s.last, d.Step) {
+		if math.IsNaN(v) {
+			continue
+		}
+		e.Seconds[st] += v
+		if !l.fill || b >= d.Buckets {
+			continue
+		}
+		d.Present[b] = true
+		if v > 0 {
+			e.Last = max(e.Last, b)
+		}
+		d.Timeline[b][st] += v
+		g.Seen[b] += v
+		switch {
+		case st == model.StateUnknown:
+			g.Unknown[b] += v
+		case st == model.StateLost && v > 0 && (g.FirstLost < 0 || b < g.FirstLost):
+			g.FirstLost = b
+		}
+		if st == model.StateBusy {
+			e.BusyPerBucket[b] += float32(v)
+		}
+	}
+}
+
+// addEUR adds the EUR of one gputally_cost_eur_total series; secs are the
+// seconds series, which tell its new series.
+func (l *ledgerReading) addEUR(s *counterSeries, secs counterSet) {
+	e, st, ok := l.entry(s.metric)
+	if !ok {
+		return
+	}
+	var seconds []float64
+	if sec := secs[s.metric.Fingerprint()]; sec != nil {
+		seconds = sec.last
+	}
+	for _, v := range s.increases(seconds, l.d.Step) {
+		if !math.IsNaN(v) {
+			e.EUR[st] += v
+		}
+	}
+}
+
+// gpuOf returns what the range saw of the GPU uuid, which e is on.
+func gpuOf(d *model.Dataset, uuid string, e *model.LedgerEntry) *model.GPUSeen {
+	g := d.GPUs[uuid]
+	if g == nil {
+		g = &model.GPUSeen{Host: e.Host, GPU: e.GPU, Seen: make([]float64, d.Buckets), Unknown: make([]float64, d.Buckets), FirstLost: -1}
+		d.GPUs[uuid] = g
+	}
+	return g
+}
+
+// previous fills d.Previous from the ledger counters over the period of the
+// same length before the range, when that period holds enough to compare with.
+func (c *collector) previous(ctx context.Context, d *model.Dataset) error {
+	span := d.End.Sub(d.Start)
+	prev, err := c.ledger(ctx, d, d.Start.Add(-span), d.Start, false)
+	if err != nil {
+		return err
+	}
+	// A history that begins at the range's start leaves the previous period
+	// the seconds up to its first sample: that is no period to compare with.
+	if secondsOf(prev) >= previousAtLeast*secondsOf(d.Ledger) && len(prev) > 0 {
+		d.Previous = prev
+	}
+	return nil
+}
+
+// previousAtLeast is the share of this period's device-seconds the previous
+// period must hold to be compared with.
+const previousAtLeast = 0.01
+
+func secondsOf(l map[model.HoldingKey]*model.LedgerEntry) float64 {
+	var sum float64
+	for _, e := range l {
+		for _, v := range e.Seconds {
+			sum += v
+		}
+	}
+	return sum
+}
