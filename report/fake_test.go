@@ -44,6 +44,10 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 			first = s.metric
 		}
 	}
+	// The window probe: ranges exclude their start, as Prometheus 3's.
+	if strings.Contains(q, "vector(1)") {
+		return model.Matrix{{Metric: model.Metric{}, Values: []model.SamplePair{{Timestamp: model.TimeFromUnixNano(end.UnixNano()), Value: 2}}}}, nil, nil
+	}
 	// The ledger counters' last_over_time is their cumulative value: the
 	// per-bucket values summed from fakeOrigin.
 	cumulative := strings.HasPrefix(q, "last_over_time(gputally_")
