@@ -46,7 +46,7 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 	}
 	// The window probe: ranges exclude their start, as Prometheus 3's.
 	if strings.Contains(q, "vector(1)") {
-		return model.Matrix{{Metric: model.Metric{}, Values: []model.SamplePair{{Timestamp: model.TimeFromUnixNano(end.UnixNano()), Value: 2}}}}, nil, nil
+		return model.Matrix{{Metric: model.Metric{}, Values: []model.SamplePair{{Timestamp: model.TimeFromUnixNano(start.UnixNano()), Value: 2}}}}, nil, nil
 	}
 	// The ledger counters' last_over_time is their cumulative value: the
 	// per-bucket values summed from fakeOrigin, each landing at its bucket's

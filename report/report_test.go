@@ -264,7 +264,9 @@ type rangeRecorder struct {
 }
 
 func (r *rangeRecorder) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) (model.Matrix, []string, error) {
-	r.calls = append(r.calls, rangeCall{q, start, end, step})
+	// The ledger asks for 1 ms past the end of each request it plans
+	// (source's inclusiveEnd); the calls record the requests as planned.
+	r.calls = append(r.calls, rangeCall{q, start, end.Add(-time.Millisecond), step})
 	return r.Querier.QueryRange(ctx, q, start, end, step)
 }
 

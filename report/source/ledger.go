@@ -44,7 +44,7 @@ func NewLedger(q Querier, opts LedgerOptions) *Ledger { return &Ledger{q: q, opt
 // dataset's Warnings are the annotations the queries returned, and Requests
 // the requests made.
 func (l *Ledger) Collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
-	run := &rangeRunner{q: l.q, maxPoints: l.opts.MaxPointsPerQuery, maxSamples: l.opts.MaxSamplesPerQuery, progress: l.opts.Progress}
+	run := &rangeRunner{q: inclusiveEnd{l.q}, maxPoints: l.opts.MaxPointsPerQuery, maxSamples: l.opts.MaxSamplesPerQuery, progress: l.opts.Progress}
 	c := &collector{run: run, teamLabel: l.opts.TeamLabel}
 	d, err := c.collect(ctx, r)
 	if err != nil {
