@@ -161,7 +161,7 @@ func TestEngineWarningsMakeThePartial(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r struct {
-		Partial  bool     `json:"partial"`
+		Partial  bool `json:"partial"`
 		Coverage struct {
 			Ratio float64 `json:"ratio"`
 		} `json:"coverage"`
