@@ -236,8 +236,16 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			fmt.Errorf("the report's queries took longer than --query.total-timeout=%s", pmodel.Duration(cfg.TotalTimeout)))
 		defer cancel()
 	}
-	if cfg.End.IsZero() {
-		cfg.End = cfg.now().Truncate(cfg.Step)
+	given := !cfg.End.IsZero()
+	if !given {
+		cfg.End = cfg.now()
+	}
+	// Requests at step-aligned times are the ones query frontends cache.
+	if end := cfg.End.Truncate(cfg.Step); !end.Equal(cfg.End) {
+		if given {
+			logger.Info("report range ends at a whole step", "end", end.UTC().Format(time.RFC3339), "step", pmodel.Duration(cfg.Step))
+		}
+		cfg.End = end
 	}
 	return generateAndWrite(ctx, cfg, cfg.ledger(q), cfg.PrometheusURL, logger)
 }
