@@ -107,6 +107,7 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 	a.groups(r, d)
 	r.Holdings = a.holdings(d)
 	r.BrokenGPUs = brokenGPUs(d)
+	r.Warnings = append(r.Warnings, d.Notes...)
 	r.Warnings = append(r.Warnings, unknownNodeWarnings(r)...)
 	r.Warnings = append(r.Warnings, unknownHoldingWarnings(r)...)
 	return r, nil

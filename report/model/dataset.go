@@ -107,6 +107,9 @@ type Dataset struct {
 	// incomplete (warnings, isPartial, infos that say data is missing): any
 	// makes the report partial.
 	Warnings []string
+	// Notes are what the source found and corrected in the data (series
+	// delivered twice); the report says them.
+	Notes    []string
 	Requests int // requests the source made
 }
 
