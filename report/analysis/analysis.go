@@ -92,14 +92,13 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 		{r.Coverage.partial(), r.Coverage.summary()},
 		{len(d.Warnings) > 0, engineGaps(d.Warnings)},
 	} {
-		if !gap.partial {
-			continue
+		if gap.partial {
+			r.Partial = true
+			r.Warnings = append(r.Warnings, gap.msg)
 		}
-		if !allowPartial {
-			return nil, fmt.Errorf("%s (pass --allow-partial to report on what there is)", gap.msg)
-		}
-		r.Partial = true
-		r.Warnings = append(r.Warnings, gap.msg)
+	}
+	if r.Partial && !allowPartial {
+		return nil, fmt.Errorf("%s (pass --allow-partial to report on what there is)", strings.Join(r.Warnings, "; "))
 	}
 	r.Timeline = timeline(d)
 	r.Heatmap = heatmap(d)

@@ -487,7 +487,6 @@ func TestReportThroughThanos(t *testing.T) {
 		}
 		t.Logf("without --query.replica-label the report gives %.4f× the ledger's EUR (%.4f of %.4f), %.4f× to %.4f× per namespace",
 			r.Fleet.Totals.CostEUR/ledger, r.Fleet.Totals.CostEUR, ledger, lo, hi)
-		t.Skip("report-side deduplication of HA pairs (issue #22 item 5) not implemented yet")
 		equalsLedger(t, "no-replica-label", r)
 	})
 	t.Run("store stopped", func(t *testing.T) {
@@ -546,7 +545,6 @@ func TestReportThroughThanos(t *testing.T) {
 		}
 		t.Run("the failure names Thanos' words", func(t *testing.T) {
 			_, log, err := report(t, "halves-strict-stopped-words", strict)
-			t.Skip("report/analysis.Analyze names only the first reason a report is partial: the coverage, not the engine's warnings, when both apply")
 			if err == nil || !strings.Contains(log, "fetch series for") {
 				t.Errorf("strict querier, pm stopped: %v\n%s\nwant a failure quoting Thanos' warning", err, log)
 			}
