@@ -48,12 +48,17 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 	if strings.Contains(q, "vector(1)") {
 		return model.Matrix{{Metric: model.Metric{}, Values: []model.SamplePair{{Timestamp: model.TimeFromUnixNano(start.UnixNano()), Value: 2}}}}, nil, nil
 	}
+	// The fake delivers every series once: the search for copies finds none.
+	if strings.HasPrefix(q, "count without (") {
+		return nil, nil, nil
+	}
 	// The ledger counters' last_over_time is their cumulative value: the
-	// per-bucket values summed from fakeOrigin, each landing at its bucket's
-	// end (so a read of a bucket at a finer step sees the counter flat, then
-	// its bucket's value at the end); they never reset.
-	cumulative := strings.HasPrefix(q, "last_over_time(gputally_")
-	resets := strings.HasPrefix(q, "resets(gputally_")
+	// per-bucket values summed from fakeOrigin (read through the dedupe's
+	// `max without (…)` or not), each landing at its bucket's end (so a read
+	// of a bucket at a finer step sees the counter flat, then its bucket's
+	// value at the end); they never reset.
+	cumulative := strings.Contains(q, "last_over_time(gputally_")
+	resets := strings.Contains(q, "resets(gputally_")
 	var m model.Matrix
 	for _, s := range f.series {
 		if s.metric != first {

@@ -103,8 +103,14 @@ type Dataset struct {
 	GPUs     map[string]*GPUSeen         // by UUID: what the range saw of each GPU
 	MIGMode  map[string]string           // by UUID: gputally_gpu_info's mig_mode at the GPU's last sample; absent: not known
 
-	Warnings []string // annotations the source's backend returned with its answers
-	Requests int      // requests the source made
+	// Warnings are the backend's words about answers it marked partial or
+	// incomplete (warnings, isPartial, infos that say data is missing): any
+	// makes the report partial.
+	Warnings []string
+	// Notes are what the source found and corrected in the data (series
+	// delivered twice); the report says them.
+	Notes    []string
+	Requests int // requests the source made
 }
 
 // NewDataset returns an empty dataset over r, its maps made and its

@@ -138,10 +138,10 @@ func (c *collector) counters(ctx context.Context, name, metric string, start, en
 			}
 		}
 	}
-	if err := c.run.run(ctx, name, fmt.Sprintf("last_over_time(%s[%s])", metric, c.win.of(step)), start, end, step, fill(false)); err != nil {
+	if err := c.run.run(ctx, name, c.dedupe.read(fmt.Sprintf("last_over_time(%s[%s])", metric, c.win.of(step))), start, end, step, fill(false)); err != nil {
 		return nil, err
 	}
-	if err := c.run.run(ctx, name+" (resets)", fmt.Sprintf("resets(%s[%s])", metric, c.win.of(2*step)), start, end, step, fill(true)); err != nil {
+	if err := c.run.run(ctx, name+" (resets)", c.dedupe.read(fmt.Sprintf("resets(%s[%s])", metric, c.win.of(2*step))), start, end, step, fill(true)); err != nil {
 		return nil, err
 	}
 	return set, nil
@@ -245,7 +245,7 @@ func (c *collector) refine(ctx context.Context, name, metric string, set counter
 		to := start.Add(time.Duration(last) * step)
 		span := time.Duration(last-first+1) * step
 		from := to.Add(-(span + fineStep - 1) / fineStep * fineStep).Add(fineStep)
-		query := fmt.Sprintf("last_over_time(%s%s[%s])", metric, uuidMatcher(uuids), c.win.of(fineStep))
+		query := c.dedupe.read(fmt.Sprintf("last_over_time(%s%s[%s])", metric, uuidMatcher(uuids), c.win.of(fineStep)))
 		c.run.total += c.run.requests(from, to, fineStep)
 		series := c.run.series
 		err := c.run.run(ctx, fmt.Sprintf("%s (buckets %d–%d sample by sample)", name, first, last), query, from, to, fineStep, func(m pmodel.Matrix) {
