@@ -76,9 +76,10 @@ import (
 // restart whose new counter climbs past the old one before the first scrape
 // after it (a series younger than one scrape interval at the restart) shows no
 // decrease and is read as going on. What a stopping exporter accrued after its
-// last scrape is lost to every reader. Two range queries per counter cost
-// what increase() and last_over_time cost before; a restart or a gap adds one
-// read of the affected GPUs' raw samples over one or two buckets.
+// last scrape is lost to every reader. Two range queries per counter, as
+// with increase() before (resets over two buckets scans each sample twice:
+// about 1.5 times the samples); a restart or a gap adds one read of the
+// affected GPUs' raw samples over one or two buckets.
 
 // newSeriesSlack is added to the bucket length when deciding whether a series
 // without a previous value is new: its seconds counter cannot have grown more
