@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/internal/applyspec"
+	"github.com/gputally/gputally/report/model"
 )
 
 // TestMIGPartedTouchesOnlyRepartitioned: a node with a busy training GPU, a
@@ -132,6 +134,21 @@ func TestMIGPartedKeepsTheEndLayout(t *testing.T) {
 			}
 		}
 	})
+	t.Run("repartitioned in the last step", func(t *testing.T) {
+		// GPU_I_ID 1 is a 3g.40gb into the last hour and a 4g.40gb in it:
+		// both have ledger data in the last bucket, so which one the GPU
+		// ends with cannot be told from the buckets.
+		q := fleetQuerier([]fakeGPU{candidate}, time.Hour)
+		q.series = append(q.series, migInstance("1", "3g.40gb", "svc", time.Time{}, time.Time{})...)
+		q.series = append(q.series, migInstance("1", "4g.40gb", "svc", testEnd, time.Time{})...)
+		r := generate(t, testConfig(), q)
+		if len(r.Apply.MIGPartedLabels) != 0 || strings.Contains(r.Apply.MIGParted, "mig-configs") {
+			t.Errorf("a config for node-k although GPU 1's end layout is not known: %q\n%s", r.Apply.MIGPartedLabels, r.Apply.MIGParted)
+		}
+		if want := "# node-k: GPU 1 (GPU-K1) was repartitioned in the range's last step: its MIG instance 1 was 3g.40gb and 4g.40gb there"; !strings.Contains(r.Apply.MIGParted, want) {
+			t.Errorf("the file does not say why node-k has no config:\n%s", r.Apply.MIGParted)
+		}
+	})
 	t.Run("invalid at the end", func(t *testing.T) {
 		q := fleetQuerier([]fakeGPU{candidate}, time.Hour)
 		q.series = append(q.series, migInstance("3", "4g.40gb", "old", time.Time{}, time.Time{})...)
@@ -184,5 +201,76 @@ func TestMIGPartedKeepsTheMIGMode(t *testing.T) {
 		if want := "# node-k: GPU 1 (GPU-K1) has no MIG instances at the end of the range"; !strings.Contains(r.Apply.MIGParted, want) || !strings.Contains(r.Apply.MIGParted, tc.why) {
 			t.Errorf("mode %q: the file does not say %q / %q:\n%s", tc.mode, want, tc.why, r.Apply.MIGParted)
 		}
+	}
+}
+
+// migSeries returns the ledger series of one MIG instance (GPU_I_ID gi,
+// profile) of the H100 uuid, GPU index, on host, held by pod in namespace
+// shop busy share busy (unallocated when pod is ""), present from from
+// (zero: the start) until until (zero: the end).
+func migSeries(uuid, index, host, gi, profile, pod string, busy float64, from, until time.Time) []fakeSeries {
+	g := fakeGPU{uuid: uuid, index: index, model: h100Name, host: host, ns: "shop", pod: pod, container: "c", rateEURPerHour: 1.5,
+		busyShare: busy, activity: 0.5, fbMiB: 30000, hasActivity: true, hasFB: true, resource: "nvidia.com/mig-" + profile, sharing: "mig", from: from}
+	if pod == "" {
+		g.ns, g.container = "", ""
+	}
+	ss := fakeSeriesFor(g, time.Hour)
+	for i := range ss {
+		ss[i].labels = with(ss[i].labels, "GPU_I_ID", gi, "GPU_I_PROFILE", profile)
+		if at := ss[i].at; !until.IsZero() {
+			ss[i].at = func(t time.Time) float64 {
+				if t.After(until) {
+					return math.NaN()
+				}
+				return at(t)
+			}
+		}
+	}
+	return ss
+}
+
+// TestMIGPartedAfterRepartition: GPU 2 of node-r starts the range as 3g.40gb
+// (GPU_I_ID 1) + 2 × 1g.20gb and is repartitioned at its middle into 4g.40gb
+// — reusing GPU_I_ID 1, held by the same pod svc-0 — + the same 2 × 1g.20gb.
+// Entries are keyed by
+// instance id and profile, so its layout at the end is 4g.40gb + 2 × 1g.20gb:
+// applying the node's config to the GPUs as they are at the end (GPU 0
+// whole, GPU 1 whole, GPU 2 as above) changes GPU 1 alone, the one the MIG
+// advice repartitions; the comment names GPU 2 as repartitioned during the
+// range. Keyed without the profile, GPU 2 was written with its first layout
+// (3g.40gb + 2 × 1g.20gb) and the config destroyed its 4g.40gb instance.
+func TestMIGPartedAfterRepartition(t *testing.T) {
+	mid := testEnd.Add(-84 * time.Hour)
+	q := fleetQuerier([]fakeGPU{
+		alone("GPU-R0", "0", "node-r", h100Name, "ml", "trainer", 1.5, 1, 0.95, 70000),
+		alone("GPU-R1", "1", "node-r", h100Name, "shop", "small", 1.5, 1, 0.1, 6144),
+	}, time.Hour)
+	// svc-0 (a StatefulSet's pod) holds GPU_I_ID 1 before and after.
+	q.series = append(q.series, migSeries("GPU-R2", "2", "node-r", "1", "3g.40gb", "svc-0", 0.4, time.Time{}, mid)...)
+	q.series = append(q.series, migSeries("GPU-R2", "2", "node-r", "1", "4g.40gb", "svc-0", 0.7, mid.Add(time.Hour), time.Time{})...)
+	q.series = append(q.series, migSeries("GPU-R2", "2", "node-r", "5", "1g.20gb", "embed", 0.6, time.Time{}, time.Time{})...)
+	q.series = append(q.series, migSeries("GPU-R2", "2", "node-r", "6", "1g.20gb", "", 0, time.Time{}, time.Time{})...)
+	r := generate(t, testConfig(), q)
+	if m := recsOf(r, "mig"); len(m) != 1 || !slices.Equal(m[0].Holdings, []string{"shop/small/main"}) {
+		t.Fatalf("mig recommendations %+v, want shop/small/main's alone", m)
+	}
+	config := applyspec.CheckMIGParted(t, r.Apply.MIGParted, r.Apply.MIGPartedLabels, func(string) string { return h100Name })["node-r"]
+	atEnd := map[int][]string{0: nil, 1: nil, 2: {"4g.40gb", "1g.20gb", "1g.20gb"}}
+	changed, err := applyspec.ApplyMIGParted(config, atEnd)
+	if err != nil || !slices.Equal(changed, []int{1}) {
+		t.Errorf("applying node-r's config %v to its GPUs at the end %v changes GPUs %v (%v), want GPU 1 alone\n%s", config, atEnd, changed, err, r.Apply.MIGParted)
+	}
+	if want := "GPU 2 (GPU-R2), repartitioned during the range (it also had 3g.40gb (GPU_I_ID 1)), with its layout at the end: 4g.40gb (GPU_I_ID 1) + 1g.20gb (GPU_I_ID 5) + 1g.20gb (GPU_I_ID 6)"; !strings.Contains(r.Apply.MIGParted, want) {
+		t.Errorf("the config does not name GPU 2 as repartitioned:\n%s", r.Apply.MIGParted)
+	}
+	// svc-0 on GPU_I_ID 1 is two holdings, one per profile, each with its own figures.
+	var svc []string
+	for _, h := range r.Holdings {
+		if h.Pod == "svc-0" {
+			svc = append(svc, fmt.Sprintf("%s %s %.1f h busy %s", h.MIGID, h.Profile, h.Totals.HeldHours, model.FormatPct(h.Totals.BusyShare)))
+		}
+	}
+	if want := []string{"1 3g.40gb 84.0 h busy 40.0 %", "1 4g.40gb 84.0 h busy 70.0 %"}; !slices.Equal(svc, want) {
+		t.Errorf("svc-0's holdings %q, want %q", svc, want)
 	}
 }

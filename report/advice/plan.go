@@ -2,8 +2,10 @@ package advice
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/gputally/gputally/report/analysis"
 	"github.com/gputally/gputally/report/model"
@@ -18,12 +20,36 @@ import (
 // gpuInfo is one physical GPU over the range.
 type gpuInfo struct {
 	uuid, node, model, index string
-	eur                      float64           // all it cost over the range: every state, holding and instance
-	holdings                 []int             // indices into analysis.Result.Holdings of those that held it or one of its parts
-	layout                   map[string]string // every MIG instance it had over the range, GPU_I_ID → profile; empty without MIG
-	current                  []string          // the profiles of the instances it has at the end of the range (migparted.go)
-	last                     int               // the last step bucket with ledger data for it
-	migMode                  string            // gputally_gpu_info's mig_mode at its last sample; "": not known
+	eur                      float64                  // all it cost over the range: every state, holding and instance
+	holdings                 []int                    // indices into analysis.Result.Holdings of those that held it or one of its parts
+	layout                   map[model.DeviceKey]bool // every MIG instance it had over the range (GPU_I_ID and profile); empty without MIG
+	current                  []model.DeviceKey        // the instances it has at the end of the range, by GPU_I_ID (endLayout)
+	// unknownEnd says why the instances at the end cannot be told; "" when
+	// current holds them.
+	unknownEnd string
+	last       int    // the last step bucket with ledger data for it
+	migMode    string // gputally_gpu_info's mig_mode at its last sample; "": not known
+}
+
+// profiles returns the profiles of the instances is, in their order.
+func profiles(is []model.DeviceKey) []string {
+	out := make([]string, len(is))
+	for i, k := range is {
+		out[i] = k.Profile
+	}
+	return out
+}
+
+// repartitioned reports whether g's MIG layout changed during the range: it
+// had an instance (a GPU_I_ID with its profile) that it no longer has at the
+// end.
+func (g *gpuInfo) repartitioned() bool {
+	for k := range g.layout {
+		if !slices.Contains(g.current, k) {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *gpuInfo) String() string { return g.node + "/" + g.index + " (" + g.uuid + ")" }
@@ -49,7 +75,7 @@ func newPlan(r *draft, d *model.Dataset) *plan {
 		e := d.Ledger[k]
 		g := p.gpus[k.Dev.UUID]
 		if g == nil {
-			g = &gpuInfo{uuid: k.Dev.UUID, node: e.Host, model: e.Model, index: e.GPU, layout: map[string]string{}, last: -1, migMode: d.MIGMode[k.Dev.UUID]}
+			g = &gpuInfo{uuid: k.Dev.UUID, node: e.Host, model: e.Model, index: e.GPU, layout: map[model.DeviceKey]bool{}, last: -1, migMode: d.MIGMode[k.Dev.UUID]}
 			p.gpus[k.Dev.UUID] = g
 			p.nodes[e.Host] = append(p.nodes[e.Host], g)
 		}
@@ -57,28 +83,11 @@ func newPlan(r *draft, d *model.Dataset) *plan {
 			g.eur += v
 		}
 		if k.Dev.GI != "" {
-			g.layout[k.Dev.GI] = e.Profile
+			g.layout[model.DeviceKey{UUID: k.Dev.UUID, GI: k.Dev.GI, Profile: k.Dev.Profile}] = true
 		}
 		g.last = max(g.last, e.Last)
 	}
-	// The instances at the end: those with data in their GPU's last bucket,
-	// one per GPU_I_ID (several holders may have shared an instance).
-	current := map[string]map[string]string{}
-	for _, k := range model.SortedKeys(d.Ledger) {
-		e, g := d.Ledger[k], p.gpus[k.Dev.UUID]
-		if k.Dev.GI != "" && e.Last >= 0 && e.Last == g.last {
-			if current[g.uuid] == nil {
-				current[g.uuid] = map[string]string{}
-			}
-			current[g.uuid][k.Dev.GI] = e.Profile
-		}
-	}
-	for uuid, gis := range current {
-		g := p.gpus[uuid]
-		for _, gi := range slices.Sorted(maps.Keys(gis)) {
-			g.current = append(g.current, gis[gi])
-		}
-	}
+	endLayout(p, d)
 	for i := range r.Holdings {
 		g := p.gpus[r.Holdings[i].UUID]
 		g.holdings = append(g.holdings, i)
@@ -91,6 +100,37 @@ func newPlan(r *draft, d *model.Dataset) *plan {
 		})
 	}
 	return p
+}
+
+// endLayout sets every GPU's instances at the end of the range: those with
+// ledger data in the GPU's last bucket with data, one per GPU_I_ID (several
+// holders may have shared an instance). An instance id with two profiles in
+// that bucket was repartitioned within it: the layout at the end is then not
+// known.
+func endLayout(p *plan, d *model.Dataset) {
+	current := map[string]map[string][]string{} // UUID → GPU_I_ID → profiles
+	for _, k := range model.SortedKeys(d.Ledger) {
+		e, g := d.Ledger[k], p.gpus[k.Dev.UUID]
+		if k.Dev.GI == "" || e.Last < 0 || e.Last != g.last {
+			continue
+		}
+		if current[g.uuid] == nil {
+			current[g.uuid] = map[string][]string{}
+		}
+		if ps := current[g.uuid][k.Dev.GI]; !slices.Contains(ps, k.Dev.Profile) {
+			current[g.uuid][k.Dev.GI] = append(ps, k.Dev.Profile)
+		}
+	}
+	for uuid, gis := range current {
+		g := p.gpus[uuid]
+		for _, gi := range slices.SortedFunc(maps.Keys(gis), model.CompareGPUIndex) {
+			if ps := gis[gi]; len(ps) > 1 {
+				g.unknownEnd = fmt.Sprintf("GPU %s (%s) was repartitioned in the range's last step: its MIG instance %s was %s there, so its layout at the end is not known",
+					g.index, g.uuid, gi, strings.Join(ps, " and "))
+			}
+			g.current = append(g.current, model.DeviceKey{UUID: uuid, GI: gi, Profile: gis[gi][len(gis[gi])-1]})
+		}
+	}
 }
 
 // open reports whether holding i may get release, time-slicing or MIG

@@ -193,7 +193,7 @@ func (a *analyzer) holdings(d *model.Dataset) []Holding {
 	}
 	slices.SortFunc(out, func(a, b Holding) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
-			cmp.Compare(a.Container, b.Container), cmp.Compare(a.UUID, b.UUID), cmp.Compare(a.MIGID, b.MIGID))
+			cmp.Compare(a.Container, b.Container), cmp.Compare(a.UUID, b.UUID), cmp.Compare(a.MIGID, b.MIGID), cmp.Compare(a.Profile, b.Profile))
 	})
 	return out
 }

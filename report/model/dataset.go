@@ -35,9 +35,11 @@ func StateIndex(s string) (int, bool) {
 	return 0, false
 }
 
-// DeviceKey names a physical GPU (GI empty) or one of its MIG instances (GI
-// is its GPU_I_ID).
-type DeviceKey struct{ UUID, GI string }
+// DeviceKey names a physical GPU (GI and Profile empty) or one of its MIG
+// instances: GI is its GPU_I_ID and Profile its GPU_I_PROFILE. An instance
+// id the GPU reuses with another profile after a reconfiguration is another
+// device.
+type DeviceKey struct{ UUID, GI, Profile string }
 
 // HolderKey names a container; the zero value is no one (unallocated).
 type HolderKey struct{ Namespace, Pod, Container string }
@@ -133,7 +135,7 @@ func SortedKeys(m map[HoldingKey]*LedgerEntry) []HoldingKey {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b HoldingKey) int {
-		return cmp.Or(cmp.Compare(a.Dev.UUID, b.Dev.UUID), cmp.Compare(a.Dev.GI, b.Dev.GI), cmp.Compare(a.Holder.Namespace, b.Holder.Namespace),
+		return cmp.Or(cmp.Compare(a.Dev.UUID, b.Dev.UUID), cmp.Compare(a.Dev.GI, b.Dev.GI), cmp.Compare(a.Dev.Profile, b.Dev.Profile), cmp.Compare(a.Holder.Namespace, b.Holder.Namespace),
 			cmp.Compare(a.Holder.Pod, b.Holder.Pod), cmp.Compare(a.Holder.Container, b.Holder.Container))
 	})
 	return keys

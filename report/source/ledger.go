@@ -54,7 +54,7 @@ func (l *Ledger) Collect(ctx context.Context, r model.Range) (*model.Dataset, er
 	return d, nil
 }
 
-const byDevice = "UUID, GPU_I_ID, namespace, pod, container"
+const byDevice = "UUID, GPU_I_ID, GPU_I_PROFILE, namespace, pod, container"
 
 // hostOf returns a device series' node: its `hostname` label, or the
 // `Hostname` that dcgm-exporter up to 4.8.2 and gputally's
@@ -69,7 +69,7 @@ func hostOf(m pmodel.Metric) string {
 
 func holdingOf(m pmodel.Metric) model.HoldingKey {
 	return model.HoldingKey{
-		Dev:    model.DeviceKey{UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"])},
+		Dev:    model.DeviceKey{UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"]), Profile: string(m["GPU_I_PROFILE"])},
 		Holder: model.HolderKey{Namespace: string(m["namespace"]), Pod: string(m["pod"]), Container: string(m["container"])},
 	}
 }

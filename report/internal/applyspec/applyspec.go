@@ -315,3 +315,29 @@ func CheckKueue(t *testing.T, text string) map[string]int {
 	}
 	return quota
 }
+
+// ApplyMIGParted applies the config of one node (device index → layout, nil:
+// MIG disabled, as CheckMIGParted returns it) to the node's GPUs as they are
+// (index → layout, nil: MIG disabled) the way mig-parted does: every GPU the
+// config lists gets the config's layout. It returns the indices of the GPUs
+// whose layout changes, sorted, and an error when the config leaves a GPU of
+// the node out or lists one the node lacks.
+func ApplyMIGParted(config, node map[int][]string) ([]int, error) {
+	for k := range config {
+		if _, ok := node[k]; !ok {
+			return nil, fmt.Errorf("the config lists GPU %d, which the node lacks", k)
+		}
+	}
+	var changed []int
+	for _, k := range slices.Sorted(maps.Keys(node)) {
+		want, ok := config[k]
+		if !ok {
+			return nil, fmt.Errorf("the config leaves GPU %d out", k)
+		}
+		have := node[k]
+		if (want == nil) != (have == nil) || !slices.Equal(slices.Sorted(slices.Values(want)), slices.Sorted(slices.Values(have))) {
+			changed = append(changed, k)
+		}
+	}
+	return changed, nil
+}
