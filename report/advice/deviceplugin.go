@@ -61,7 +61,7 @@ func timeSlicingConfig(r *draft, p *plan, groups []tsGroup) (cfg string, labels,
 		for _, g := range p.nodes[node] {
 			for _, i := range g.holdings {
 				h := &r.Holdings[i]
-				if !p.used[i] && wholeExclusive(h) && !slices.Contains(others, h.Name()) {
+				if h.AtEnd && !p.used[i] && wholeExclusive(h) && !slices.Contains(others, h.Name()) {
 					others = append(others, h.Name())
 				}
 			}

@@ -63,11 +63,15 @@ type plan struct {
 	blind []bool                // per holding: too much unknown time for release, time-slicing or MIG (analysis.Result.UnknownBlocked)
 	freed map[string]bool       // UUIDs of the GPUs a recommendation frees
 	lost  map[string]bool       // UUIDs of broken GPUs: nothing frees them (analysis.BrokenGPU)
+	// endRead: the dataset has the last bucket apart (model.Dataset.EndSeconds),
+	// so a holding's busy share at the end is known where it was held there.
+	endRead bool
 }
 
 func newPlan(r *draft, d *model.Dataset) *plan {
 	p := &plan{month: r.MonthFactor(), gpus: map[string]*gpuInfo{}, nodes: map[string][]*gpuInfo{},
-		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]bool{}, lost: map[string]bool{}}
+		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]bool{}, lost: map[string]bool{},
+		endRead: d.EndSeconds != nil}
 	for _, b := range r.BrokenGPUs {
 		p.lost[b.UUID] = true
 	}
@@ -134,8 +138,21 @@ func endLayout(p *plan, d *model.Dataset) {
 }
 
 // open reports whether holding i may get release, time-slicing or MIG
-// advice: no recommendation covers it yet and its hours are known enough.
-func (p *plan) open(i int) bool { return !p.used[i] && !p.blind[i] }
+// advice: it is there at the end of the range (a holding that ended before
+// it counts in the totals, never in the savings), no recommendation covers
+// it yet and its hours are known enough.
+func (p *plan) open(r *draft, i int) bool { return r.Holdings[i].AtEnd && !p.used[i] && !p.blind[i] }
+
+// idleAtEnd reports whether holding h is still idle as the range ends: busy
+// less than below of its held time in the range's last step bucket. Without
+// that bucket apart (the source did not read it) only the range's share is
+// known, and it decides.
+func (p *plan) idleAtEnd(h *analysis.Holding, below float64) bool {
+	if !p.endRead {
+		return true
+	}
+	return h.EndBusyShare >= 0 && h.EndBusyShare < below
+}
 
 // sole reports whether holding i is the only one its GPU had over the range,
 // and held it whole: moving it leaves the GPU free. For an open holding the

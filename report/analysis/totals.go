@@ -85,6 +85,14 @@ type Holding struct {
 	Sharing   string `json:"sharing,omitempty"`
 	Totals    Totals `json:"totals"`
 	Usage     Usage  `json:"usage"`
+	// AtEnd is true when the holding has ledger data in the range's last
+	// step bucket: it is there as the range ends. Only such holdings get
+	// advice; ended ones count in every total.
+	AtEnd bool `json:"at_end"`
+	// EndBusyShare is its busy share in that bucket, busy ÷ (busy + idle),
+	// 0–1; -1 when the source did not read the bucket apart or the holding
+	// was not held in it.
+	EndBusyShare float64 `json:"end_busy_share"`
 }
 
 // Name names the holding: namespace/pod/container.
@@ -189,6 +197,7 @@ func (a *analyzer) holdings(d *model.Dataset) []Holding {
 			Team: Team(d, a.teams, k.Holder), Node: e.Host, Model: e.Model, UUID: k.Dev.UUID, MIGID: k.Dev.GI,
 			Profile: e.Profile, Resource: al.Resource, Sharing: al.Sharing,
 			Totals: t, Usage: usageOf(d.Activity[k], d.FBMiB[k]),
+			AtEnd: e.Last >= 0 && e.Last == d.Buckets-1, EndBusyShare: endBusyShare(d, k),
 		})
 	}
 	slices.SortFunc(out, func(a, b Holding) int {
@@ -196,4 +205,14 @@ func (a *analyzer) holdings(d *model.Dataset) []Holding {
 			cmp.Compare(a.Container, b.Container), cmp.Compare(a.UUID, b.UUID), cmp.Compare(a.MIGID, b.MIGID), cmp.Compare(a.Profile, b.Profile))
 	})
 	return out
+}
+
+// endBusyShare is holding k's busy share in the range's last bucket; -1 when
+// d does not have that bucket apart or k was not held in it.
+func endBusyShare(d *model.Dataset, k model.HoldingKey) float64 {
+	e, ok := d.EndSeconds[k]
+	if held := e[model.StateBusy] + e[model.StateIdle]; ok && held > 0 {
+		return e[model.StateBusy] / held
+	}
+	return -1
 }

@@ -104,6 +104,11 @@ type Dataset struct {
 	Previous map[HoldingKey]*LedgerEntry // the period before; nil when it has no data to compare with
 	GPUs     map[string]*GPUSeen         // by UUID: what the range saw of each GPU
 	MIGMode  map[string]string           // by UUID: gputally_gpu_info's mig_mode at the GPU's last sample; absent: not known
+	// EndSeconds are the device-seconds per state each holding had in the
+	// range's last step bucket; nil when the source does not read that
+	// bucket apart (the advice then cannot tell whether a holding is still
+	// idle at the end).
+	EndSeconds map[HoldingKey][NumStates]float64
 
 	Warnings []string // annotations the source's backend returned with its answers
 	Requests int      // requests the source made

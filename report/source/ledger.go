@@ -86,6 +86,7 @@ func (c *collector) plan(d *model.Dataset) {
 	// this period and the previous one.
 	n := c.run.requests(first, d.End, d.Step) + 4*c.run.requests(d.Start, d.End, d.Step) + 4*c.run.requests(d.Start.Add(-d.End.Sub(d.Start)), d.Start, d.Step)
 	n += c.run.requests(first, d.End, d.Step) // migModes
+	n += c.lastBucketRequests(d)
 	if c.teamLabel != "" {
 		n += c.run.requests(first, d.End, d.Step)
 	}
@@ -95,13 +96,14 @@ func (c *collector) plan(d *model.Dataset) {
 
 // collect runs every query over (r.Start, r.End], in this order: the ledger,
 // the previous period's ledger, the allocations, the MIG modes, the pods'
-// team labels and the activity and framebuffer samples.
+// team labels, the activity and framebuffer samples and the last bucket's
+// ledger (end.go).
 func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
 	d := model.NewDataset(r)
 	c.plan(d)
 	defer c.run.finish()
 	for _, step := range []func(context.Context, *model.Dataset) error{
-		c.thisPeriod, c.previous, c.allocations, c.migModes, c.podTeams, c.usage,
+		c.thisPeriod, c.previous, c.allocations, c.migModes, c.podTeams, c.usage, c.lastBucket,
 	} {
 		if err := step(ctx, d); err != nil {
 			return nil, err
