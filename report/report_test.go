@@ -106,7 +106,7 @@ func TestRecommendationsHandComputed(t *testing.T) {
 	// dev kept 3 GPUs busy at once: 3 × 1.2 → 4. research kept none busy: the
 	// floor of 1, and a comment that says so.
 	for _, s := range []string{"mig-devices:\n        1g.10gb: 1", "replicas: 3", "name: dev\n", "nominalQuota: 4",
-		"#   nvidia.com/gpu: no device was busy in any bucket; 1 is a floor so its jobs can still be admitted\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: research\n"} {
+		"#   nvidia.com/gpu: no device was busy in any interval; 1 is a floor so its jobs can still be admitted\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: research\n"} {
 		if !strings.Contains(r.Apply.MIGParted+r.Apply.TimeSlicing+r.Apply.Kueue, s) {
 			t.Errorf("configuration to apply lacks %q:\n%s\n%s\n%s", s, r.Apply.MIGParted, r.Apply.TimeSlicing, r.Apply.Kueue)
 		}
@@ -231,6 +231,8 @@ func TestBoundedRequests(t *testing.T) {
 	for q, n := range points {
 		want := 168
 		switch {
+		case strings.Contains(q, " offset "): // devices busy at once, per the fake's 5m scrape interval
+			want = 7 * 24 * 12
 		case strings.Contains(q, "gputally_gpu_seconds_total"):
 			want = 2*169 + 2 // from the bucket ending at the start; this period, the previous one and the last bucket (end.go)
 		case strings.Contains(q, "gputally_cost_eur_total"):

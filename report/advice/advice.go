@@ -130,5 +130,6 @@ func (a *adviser) recommend(r *draft, d *model.Dataset) {
 	}
 	r.Apply.MIGParted, r.Apply.MIGPartedLabels = migPartedConfig(p, layouts)
 	r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels, r.Apply.TimeSlicingSharing = timeSlicingConfig(r, p, ts)
-	r.Apply.Kueue = kueueYAML(a.quotas(d), a.headroom, d.Step)
+	qs, how := a.quotas(d)
+	r.Apply.Kueue = kueueYAML(qs, a.headroom, how)
 }

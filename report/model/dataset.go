@@ -72,6 +72,25 @@ type GPUSeen struct {
 	FirstLost int       // first bucket with lost seconds; -1: none
 }
 
+// Concurrency is how many devices were busy at the same time, per
+// namespace and MIG profile, at the finest resolution the data has.
+type Concurrency struct {
+	// Interval is the resolution of the reading: the scrape interval of the
+	// exporters (Scraped), or the range's Resolution when that could not be
+	// read. A device counts as busy in (t − Interval, t] when its ledger
+	// counted busy time there.
+	Interval time.Duration
+	Scraped  bool
+	// Busy holds, per namespace and MIG profile, the devices busy in each
+	// interval by its end t (Unix milliseconds); intervals without any are
+	// absent.
+	Busy map[ConcurrencyKey]map[int64]int
+}
+
+// ConcurrencyKey is a namespace and a MIG profile ("" for whole GPUs and
+// time-sliced shares of them).
+type ConcurrencyKey struct{ Namespace, Profile string }
+
 // HeatCell sums the device activity ratios (0–1) sampled in one hour of the
 // week.
 type HeatCell struct {
@@ -109,6 +128,9 @@ type Dataset struct {
 	// bucket apart (the advice then cannot tell whether a holding is still
 	// idle at the end).
 	EndSeconds map[HoldingKey][NumStates]float64
+	// Concurrency is how many devices each namespace kept busy at the same
+	// time; nil when the source cannot tell.
+	Concurrency *Concurrency
 
 	Warnings []string // annotations the source's backend returned with its answers
 	Requests int      // requests the source made
