@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -93,6 +94,10 @@ type Holding struct {
 	// 0–1; -1 when the source did not read the bucket apart or the holding
 	// was not held in it.
 	EndBusyShare float64 `json:"end_busy_share"`
+	// Replicas is, for a time-sliced or MPS holding, how many replicas its
+	// device offered at its last sample (replicasOf); 0 when not shared or
+	// not known.
+	Replicas int `json:"replicas,omitempty"`
 }
 
 // Name names the holding: namespace/pod/container.
@@ -182,6 +187,7 @@ func (g groupSet) groups(withPrev bool) []Group {
 }
 
 func (a *analyzer) holdings(d *model.Dataset) []Holding {
+	replicas := replicasOf(d)
 	var out []Holding
 	for _, k := range model.SortedKeys(d.Ledger) {
 		e := d.Ledger[k]
@@ -197,7 +203,7 @@ func (a *analyzer) holdings(d *model.Dataset) []Holding {
 			Team: Team(d, a.teams, k.Holder), Node: e.Host, Model: e.Model, UUID: k.Dev.UUID, MIGID: k.Dev.GI,
 			Profile: e.Profile, Resource: al.Resource, Sharing: al.Sharing,
 			Totals: t, Usage: usageOf(d.Activity[k], d.FBMiB[k]),
-			AtEnd: e.Last >= 0 && e.Last == d.Buckets-1, EndBusyShare: endBusyShare(d, k),
+			AtEnd: e.Last >= 0 && e.Last == d.Buckets-1, EndBusyShare: endBusyShare(d, k), Replicas: replicas[k.Dev],
 		})
 	}
 	slices.SortFunc(out, func(a, b Holding) int {
@@ -215,4 +221,46 @@ func endBusyShare(d *model.Dataset, k model.HoldingKey) float64 {
 		return e[model.StateBusy] / held
 	}
 	return -1
+}
+
+// maxReplicas bounds the replicas replicasOf considers, as the simulator and
+// common device plugin configs do.
+const maxReplicas = 64
+
+// replicasOf returns, per time-sliced or MPS device, the replicas it offered
+// at the last sample of its holders: the smallest count n ≥ 2 that makes
+// every share of the holders sampled then a whole number of replicas (a
+// share is replicas held ÷ replicas offered). A device whose holders each
+// held several replicas reads fewer than it offered (2 of 8 each reads as 1
+// of 4). Devices whose shares fit no such count are left out: not known.
+func replicasOf(d *model.Dataset) map[model.DeviceKey]int {
+	last := map[model.DeviceKey]int{}
+	shares := map[model.DeviceKey][]float64{}
+	for _, k := range slices.SortedFunc(maps.Keys(d.Shares), compareHoldingKeys) {
+		s := d.Shares[k]
+		switch b, ok := last[k.Dev]; {
+		case !ok || s.Bucket > b:
+			last[k.Dev], shares[k.Dev] = s.Bucket, []float64{s.Share}
+		case s.Bucket == b:
+			shares[k.Dev] = append(shares[k.Dev], s.Share)
+		}
+	}
+	out := map[model.DeviceKey]int{}
+	for dev, ss := range shares {
+		for n := 2; n <= maxReplicas; n++ {
+			if !slices.ContainsFunc(ss, func(s float64) bool {
+				k := s * float64(n)
+				return math.Abs(k-math.Round(k)) > 1e-6 || math.Round(k) < 1
+			}) {
+				out[dev] = n
+				break
+			}
+		}
+	}
+	return out
+}
+
+func compareHoldingKeys(a, b model.HoldingKey) int {
+	return cmp.Or(cmp.Compare(a.Dev.UUID, b.Dev.UUID), cmp.Compare(a.Dev.GI, b.Dev.GI), cmp.Compare(a.Dev.Profile, b.Dev.Profile),
+		cmp.Compare(a.Holder.Namespace, b.Holder.Namespace), cmp.Compare(a.Holder.Pod, b.Holder.Pod), cmp.Compare(a.Holder.Container, b.Holder.Container))
 }

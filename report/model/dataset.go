@@ -72,6 +72,14 @@ type GPUSeen struct {
 	FirstLost int       // first bucket with lost seconds; -1: none
 }
 
+// Share is a time-sliced or MPS holding's share of its device (0–1: the
+// replicas it holds over those the device offers) at its last sample, and
+// the step bucket of that sample.
+type Share struct {
+	Share  float64
+	Bucket int
+}
+
 // Concurrency is how many devices were busy at the same time, per
 // namespace and MIG profile, at the finest resolution the data has.
 type Concurrency struct {
@@ -128,6 +136,9 @@ type Dataset struct {
 	// bucket apart (the advice then cannot tell whether a holding is still
 	// idle at the end).
 	EndSeconds map[HoldingKey][NumStates]float64
+	// Shares are the shares of their device that time-sliced and MPS
+	// holdings had at their last sample (gputally_gpu_allocation).
+	Shares map[HoldingKey]Share
 	// Concurrency is how many devices each namespace kept busy at the same
 	// time; nil when the source cannot tell.
 	Concurrency *Concurrency
@@ -148,6 +159,7 @@ func NewDataset(r Range) *Dataset {
 		FBMiB:    map[HoldingKey][]float32{},
 		PodTeams: map[HolderKey]string{},
 		GPUs:     map[string]*GPUSeen{},
+		Shares:   map[HoldingKey]Share{},
 	}
 	d.Present = make([]bool, d.Buckets)
 	d.Timeline = make([][NumStates]float64, d.Buckets)

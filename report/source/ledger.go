@@ -86,7 +86,7 @@ func (c *collector) plan(d *model.Dataset) {
 	// this period and the previous one.
 	n := c.run.requests(first, d.End, d.Step) + 4*c.run.requests(d.Start, d.End, d.Step) + 4*c.run.requests(d.Start.Add(-d.End.Sub(d.Start)), d.Start, d.Step)
 	n += c.run.requests(first, d.End, d.Step) // migModes
-	n += c.lastBucketRequests(d)
+	n += c.endRequests(d)
 	n += c.concurrencyRequests(d)
 	if c.teamLabel != "" {
 		n += c.run.requests(first, d.End, d.Step)
@@ -98,13 +98,14 @@ func (c *collector) plan(d *model.Dataset) {
 // collect runs every query over (r.Start, r.End], in this order: the ledger,
 // the previous period's ledger, the allocations, the MIG modes, the pods'
 // team labels, the activity and framebuffer samples, the last bucket's
-// ledger (end.go) and the devices busy at once (concurrency.go).
+// ledger and the time-sliced shares (end.go) and the devices busy at once
+// (concurrency.go).
 func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
 	d := model.NewDataset(r)
 	c.plan(d)
 	defer c.run.finish()
 	for _, step := range []func(context.Context, *model.Dataset) error{
-		c.thisPeriod, c.previous, c.allocations, c.migModes, c.podTeams, c.usage, c.lastBucket, c.concurrency,
+		c.thisPeriod, c.previous, c.allocations, c.migModes, c.podTeams, c.usage, c.lastBucket, c.shares, c.concurrency,
 	} {
 		if err := step(ctx, d); err != nil {
 			return nil, err
