@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -296,6 +297,44 @@ func TestGoldenRenderers(t *testing.T) {
 				t.Errorf("%s output differs from %s (run go test -update after checking the change)", format, golden)
 			}
 		})
+	}
+}
+
+// TestGoldenEmptyReport: a report with nothing to advise — one GPU busy all
+// week, no gaps, no faults — writes every empty list as [] in JSON, never
+// null (testdata/report.empty.golden.json), so that a consumer can iterate
+// any list without a check.
+func TestGoldenEmptyReport(t *testing.T) {
+	r := generate(t, testConfig(), fleetQuerier([]fakeGPU{alone("GPU-B", "0", "node-b", h100Name, "ml", "trainer", 1.5, 1, 0.95, 70000)}, time.Hour))
+	r.Source = "test"
+	var b bytes.Buffer
+	if err := render.Render(&b, r, FormatJSON); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "report.empty.golden.json")
+	if *update {
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Errorf("JSON output differs from %s (run go test -update after checking the change)", golden)
+	}
+	if bytes.Contains(b.Bytes(), []byte("null")) {
+		t.Errorf("the empty report's JSON has a null:\n%s", b.String())
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b.Bytes(), &top); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"recommendations", "mig_packing", "warnings", "broken_gpus"} {
+		if string(top[k]) != "[]" {
+			t.Errorf("%s is %s, want []", k, top[k])
+		}
 	}
 }
 

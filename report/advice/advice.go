@@ -72,9 +72,9 @@ type Recommendation struct {
 	Model                  string   `json:"model,omitempty"`
 	Profile                string   `json:"mig_profile,omitempty"` // "mig": the profiles, e.g. "1g.10gb ×2"
 	Replicas               int      `json:"replicas,omitempty"`
-	Holdings               []string `json:"holdings,omitempty"` // namespace/pod/container
-	Nodes                  []string `json:"nodes,omitempty"`    // nodes the change is applied to
-	FreedGPUs              []string `json:"freed_gpus,omitempty"`
+	Holdings               []string `json:"holdings"` // namespace/pod/container
+	Nodes                  []string `json:"nodes"`    // nodes the change is applied to
+	FreedGPUs              []string `json:"freed_gpus"`
 	FreedEURPerMonth       float64  `json:"freed_eur_per_month"`
 	ReclaimableEURPerMonth float64  `json:"reclaimable_eur_per_month"`
 	Evidence               string   `json:"evidence"`
