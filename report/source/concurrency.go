@@ -20,12 +20,12 @@ import (
 // before t, and the devices busy in an interval are counted per namespace
 // and MIG profile.
 //
-// The interval s is the scrape interval of gputally's exporters:
-// max(count_over_time(gputally_up[step])) scrapes in a step, rounded down to
-// whole seconds (an interval finer than the scrapes counts each increment
-// once; a coarser one would count devices busy one after the other as busy
-// together). When gputally_up is not there the reading falls back to the
-// report's resolution.
+// The interval s is the scrape interval of gputally's exporters: a step over
+// the intervals between max(count_over_time(gputally_up[step])) scrapes,
+// rounded down to whole seconds (an interval finer than the scrapes counts
+// each increment once; a coarser one would count devices busy one after the
+// other as busy together). When gputally_up is not there the reading falls
+// back to the report's resolution.
 
 // concurrency fills d.Concurrency.
 func (c *collector) concurrency(ctx context.Context, d *model.Dataset) error {
@@ -95,9 +95,13 @@ func (c *collector) scrapeInterval(ctx context.Context, d *model.Dataset) (time.
 	if err != nil {
 		return 0, false, err
 	}
-	if most < 2 {
+	if most < 3 {
 		return d.Resolution, false, nil
 	}
-	// Never coarser than the resolution, nor finer than a second.
-	return max(time.Second, min(time.Duration(float64(d.Step)/most).Truncate(time.Second), d.Resolution)), true, nil
+	// n samples in a step are n − 1 intervals when the window holds both
+	// ends (Prometheus 2) and a little more than n − 1 when it does not
+	// (Prometheus 3, VictoriaMetrics): rounded down to whole seconds, both
+	// give the interval. Never coarser than the resolution, nor finer than a
+	// second.
+	return max(time.Second, min(time.Duration(float64(d.Step)/(most-1)).Truncate(time.Second), d.Resolution)), true, nil
 }
