@@ -66,17 +66,18 @@ func (c *collector) concurrencyRequests(d *model.Dataset) int {
 }
 
 // busyAtOnceQuery counts, per namespace and MIG profile, the devices whose
-// busy counter grew in (t − s, t]: it went on (X − P > 0), it was reset by
-// an exporter restart and counted again from 0 (X < P, X > 0), or it is new
-// (no P, X > 0). A series that ended keeps its final value for a retention
-// window and so is not busy. Duplicate series of one device (HA pairs,
-// duplicate scrape jobs, both spellings of the node label) count once.
+// busy counter grew in (t − s, t]: with X its value at t and P at t − s, X >
+// 0 unless X = P — it went on (X > P), it was reset by an exporter restart
+// and counted again from 0 (X < P), or it is new (no P). A series that ended
+// keeps its final value for a retention window (X = P) and so is not busy;
+// a counter at 0 never was. Duplicate series of one device (HA pairs,
+// duplicate scrape jobs, both spellings of the node label) count once. The
+// counter is selected three times, not six as with one branch per case: the
+// query runs at every scrape interval of the range.
 func busyAtOnceQuery(s time.Duration) string {
 	const busy = `gputally_gpu_seconds_total{state="busy",namespace!=""}`
-	off := pmodel.Duration(s).String()
-	return fmt.Sprintf("count by (namespace, GPU_I_PROFILE) (max by (%s) ("+
-		"(%[2]s - %[2]s offset %[3]s) > 0 or (%[2]s < %[2]s offset %[3]s) > 0 or (%[2]s > 0 unless %[2]s offset %[3]s)))",
-		byDevice, busy, off)
+	return fmt.Sprintf("count by (namespace, GPU_I_PROFILE) (max by (%s) (%[2]s > 0 unless %[2]s == %[2]s offset %[3]s))",
+		byDevice, busy, pmodel.Duration(s))
 }
 
 // scrapeInterval returns the scrape interval of gputally's exporters over

@@ -25,7 +25,8 @@ import (
 //     1:01:02–1:01:12: two at once but in the interval that ends at 1:01:30,
 //     the first after the exporter's restart at 1:01, where b, c and d are
 //     busy: 3. b's counter was reset there (read as X < P) and d was scraped
-//     once (at 1:01:13, a new series);
+//     once (at 1:01:13, a new series); ml/idle, which appears then with a
+//     busy counter at 0 and stays at 0, is never busy;
 //   - short: one 20 s job between two scrapes: 1.
 func TestBusyAtOnce(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
@@ -50,6 +51,12 @@ func TestBusyAtOnce(t *testing.T) {
 		t.Run(fmt.Sprintf("gputally_up %v", withUp), func(t *testing.T) {
 			b := NewStoreBuilder()
 			play(t, b, procs, runs, scrape, offset, start, end)
+			// ml/idle holds a device from the restart on and is never busy: its
+			// busy counter is 0 from its first scrape, and it is not counted.
+			for ts := at(1, 1, 13); ts.Before(end); ts = ts.Add(scrape) {
+				appendLedger(t, b, []string{"UUID", "GPU-idle", "gpu", "0", "Hostname", "node-0", "modelName", "NVIDIA H100 80GB HBM3",
+					"namespace", "ml", "pod", "idle", "container", "main", "state", "busy"}, ts, 0)
+			}
 			if withUp {
 				for _, p := range procs {
 					for ts := p.from.Truncate(scrape).Add(offset); ts.Before(p.to); ts = ts.Add(scrape) {
