@@ -356,6 +356,49 @@ func TestExclusive(t *testing.T) {
 	}
 }
 
+// TestExclusiveNeedsTheWholeDevice: a lone holder whose kind of hold is
+// whole (a GPU through nvidia.com/gpu, a MIG instance, a DRA claim without a
+// share ID) still gives no pod labels when it holds only part of the device.
+// GPU 0 is offered as four time-slicing replicas and one container holds it
+// through nvidia.com/gpu: 1 of 4 replicas, share 1/4, so the device is shared.
+func TestExclusiveNeedsTheWholeDevice(t *testing.T) {
+	h := newHarness(t, nil)
+	h.sim.SetAllocatable([]kubeletsim.Devices{
+		{Resource: "nvidia.com/gpu.shared", IDs: []string{gpu0 + "::0", gpu0 + "::1", gpu0 + "::2", gpu0 + "::3"}},
+		{Resource: "nvidia.com/gpu", IDs: []string{gpu1}},
+	})
+	h.sim.SetPods([]kubeletsim.Pod{
+		pod("a", "part", ctr("c", "nvidia.com/gpu", gpu0)),
+		pod("a", "whole", ctr("c", "nvidia.com/gpu", gpu1)),
+	})
+	s := h.refresh(t)
+	if hs := s.Holders[gpu0]; len(hs) != 1 || hs[0].Sharing != attribution.Exclusive || hs[0].Share != 0.25 {
+		t.Fatalf("holders of GPU 0 %+v, want one exclusive hold of share 0.25", hs)
+	}
+	if got, ok := s.Exclusive(gpu0); ok {
+		t.Errorf("Exclusive(GPU 0) = %q: a quarter of a device gives no pod labels", got.Pod)
+	}
+	if got, ok := s.Exclusive(gpu1); !ok || got.Pod != "whole" {
+		t.Errorf("Exclusive(GPU 1) = %q, %v; want whole, true", got.Pod, ok)
+	}
+	// The same for every whole kind of hold, on snapshots built by hand.
+	for _, hold := range []attribution.Holder{
+		{Pod: "gpu", Sharing: attribution.Exclusive, Replicas: 1, Share: 0.5},
+		{Pod: "mig", Sharing: attribution.MIG, Replicas: 1, Share: 0.5},
+		{Pod: "dra", Sharing: attribution.DRA, Replicas: 1, Share: 0.5},
+	} {
+		snap := &attribution.Snapshot{Up: true, Holders: map[string][]attribution.Holder{"GPU-x": {hold}}}
+		if _, ok := snap.Exclusive("GPU-x"); ok {
+			t.Errorf("Exclusive of a lone %s holder of share 0.5 = true, want false", hold.Sharing)
+		}
+		hold.Share = 1
+		snap.Holders["GPU-x"] = []attribution.Holder{hold}
+		if got, ok := snap.Exclusive("GPU-x"); !ok || got.Pod != hold.Pod {
+			t.Errorf("Exclusive of a lone %s holder of share 1 = %q, %v; want %s, true", hold.Sharing, got.Pod, ok, hold.Pod)
+		}
+	}
+}
+
 func TestPodThatEndsDisappears(t *testing.T) {
 	h := newHarness(t, nil)
 	h.sim.SetPods([]kubeletsim.Pod{

@@ -259,6 +259,41 @@ func TestActivitySignals(t *testing.T) {
 	}
 }
 
+// TestMIGInstanceWithoutSignalsIsUnknown: a MIG instance that reports no
+// activity field falls back to its compute processes only when the backend
+// listed them. Without a process list the instance is unknown (NaN, signal
+// none), not idle: a list that was not read is not an empty list.
+func TestMIGInstanceWithoutSignalsIsUnknown(t *testing.T) {
+	inv := Inventory{GPUs: []GPU{{UUID: "GPU-bbbb", MIGEnabled: true, Instances: []MIGInstance{
+		{UUID: "MIG-1111", GPUInstanceID: 2, Profile: "3g.40gb", ComputeSlices: 3, MemorySlices: 4},
+		{UUID: "MIG-2222", GPUInstanceID: 9, Profile: "1g.10gb", ComputeSlices: 1, MemorySlices: 1},
+	}}}}
+	for _, tc := range []struct {
+		name   string
+		known  bool
+		procs  []Process
+		ratio  [2]float64 // NaN: unknown
+		signal [2]Signal
+	}{
+		{"processes not listed", false, nil, [2]float64{math.NaN(), math.NaN()}, [2]Signal{SignalNone, SignalNone}},
+		// A stale list the backend did not vouch for changes nothing.
+		{"processes not listed, stale list", false, []Process{{PID: 7, GPUInstanceID: 9}}, [2]float64{math.NaN(), math.NaN()}, [2]Signal{SignalNone, SignalNone}},
+		{"no process runs", true, nil, [2]float64{0, 0}, [2]Signal{SignalProcesses, SignalProcesses}},
+		{"a process in GPU instance 9", true, []Process{{PID: 7, GPUInstanceID: 9}}, [2]float64{0, 1}, [2]Signal{SignalProcesses, SignalProcesses}},
+	} {
+		s := newSample(inv, t0)
+		s.GPUs[0].Values.Set(GREngineActive, 0.1) // the parent's signal does not stand in for an instance's
+		s.GPUs[0].ProcessesKnown, s.GPUs[0].Processes = tc.known, tc.procs
+		act := activities(inv, s)[0].Instances
+		for j, a := range act {
+			want := tc.ratio[j]
+			if a.Signal != tc.signal[j] || (math.IsNaN(want) != math.IsNaN(a.Ratio)) || (!math.IsNaN(want) && a.Ratio != want) {
+				t.Errorf("%s: instance %d = %v %v, want %v %v", tc.name, j, a.Ratio, a.Signal, want, tc.signal[j])
+			}
+		}
+	}
+}
+
 func TestLedgerSeriesOutliveAFailedSample(t *testing.T) {
 	b := &fakeBackend{power: 300}
 	s := NewSampler(b, SamplerOptions{Now: fixedClock(t0), Holders: fakeHolders{podsOnNode}, Ledger: cost.NewLedger(staticBook{cost.Default()})})

@@ -88,6 +88,36 @@ func TestWorkedExampleA100HeldIdle(t *testing.T) {
 	})
 }
 
+// TestLedgerChargesOverhead holds the ledger to the whole rate of a price
+// book whose overhead is non-zero and unlike its capital and energy, with the
+// EUR computed by hand from the book's numbers (not from Rate.Total):
+//
+//	capital  35040 EUR / (4 y × 8760 h)        = 1.00 EUR/h
+//	energy   500 W / 1000 × PUE 1.2 × 0.25 EUR = 0.15 EUR/h
+//	overhead                                   = 0.35 EUR/h
+//
+// 1.50 EUR/h; held busy for 2 h in 10 s ticks: 7200 s and 3.00 EUR.
+func TestLedgerChargesOverhead(t *testing.T) {
+	book := mustParse(t, `
+defaults: {amortization_years: 4, energy_eur_per_kwh: 0.25, pue: 1.2, overhead_eur_per_hour: 0.35}
+models: [{match: H100, purchase_eur: 35040}]
+`)
+	l := NewLedger(&bookSource{book})
+	pod := HolderKey{"ml", "train-0", "main"}
+	gpu := []GPUState{{HoldersKnown: true,
+		UUID: "GPU-h100", Model: "NVIDIA H100 80GB HBM3", PowerW: 500, Activity: 0.9,
+		Holders: []Holder{{Key: pod, Share: 1, Activity: math.NaN()}},
+	}}
+	for range 720 {
+		l.Advance(10*time.Second, gpu)
+	}
+	checkSeries(t, l, []wantSeries{
+		{"GPU-h100", pod, Busy, 7200, 3.00},
+		{"GPU-h100", pod, Idle, 0, 0},
+		{"GPU-h100", HolderKey{}, Unallocated, 0, 0},
+	})
+}
+
 func TestWorkedExampleH100MIG(t *testing.T) {
 	llm := HolderKey{"inference", "llm-0", "server"}
 	nb := HolderKey{"dev", "notebook-a", "jupyter"}

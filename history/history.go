@@ -67,7 +67,8 @@ type Sink interface {
 type Result struct {
 	Start, End time.Time
 	Samples    int // samples written
-	// Restarts counts the exporter restarts that `exporter: stopped` events made.
+	// Restarts counts the exporter restarts that `exporter: stopped` and
+	// `exporter: restarted` events made.
 	Restarts int
 	// Totals are the ledger's totals per series at End, summed over exporter
 	// restarts and over series that ended and came back: every device-second
@@ -83,7 +84,13 @@ type Result struct {
 // last holders until StaleAfter, then has none; inside a `backend: failing`
 // window every sample fails; inside an `exporter: stopped` window nothing is
 // sampled or scraped, and the exporter then starts again with a new ledger,
-// attribution client and process resolver, so its counters start from 0.
+// attribution client and process resolver, so its counters start from 0. At an
+// `exporter: restarted` event a new exporter process takes the next sample,
+// counters from 0, without a gap in samples or scrapes; inside a `scrape:
+// missing` window the exporter runs on but no scrape is written; at a `mig`
+// event the backend's inventory changes, the sampler reads it again and hands
+// its devices to the attribution client, and the pods on instances that went
+// have ended.
 func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 	if err := opts.defaults(); err != nil {
 		return Result{}, err
@@ -123,7 +130,9 @@ func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 		}
 		sums.add(snap.Totals)
 		rates = snap.Rates
-		if node.scrapeDue(t) {
+		// Inside a `scrape: missing` window Prometheus did not scrape: the
+		// exporter ran on, but nothing is written.
+		if node.scrapeDue(t) && !node.backend.ScrapeMissing(t) {
 			scraper.scrape(snap)
 		}
 	}

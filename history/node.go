@@ -24,6 +24,7 @@ type node struct {
 
 	ex     *exporterProcess // nil while stopped
 	starts int              // exporter starts so far
+	last   time.Time        // the previous tick's time; zero before the first
 	// nextRefresh is when the attribution interval next asks the kubelet,
 	// nextChange when the scenario next changes its answer, nextScrape when
 	// the next scrape is due.
@@ -75,16 +76,37 @@ func (n *node) close() {
 // tick takes the sample at t and returns its snapshot, or nil while the
 // exporter is stopped; started is true at the first sample after a start.
 func (n *node) tick(ctx context.Context, t time.Time) (snap *collector.Snapshot, started bool, err error) {
+	last := n.last
+	n.last = t
 	if n.backend.ExporterStopped(t) {
 		n.stop()
 		return nil, false, nil
 	}
+	// A restart since the last sample: a new process samples at t, and
+	// Prometheus, which scraped the old one, keeps its schedule.
+	restart := n.ex != nil && n.backend.ExporterRestarted(last, t)
+	if restart {
+		n.stop()
+	}
 	if n.ex == nil {
-		if err := n.start(); err != nil {
+		if err := n.start(t); err != nil {
 			return nil, false, err
 		}
 		started = true
-		n.nextRefresh, n.nextScrape = t, t
+		n.nextRefresh = t
+		if !restart {
+			n.nextScrape = t
+		}
+	} else if n.backend.InventoryChanged(last, t) {
+		// A MIG reconfiguration since the last sample. The sampler reads the
+		// new inventory at this sample (the backend's Sample says it
+		// changed) and hands its devices to the client, as in the
+		// exporter; they are handed over here as well, before the kubelet
+		// is asked about the pods on the new instances, whose IDs the
+		// client would otherwise not know yet.
+		inv := n.backend.InventoryAt(t)
+		n.ex.client.SetDevices(collector.AttributionDevices(inv))
+		n.ex.client.SetMIGLayout(collector.MIGLayout(inv))
 	}
 	if n.refreshDue(t) {
 		if err := n.kubelet.Sync(t); err != nil {
@@ -126,9 +148,10 @@ func (n *node) scrapeDue(t time.Time) bool {
 	return true
 }
 
-// start starts the exporter: a new attribution client, process resolver,
-// ledger and sampler, as a new process would have.
-func (n *node) start() error {
+// start starts the exporter at t: a new attribution client, process resolver,
+// ledger and sampler, as a new process would have, which know the devices of
+// the node at t.
+func (n *node) start(t time.Time) error {
 	o := n.opts
 	client, err := attribution.New(attribution.Config{
 		Socket: n.kubelet.Socket, StaleAfter: o.StaleAfter, Clock: n.clock, Logger: o.Logger,
@@ -137,11 +160,7 @@ func (n *node) start() error {
 	if err != nil {
 		return err
 	}
-	inv, err := n.backend.Inventory(context.Background())
-	if err != nil {
-		client.Close()
-		return err
-	}
+	inv := n.backend.InventoryAt(t)
 	client.SetDevices(collector.AttributionDevices(inv))
 	client.SetMIGLayout(collector.MIGLayout(inv))
 	sampler := collector.NewSampler(n.backend, collector.SamplerOptions{

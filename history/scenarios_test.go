@@ -1,9 +1,11 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +81,66 @@ func TestShortJobsScenarioChargesEachRun(t *testing.T) {
 	// sample interval at the state its end sees, so it gets that one interval.
 	if got := charged["ci/build-42"]; got != 10 {
 		t.Errorf("build-42 charged %v device-seconds, want 10", got)
+	}
+}
+
+// TestIssue21Scenarios plays a day of each scenario of issue 21 at a 10-second
+// sample and holds the ledger's totals to the hand computation at the top of
+// its file.
+func TestIssue21Scenarios(t *testing.T) {
+	type key struct{ pod, state string }
+	tests := []struct {
+		file     string
+		restarts int
+		want     map[key]float64 // device-seconds
+	}{
+		{"restart.yaml", 1, map[key]float64{
+			{"pretrain-0", "busy"}: 86390, {"finetune-0", "busy"}: 55800, {"finetune-1", "busy"}: 40190,
+			{"tune-a", "busy"}: 27600, {"tune-b", "busy"}: 43195,
+		}},
+		{"mig-reconfigure.yaml", 0, map[key]float64{
+			{"llm-0", ""}: 43190 * 3.0 / 5, {"llm-1", ""}: 43210 * 4.0 / 6, {"nb-0", ""}: 43190.0/5 + 43210.0/6,
+			{"nb-1", ""}: 43210.0 / 6, {"embed-0", ""}: 43200, {"embed-1", ""}: 43200, {"", "unallocated"}: 43190.0 / 5,
+		}},
+		{"ended-pods.yaml", 0, map[key]float64{
+			{"notebook-0", "idle"}: 28790, {"eval-sweep-3", "idle"}: 86400, {"notebook-1", "idle"}: 86400,
+			{"notebook-2", "idle"}: 57590.0 / 7, {"notebook-3", "idle"}: 86400.0 / 7, {"reindex-0", "busy"}: 35990 * 3.0 / 7,
+			{"", "unallocated"}: 57610 + 50410*3.0/7 + 28810.0/7,
+		}},
+		{"shared-node.yaml", 0, map[key]float64{
+			{"solo-0", ""}: 86400, {"solo-1", ""}: 86400, {"light-0", "idle"}: 86400,
+		}},
+		{"kueue-jobs.yaml", 0, map[key]float64{
+			{"build", "busy"}: 34560, {"test", "busy"}: 17280, {"train-a", "busy"}: 43200, {"train-b", "busy"}: 28800, {"train-c", "busy"}: 21600,
+		}},
+		{"scrape-gap.yaml", 0, map[key]float64{
+			{"pretrain-0", "busy"}: 86400, {"pretrain-1", "busy"}: 86400, {"chat-0", ""}: 86400, {"embed-0", ""}: 86400,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			res := runScenario(t, "../testdata/scenarios/"+tt.file, Options{
+				Duration: 24 * time.Hour, SampleInterval: 10 * time.Second, ScrapeInterval: 30 * time.Second,
+			})
+			if res.Restarts != tt.restarts {
+				t.Errorf("Restarts = %d, want %d", res.Restarts, tt.restarts)
+			}
+			// Summed per pod (a job's pods per job) and state, and per pod
+			// over every state (state "").
+			got := map[key]float64{}
+			for _, tot := range res.Totals {
+				pod := tot.Holder.Pod
+				if i := strings.LastIndexByte(pod, '-'); tt.file == "kueue-jobs.yaml" && i > 0 && pod != "api-0" {
+					pod = pod[:i]
+				}
+				got[key{pod, tot.State.String()}] += tot.Seconds
+				got[key{pod, ""}] += tot.Seconds
+			}
+			for k, want := range tt.want {
+				if g := got[k]; math.Abs(g-want) > 1e-6*want {
+					t.Errorf("%s %s: %v device-seconds, want %v", k.pod, cmp.Or(k.state, "(all states)"), g, want)
+				}
+			}
+		})
 	}
 }

@@ -30,8 +30,9 @@ import (
 // chart-test uses).
 const kubeVersion = "v1.37.2"
 
-// kubeAPIServer returns the kube-apiserver binary built by tools/build-k8s.sh,
-// or skips the test when it or etcd is missing.
+// kubeAPIServer returns the kube-apiserver binary built by tools/build-k8s.sh.
+// When it or etcd is missing the test is skipped, or fails when the CI
+// environment variable is set (CI builds and installs both: .ci/run).
 func kubeAPIServer(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("GPUTALLY_KUBE_BIN")
@@ -45,12 +46,22 @@ func kubeAPIServer(t *testing.T) string {
 	}
 	bin := filepath.Join(dir, "kube-apiserver")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("no kube-apiserver at %s: build it with `bash tools/build-k8s.sh` (make chart-test does) or set GPUTALLY_KUBE_BIN", bin)
+		missingTool(t, "no kube-apiserver at %s: build it with `bash tools/build-k8s.sh` (make chart-test does) or set GPUTALLY_KUBE_BIN", bin)
 	}
 	if _, err := exec.LookPath("etcd"); err != nil {
-		t.Skip("etcd not on the PATH (Debian: apt-get install etcd-server)")
+		missingTool(t, "etcd not on the PATH (Debian: apt-get install etcd-server)")
 	}
 	return bin
+}
+
+// missingTool skips the test for want of a tool, or fails it under CI, where
+// a missing tool is a broken setup rather than a reason to test less.
+func missingTool(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf(format+" (needed in CI)", args...)
+	}
+	t.Skipf(format, args...)
 }
 
 // apiServer is an etcd and a kube-apiserver on loopback ports, with two token

@@ -99,7 +99,7 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 			c.hostname = simulated.Hostname()
 		}
 		if events := simulated.HistoryOnlyEvents(); events != "" {
-			logger.Warn("the scenario's exporter stops apply to simulate history and report --demo only; this exporter keeps running", "events", events)
+			logger.Warn("the scenario's exporter stops and restarts and missing scrapes apply to simulate history and report --demo only; this exporter keeps running and serves every scrape", "events", events)
 		}
 		if c.attribution.enabled {
 			// The simulated node's pods go through the real client path.

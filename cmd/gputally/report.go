@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/history"
 	"github.com/gputally/gputally/report"
+	"github.com/gputally/gputally/report/source"
 )
 
 // reportCommand writes the weekly utilization and cost report.
@@ -21,17 +25,20 @@ type reportCommand struct {
 	stepFlag      *promDuration
 	resolution    *promDuration
 	timeout       *promDuration
+	totalTimeout  *promDuration
 	end           string
 	demo          bool
 	demoScenarios []string
 	demoScrape    *promDuration
 	priceBook     string
+	dedupe        string
 }
 
 func newReportCommand(app *kingpin.Application) *reportCommand {
 	c := &reportCommand{cfg: report.DefaultConfig()}
 	cmd := app.Command("report", "Write the utilization and cost report with right-sizing advice.")
-	cmd.Flag("prometheus.url", "Base URL of a Prometheus-compatible API (Prometheus, Thanos, Mimir, VictoriaMetrics).").StringVar(&c.cfg.PrometheusURL)
+	cmd.Flag("prometheus.url", "Base URL of a Prometheus-compatible API, with its path prefix (Prometheus, Thanos, Mimir: …/prometheus, VictoriaMetrics cluster: …/select/<tenant>/prometheus).").StringVar(&c.cfg.PrometheusURL)
+	cmd.Flag("prometheus.http-config.file", "HTTP client config file (prometheus/common format, as promtool's --http.config.file): basic auth, bearer token, TLS, proxy, headers such as X-Scope-OrgID.").StringVar(&c.cfg.HTTPConfigFile)
 	c.rangeFlag = durationFlag(cmd.Flag("range", "Length of the period reported on."), "7d")
 	c.stepFlag = durationFlag(cmd.Flag("step", "Bucket the ledger counters are read in; --range must be a multiple."), "1h")
 	c.resolution = durationFlag(cmd.Flag("resolution", "Step at which activity and framebuffer are sampled for percentiles."), "5m")
@@ -48,8 +55,12 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("allow-partial", "Write a report marked partial when more than 1 % of the device-hours are missing or unknown, instead of failing.").BoolVar(&c.cfg.AllowPartial)
 	cmd.Flag("webhook.url-file", "File holding a Slack/Mattermost incoming-webhook URL; the Markdown report is POSTed to it.").StringVar(&c.cfg.WebhookURLFile)
 	c.timeout = durationFlag(cmd.Flag("query.timeout", "Limit of each query and of the webhook POST."), "2m")
+	c.totalTimeout = durationFlag(cmd.Flag("query.total-timeout", "Limit of all the report's queries together, retries included; 0: none."), "1h")
+	cmd.Flag("query.max-answer-bytes", "Largest answer read; a larger one is asked again in smaller requests, down to one step.").Default(strconv.Itoa(source.DefaultMaxAnswerBytes)).Int64Var(&c.cfg.MaxAnswerBytes)
 	cmd.Flag("query.max-points", "Most steps one range query asks for; longer ranges are split.").Default("1000").IntVar(&c.cfg.MaxPointsPerQuery)
 	cmd.Flag("query.max-samples", "About the most samples (series × steps) one range query's answer holds; requests are sized by the series of the previous answer; 0: no bound.").Default("500000").IntVar(&c.cfg.MaxSamplesPerQuery)
+	cmd.Flag("report.dedupe-labels", "Labels by which copies of one ledger series differ when the engine delivers it twice (an HA pair without deduplication, a second scrape job); each is counted once. Comma-separated; empty: count every series.").
+		Default(strings.Join(source.DefaultDedupeLabels, ",")).StringVar(&c.dedupe)
 	cmd.Flag("demo", "Report on a simulated week through an embedded PromQL engine instead of a Prometheus.").BoolVar(&c.demo)
 	cmd.Flag("demo.scenario", "Scenario of a simulated node for --demo, or a directory of them (a fleet); repeat for several nodes; none: the built-in scenario.").StringsVar(&c.demoScenarios)
 	cmd.Flag("cost.price-book", "Price book the exporters use (its mig_weight splits MIG costs in the advice; --demo also prices the simulation with it); empty: the built-in book.").StringVar(&c.priceBook)
@@ -61,6 +72,16 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 	c.cfg.Range, c.cfg.Step = time.Duration(*c.rangeFlag), time.Duration(*c.stepFlag)
 	c.cfg.Resolution, c.cfg.Timeout = time.Duration(*c.resolution), time.Duration(*c.timeout)
+	c.cfg.TotalTimeout = time.Duration(*c.totalTimeout)
+	c.cfg.DedupeLabels = nil
+	for l := range strings.SplitSeq(c.dedupe, ",") {
+		if l = strings.TrimSpace(l); l != "" {
+			if !pmodel.LabelName(l).IsValid() {
+				return badInput(fmt.Errorf("--report.dedupe-labels: %q is not a label name", l))
+			}
+			c.cfg.DedupeLabels = append(c.cfg.DedupeLabels, l)
+		}
+	}
 	c.cfg.Progress = os.Stderr
 	if c.end != "" {
 		end, err := time.Parse(time.RFC3339, c.end)

@@ -125,12 +125,13 @@ func startInProcess(t *testing.T, args ...string) (*exporter, *syncBuffer) {
 
 // TestExporterPlaysJobsInRealTime runs a job of a 1-second pod every 2 seconds
 // on the simulated node: the kubelet follows the wall clock, so pods after
-// the first ones get attributed; the scenario's exporter stop is only logged.
+// the first ones get attributed; the scenario's exporter stop and restart and
+// its missing scrapes are only logged.
 func TestExporterPlaysJobsInRealTime(t *testing.T) {
 	scenario := writeScenario(t, `gpus: [{model: NVIDIA H100 80GB HBM3, count: 2}]
 workloads: [{name: w, pattern: training, fb_mib: 1000}]
 jobs: [{namespace: ci, name: j, container: c, resource: nvidia.com/gpu, device: {gpu: 1}, workload: w, every: 2s, run: 1s}]
-events: [{at: 1h, exporter: stopped, for: 1h}]
+events: [{at: 1h, exporter: stopped, for: 1h}, {at: 3h, exporter: restarted}, {at: 4h, scrape: missing, for: 1h}]
 `)
 	e, logs := startInProcess(t, "--backend=sim", "--sim.scenario="+scenario, "--collector.interval=100ms", "--attribution.interval=100ms")
 	waitFor(t, func() bool {
@@ -142,8 +143,47 @@ events: [{at: 1h, exporter: stopped, for: 1h}]
 		}
 		return false
 	})
-	if !strings.Contains(logs.String(), "exporter stops apply to simulate history and report --demo only") {
-		t.Errorf("no log line about the exporter stop:\n%s", logs)
+	l := logs.String()
+	if !strings.Contains(l, "exporter stops and restarts and missing scrapes apply to simulate history and report --demo only") ||
+		!strings.Contains(l, "exporter stopped at 1h0m0s for 1h0m0s; exporter restarted at 3h0m0s; scrape missing at 4h0m0s for 1h0m0s") {
+		t.Errorf("no log line about the exporter stop, restart and missing scrapes:\n%s", logs)
+	}
+}
+
+// TestExporterPlaysMIGReconfigurationInRealTime reconfigures a MIG GPU a
+// second after the start: the sampler finds the new instances on the wall
+// clock, the pod on the 7g.80gb that went ends, the one on a new 1g.10gb is
+// attributed.
+func TestExporterPlaysMIGReconfigurationInRealTime(t *testing.T) {
+	scenario := writeScenario(t, `gpus: [{model: NVIDIA H100 80GB HBM3, mig: [7g.80gb]}]
+workloads: [{name: w, pattern: training, fb_mib: 1000}]
+pods:
+  - {namespace: ml, pod: before, container: c, resource: nvidia.com/mig-7g.80gb, device: {gpu: 0, instance: 0}, workload: w}
+  - {namespace: ml, pod: after, container: c, resource: nvidia.com/mig-1g.10gb, device: {gpu: 0, instance: 1}, workload: w, start: 1s}
+events: [{at: 1s, mig: {gpu: 0, layout: [1g.10gb, 1g.10gb]}}]
+`)
+	e, _ := startInProcess(t, "--backend=sim", "--sim.scenario="+scenario, "--collector.interval=100ms", "--attribution.interval=100ms")
+	var got map[string]*model.Sample
+	waitFor(t, func() bool {
+		got = e.scrape(t)
+		for _, s := range got {
+			if s.Metric[model.MetricNameLabel] == "gputally_gpu_allocation" && s.Metric["pod"] == "after" {
+				return true
+			}
+		}
+		return false
+	})
+	profiles := map[string]bool{}
+	for _, s := range got {
+		if s.Metric[model.MetricNameLabel] == "DCGM_FI_DEV_FB_USED" {
+			profiles[string(s.Metric["GPU_I_PROFILE"])] = true
+		}
+		if s.Metric[model.MetricNameLabel] == "gputally_gpu_allocation" && s.Metric["pod"] == "before" {
+			t.Errorf("the pod on the 7g.80gb is still allocated: %v", s.Metric)
+		}
+	}
+	if !profiles["1g.10gb"] || profiles["7g.80gb"] {
+		t.Errorf("framebuffer series of the profiles %v, want 1g.10gb only", profiles)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -26,17 +27,27 @@ type Options struct {
 type Backend struct {
 	hostname string
 	seed     uint64
-	inv      collector.Inventory
+	inv      collector.Inventory // at the start
+	invs     []inventoryEpoch    // the inventory over time: one, or one more per time of `mig` events
+	cur      int                 // the epoch of invs that Inventory returns (sampler goroutine only)
 	gpus     []simGPU
 	entries  []podEntry // one per scenario pod entry
 	jobs     []jobSpec
-	alloc    []Allocatable
 	draGPUs  map[int]bool // GPUs the DRA driver hands out (dra.go)
 
-	kubeletDown, backendFailing, exporterStopped spans
+	kubeletDown, backendFailing, exporterStopped, scrapeMissing spans
+	restarts                                                    []int64 // exporter restarts, ns after the start, sorted
 
 	start   int64 // Unix ns
 	started bool
+}
+
+// inventoryEpoch is the node's inventory from a time on, until the next
+// epoch's, and what the device plugin advertises of it.
+type inventoryEpoch struct {
+	from  int64 // ns after the start
+	inv   collector.Inventory
+	alloc []Allocatable
 }
 
 // load is a pod's or a job's workload on a device.
@@ -80,7 +91,14 @@ type simInstance struct {
 	totalMiB     float64
 	reservedMiB  float64
 	giID         int
-	load         *load // nil: no pod holds the instance
+	slot         int // the instance over its life (migSlot); its load is simGPU.slotLoads[slot]
+}
+
+// gpuLayout is the MIG instances of a GPU from a time on, until the next
+// layout's.
+type gpuLayout struct {
+	from      int64 // ns after the start
+	instances []simInstance
 }
 
 type gpuEvent struct {
@@ -107,8 +125,10 @@ type simGPU struct {
 	migMode   bool
 	start     int64 // the backend's start, Unix ns
 	key       uint64
-	loads     []*load // pods and jobs on a GPU not in MIG mode
-	instances []simInstance
+	loads     []*load     // pods and jobs on a GPU not in MIG mode
+	layouts   []gpuLayout // MIG layouts in time order; one unless `mig` events change it
+	slotLoads []*load     // per MIG slot: the pod or job holding it, or nil
+	slotUUIDs []string    // per MIG slot
 	ambientC  float64
 
 	priorEnergyJ              float64 // energy before the start
@@ -132,7 +152,8 @@ type knotCache struct {
 // New builds the simulated node of a scenario. It validates sc again, so a
 // Scenario built in code gets the same checks as a parsed one.
 func New(sc *Scenario, opts Options) (*Backend, error) {
-	if err := sc.validate(); err != nil {
+	facts, err := sc.check()
+	if err != nil {
 		return nil, err
 	}
 	seed := uint64(sc.Seed)
@@ -155,13 +176,13 @@ func New(sc *Scenario, opts Options) (*Backend, error) {
 		spec, _ := specOf(g)
 		count := max(g.Count, 1)
 		for range count {
-			b.addGPU(seed, g, spec)
+			b.addGPU(seed, g, spec, &facts[len(b.gpus)])
 		}
 	}
 	b.draGPUs = draGPUs(sc)
-	b.addPods(seed, sc)
+	b.addInventories(sc, facts)
+	b.addPods(seed, sc, facts)
 	b.addEvents(sc)
-	b.alloc = b.advertised(sc)
 	if !opts.Start.IsZero() {
 		b.pin(opts.Start.UnixNano())
 	}
@@ -176,7 +197,7 @@ func (b *Backend) pin(start int64) {
 	}
 }
 
-func (b *Backend) addGPU(seed uint64, g *GPUGroup, spec modelSpec) {
+func (b *Backend) addGPU(seed uint64, g *GPUGroup, spec modelSpec, facts *gpuFacts) {
 	idx := len(b.gpus)
 	name := fmt.Sprint("gpu", idx)
 	key := keyOf(seed, name)
@@ -212,35 +233,75 @@ func (b *Backend) addGPU(seed uint64, g *GPUGroup, spec modelSpec) {
 		sg.sbeBase = math.Floor(10 * unit(key, 10))
 	}
 	if g.MIG != nil {
-		model, _ := mig.ForModel(g.Model)
+		model := facts.mig
 		inv.MemoryTotalMiB = model.MemoryTotalMiB
-		ids := giIDs(model, g.MIG)
-		// The scenario's layouts passed CheckLayout, so they place
-		// (mig.TestPlaceAgreesWithCheckLayout).
-		placed, _ := model.PlaceInOrder(g.MIG)
-		for j, pname := range g.MIG {
-			p, _ := model.Profile(pname)
-			inv.Instances = append(inv.Instances, collector.MIGInstance{
-				UUID:           "MIG-" + uuidOf(seed, name, fmt.Sprint("mig", j)),
-				GPUInstanceID:  ids[j],
-				Profile:        p.Name,
-				ComputeSlices:  p.ComputeSlices,
-				MemorySlices:   p.MemorySlices,
-				MemoryTotalMiB: p.MemoryMiB,
-				PlacementStart: placed[j].Start,
-				PlacementSize:  p.MemorySlices,
-			})
-			sg.instances = append(sg.instances, simInstance{
-				computeShare: float64(p.ComputeSlices) / mig.ComputeSlicesPerGPU,
-				memoryShare:  float64(p.MemorySlices) / mig.MemorySlicesPerGPU,
-				totalMiB:     float64(p.MemoryMiB),
-				reservedMiB:  float64(instanceReservedMiB(p.MemoryMiB)),
-				giID:         ids[j],
-			})
+		sg.slotLoads = make([]*load, len(facts.slots))
+		for _, s := range facts.slots {
+			sg.slotUUIDs = append(sg.slotUUIDs, slotUUID(seed, name, s))
 		}
+		for e := range facts.epochs {
+			ep := &facts.epochs[e]
+			l := gpuLayout{from: ep.from}
+			for j, pname := range ep.layout {
+				p, _ := model.Profile(pname)
+				l.instances = append(l.instances, simInstance{
+					computeShare: float64(p.ComputeSlices) / mig.ComputeSlicesPerGPU,
+					memoryShare:  float64(p.MemorySlices) / mig.MemorySlicesPerGPU,
+					totalMiB:     float64(p.MemoryMiB),
+					reservedMiB:  float64(instanceReservedMiB(p.MemoryMiB)),
+					giID:         ep.ids[j],
+					slot:         ep.slots[j],
+				})
+			}
+			sg.layouts = append(sg.layouts, l)
+		}
+		inv.Instances = migInstances(model, &facts.epochs[0], sg.slotUUIDs)
 	}
 	b.inv.GPUs = append(b.inv.GPUs, inv)
 	b.gpus = append(b.gpus, sg)
+}
+
+// addInventories makes the node's inventory at the start and at every time a
+// `mig` event changes a layout, with what the device plugin advertises then.
+func (b *Backend) addInventories(sc *Scenario, facts []gpuFacts) {
+	var times []int64
+	for _, f := range facts {
+		for _, ep := range f.epochs[min(len(f.epochs), 1):] {
+			times = append(times, ep.from)
+		}
+	}
+	slices.Sort(times)
+	times = slices.Compact(times)
+	b.invs = []inventoryEpoch{{from: 0, inv: b.inv, alloc: b.advertised(sc, b.inv)}}
+	for _, at := range times {
+		inv := b.inv
+		inv.GPUs = slices.Clone(b.inv.GPUs)
+		for i := range inv.GPUs {
+			if f := &facts[i]; len(f.epochs) > 1 {
+				inv.GPUs[i].Instances = migInstances(f.mig, &f.epochs[epochAt(f.epochs, at)], b.gpus[i].slotUUIDs)
+			}
+		}
+		b.invs = append(b.invs, inventoryEpoch{from: at, inv: inv, alloc: b.advertised(sc, inv)})
+	}
+}
+
+// inventoryAt returns the index of the inventory epoch at since ns after the
+// start.
+func (b *Backend) inventoryAt(since int64) int {
+	i := sort.Search(len(b.invs), func(i int) bool { return b.invs[i].from > since })
+	return max(i-1, 0)
+}
+
+// layoutAt returns the MIG instances of g at since ns after the start.
+func (g *simGPU) layoutAt(since int64) []simInstance {
+	i := len(g.layouts) - 1
+	for i > 0 && g.layouts[i].from > since {
+		i--
+	}
+	if i < 0 {
+		return nil
+	}
+	return g.layouts[i].instances
 }
 
 // giIDs assigns GPU instance IDs the way the driver tends to: by profile size from
@@ -294,7 +355,7 @@ func uuidOf(seed uint64, parts ...string) string {
 	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xfff, 0x8000|(c>>48)&0x3fff, c&0xffffffffffff)
 }
 
-func (b *Backend) addPods(seed uint64, sc *Scenario) {
+func (b *Backend) addPods(seed uint64, sc *Scenario, facts []gpuFacts) {
 	workloads := map[string]*Workload{}
 	for i := range sc.Workloads {
 		workloads[sc.Workloads[i].Name] = &sc.Workloads[i]
@@ -312,6 +373,18 @@ func (b *Backend) addPods(seed uint64, sc *Scenario) {
 			uids[p.Namespace+"/"+p.Pod] = p.UID
 		}
 	}
+	// A pod ends when a MIG reconfiguration takes away an instance one of
+	// its containers holds.
+	ends := map[string]int64{}
+	for i := range sc.Pods {
+		p := &sc.Pods[i]
+		if until := slotUntil(facts, p.Device, int64(p.Start)); until < math.MaxInt64 {
+			full := p.Namespace + "/" + p.Pod
+			if e, ok := ends[full]; !ok || until < e {
+				ends[full] = until
+			}
+		}
+	}
 	for i := range sc.Pods {
 		p := &sc.Pods[i]
 		full := p.Namespace + "/" + p.Pod
@@ -319,6 +392,10 @@ func (b *Backend) addPods(seed uint64, sc *Scenario) {
 		if !ok {
 			uid = uuidOf(seed, "pod", full)
 			uids[full] = uid
+		}
+		win := podWindow(p)
+		if end, ok := ends[full]; ok {
+			win.to = min(win.to, end)
 		}
 		pids := make([]uint32, 0, max(len(p.PIDs), 1))
 		for _, pid := range p.PIDs {
@@ -331,8 +408,8 @@ func (b *Backend) addPods(seed uint64, sc *Scenario) {
 			used[next] = true
 			pids = append(pids, next)
 		}
-		l := newLoad(seed, workloads[p.Workload], full+"/"+p.Container+"/"+fmt.Sprint(i), pids, podWindow(p))
-		deviceID := b.place(l, p.Device)
+		l := newLoad(seed, workloads[p.Workload], full+"/"+p.Container+"/"+fmt.Sprint(i), pids, win)
+		deviceID := b.place(l, p.Device, facts, int64(p.Start))
 		var draDevice string
 		if p.Resource == resourceDRA {
 			draDevice, deviceID = draDeviceName(b.inv.GPUs[p.Device.GPU], p.Device.Instance), ""
@@ -366,9 +443,11 @@ func (b *Backend) addPods(seed uint64, sc *Scenario) {
 			namespace: j.Namespace, name: j.Name, container: j.Container, resource: j.Resource,
 			window: jobWindow(j), pidBase: base,
 		}
+		// A job on a MIG instance that a reconfiguration takes away ends then.
+		spec.window.to = min(spec.window.to, slotUntil(facts, j.Device, 0))
 		l := newLoad(seed, workloads[j.Workload], "job/"+full+"/"+j.Container, []uint32{base}, spec.window)
 		l.job = spec
-		spec.deviceID = b.place(l, j.Device)
+		spec.deviceID = b.place(l, j.Device, facts, 0)
 	}
 }
 
@@ -409,14 +488,27 @@ func newLoad(seed uint64, w *Workload, name string, pids []uint32, win window) *
 	}
 }
 
-// place puts l on device d and returns the device ID the device plugin gives it.
-func (b *Backend) place(l *load, d Device) string {
+// slotUntil returns when the MIG instance that d names at start ns after the
+// start goes, or math.MaxInt64 when it stays (or d is no MIG instance).
+func slotUntil(facts []gpuFacts, d Device, start int64) int64 {
+	if d.Instance == nil || facts[d.GPU].mig == nil {
+		return math.MaxInt64
+	}
+	f := &facts[d.GPU]
+	return f.slots[f.epochs[epochAt(f.epochs, start)].slots[*d.Instance]].until
+}
+
+// place puts l on device d, a MIG instance of the layout in force at start ns
+// after the start, and returns the device ID the device plugin gives it.
+func (b *Backend) place(l *load, d Device, facts []gpuFacts, start int64) string {
 	g := &b.gpus[d.GPU]
 	gpu := b.inv.GPUs[d.GPU]
 	switch {
 	case d.Instance != nil:
-		g.instances[*d.Instance].load = l
-		return gpu.Instances[*d.Instance].UUID
+		f := &facts[d.GPU]
+		slot := f.epochs[epochAt(f.epochs, start)].slots[*d.Instance]
+		g.slotLoads[slot] = l
+		return g.slotUUIDs[slot]
 	case d.Replica != nil:
 		g.loads = append(g.loads, l)
 		return fmt.Sprintf("%s::%d", gpu.UUID, *d.Replica)
@@ -427,9 +519,11 @@ func (b *Backend) place(l *load, d Device) string {
 }
 
 func (b *Backend) addEvents(sc *Scenario) {
-	b.kubeletDown = faultSpans(sc, "kubelet")
-	b.backendFailing = faultSpans(sc, "backend")
-	b.exporterStopped = faultSpans(sc, "exporter")
+	b.kubeletDown = faultSpans(sc, "kubelet", "down")
+	b.backendFailing = faultSpans(sc, "backend", "failing")
+	b.exporterStopped = faultSpans(sc, "exporter", "stopped")
+	b.scrapeMissing = faultSpans(sc, "scrape", "missing")
+	b.restarts = restartTimes(sc)
 	for _, e := range sc.Events {
 		if e.GPU == nil {
 			continue
@@ -454,8 +548,26 @@ func (b *Backend) Name() string { return "sim" }
 // Hostname returns the scenario's node name.
 func (b *Backend) Hostname() string { return b.hostname }
 
-// Inventory returns the simulated GPUs; it never changes.
-func (b *Backend) Inventory(context.Context) (collector.Inventory, error) { return b.inv, nil }
+// Inventory returns the simulated GPUs and their MIG instances as the last
+// Sample found them (at the start before the first): a `mig` event changes
+// them, and the first Sample after it returns collector.ErrInventoryChanged,
+// as a hardware backend does after a MIG reconfiguration.
+func (b *Backend) Inventory(context.Context) (collector.Inventory, error) {
+	return b.invs[b.cur].inv, nil
+}
+
+// InventoryAt returns the inventory of the node at t, whatever Sample saw
+// last. The backend's start must be fixed. Safe for concurrent use.
+func (b *Backend) InventoryAt(t time.Time) collector.Inventory {
+	return b.invs[b.inventoryAt(t.UnixNano()-b.start)].inv
+}
+
+// InventoryChanged reports whether a `mig` event changes the inventory after
+// after and at or before upTo. The backend's start must be fixed. Safe for
+// concurrent use.
+func (b *Backend) InventoryChanged(after, upTo time.Time) bool {
+	return b.inventoryAt(after.UnixNano()-b.start) != b.inventoryAt(upTo.UnixNano()-b.start)
+}
 
 // Close does nothing.
 func (b *Backend) Close() error { return nil }

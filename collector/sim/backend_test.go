@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"math"
 	"reflect"
 	"regexp"
@@ -28,10 +29,15 @@ func newDefault(t testing.TB, opts Options) *Backend {
 	return b
 }
 
+// sampleAt samples b at now, reading a changed inventory as the sampler does.
 func sampleAt(t testing.TB, b *Backend, now time.Time) collector.Sample {
 	t.Helper()
 	var s collector.Sample
-	if err := b.Sample(context.Background(), now, &s, nil); err != nil {
+	err := b.Sample(context.Background(), now, &s, nil)
+	if errors.Is(err, collector.ErrInventoryChanged) {
+		err = b.Sample(context.Background(), now, &s, nil)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -383,7 +389,7 @@ pods:
 // start — the scenario's pods running then, in scenario order, then the
 // jobs' — and its allocatable devices per resource, sorted by resource.
 func (b *Backend) podsAt(since time.Duration) ([]Allocation, []Allocatable) {
-	return b.allocations(b.running(int64(since))), b.allocatable()
+	return b.allocations(b.running(int64(since))), b.allocatable(int64(since))
 }
 
 // startFiles starts b's kubelet in virtual time and returns what it wrote at

@@ -106,12 +106,6 @@ func startKubelet(b *Backend, at time.Time, tree kubeletsim.Tree) (*Kubelet, err
 		return nil, fmt.Errorf("simulated kubelet: %w", err)
 	}
 	k.Socket = k.server.Path()
-	avail := b.allocatable()
-	devs := make([]kubeletsim.Devices, 0, len(avail))
-	for _, a := range avail {
-		devs = append(devs, kubeletsim.Devices{Resource: a.Resource, IDs: a.DeviceIDs})
-	}
-	k.server.SetAllocatable(devs)
 	// PID 1 is the host's init, in no pod: procfs shows the host PID namespace.
 	if err := kubeletsim.WriteHostInit(tree, k.ProcRoot); err != nil {
 		k.Stop()
@@ -156,6 +150,13 @@ func (k *Kubelet) Sync(t time.Time) error {
 		}
 	}
 	k.server.SetPods(kubeletPods(k.backend.allocations(running)))
+	// A MIG reconfiguration changes what the device plugin advertises.
+	avail := k.backend.allocatable(since)
+	devs := make([]kubeletsim.Devices, 0, len(avail))
+	for _, a := range avail {
+		devs = append(devs, kubeletsim.Devices{Resource: a.Resource, IDs: a.DeviceIDs})
+	}
+	k.server.SetAllocatable(devs)
 	var err error
 	if down {
 		err = errKubeletDown

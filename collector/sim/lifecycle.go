@@ -83,7 +83,7 @@ func (sc *Scenario) validateJobs(gpus []gpuFacts, workloads map[string]*Workload
 		if j.Resource == resourceDRA {
 			return sc.errAt(p+".resource", "jobs hold devices through the device plugin; %s jobs are not simulated", resourceDRA)
 		}
-		key, err := sc.checkDevice(p, j.Resource, j.Device, gpus)
+		key, err := sc.checkDevice(p, j.Resource, j.Device, gpus, 0)
 		if err != nil {
 			return err
 		}
@@ -182,7 +182,8 @@ func (j *jobSpec) pid(n int64) uint32 { return j.pidBase + uint32(n%jobPIDBlock)
 
 // NextKubeletChange returns the first time after t at which what the simulated
 // kubelet answers changes: a pod starts or ends, a job's pod starts or ends, the
-// kubelet goes down or comes back. ok is false when nothing changes after t. The
+// kubelet goes down or comes back, a MIG reconfiguration changes the devices it
+// advertises. ok is false when nothing changes after t. The
 // backend's start must be fixed (Options.Start, or a first Sample). Safe for
 // concurrent use.
 func (b *Backend) NextKubeletChange(t time.Time) (next time.Time, ok bool) {
@@ -193,6 +194,9 @@ func (b *Backend) NextKubeletChange(t time.Time) (next time.Time, ok bool) {
 	}
 	for i := range b.jobs {
 		n = min(n, b.jobs[i].window.next(since))
+	}
+	if e := b.inventoryAt(since) + 1; e < len(b.invs) {
+		n = min(n, b.invs[e].from)
 	}
 	if n == math.MaxInt64 {
 		return time.Time{}, false

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/gputally/gputally/attribution/kubeletsim"
+	"github.com/gputally/gputally/collector"
 )
 
 // podEntry is one scenario pod entry, or one pod of a job: a container holding
@@ -81,24 +82,26 @@ func (b *Backend) allocations(entries []podEntry) []Allocation {
 	return allocs
 }
 
-// allocatable returns a copy of the allocatable devices.
-func (b *Backend) allocatable() []Allocatable {
-	avail := make([]Allocatable, len(b.alloc))
-	for i, a := range b.alloc {
+// allocatable returns a copy of the devices allocatable at since ns after the
+// start.
+func (b *Backend) allocatable(since int64) []Allocatable {
+	alloc := b.invs[b.inventoryAt(since)].alloc
+	avail := make([]Allocatable, len(alloc))
+	for i, a := range alloc {
 		avail[i] = Allocatable{Resource: a.Resource, DeviceIDs: append([]string(nil), a.DeviceIDs...)}
 	}
 	return avail
 }
 
-// advertised lists the devices the device plugin advertises: whole GPUs as
-// nvidia.com/gpu, time-sliced GPUs as nvidia.com/gpu.shared replicas, MIG instances
-// as nvidia.com/mig-<profile>.
-func (b *Backend) advertised(sc *Scenario) []Allocatable {
+// advertised lists the devices the device plugin advertises of inv: whole GPUs
+// as nvidia.com/gpu, time-sliced GPUs as nvidia.com/gpu.shared replicas, MIG
+// instances as nvidia.com/mig-<profile>.
+func (b *Backend) advertised(sc *Scenario, inv collector.Inventory) []Allocatable {
 	byRes := map[string][]string{}
 	i := 0
 	for _, g := range sc.GPUs {
 		for range max(g.Count, 1) {
-			gpu := b.inv.GPUs[i]
+			gpu := inv.GPUs[i]
 			i++
 			switch {
 			case b.draGPUs[gpu.Index]: // the DRA driver's, not the device plugin's

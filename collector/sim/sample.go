@@ -19,7 +19,9 @@ func criticalXID(xid uint64) bool {
 
 // Sample fills s with the readings at now. It reuses the slices in s and does not
 // allocate once they have grown to size. It fails, with ErrBackendFailing, only
-// inside a `backend: failing` event's window; errs is not used.
+// inside a `backend: failing` event's window, and with
+// collector.ErrInventoryChanged when a `mig` event changed the inventory since
+// the one Inventory returns (which then returns the new one); errs is not used.
 func (b *Backend) Sample(_ context.Context, now time.Time, s *collector.Sample, _ collector.ErrorCounter) error {
 	t := now.UnixNano()
 	if !b.started {
@@ -27,6 +29,12 @@ func (b *Backend) Sample(_ context.Context, now time.Time, s *collector.Sample, 
 	}
 	if b.backendFailing.contains(t - b.start) {
 		return ErrBackendFailing
+	}
+	if len(b.invs) > 1 {
+		if e := b.inventoryAt(t - b.start); e != b.cur {
+			b.cur = e
+			return collector.ErrInventoryChanged
+		}
 	}
 	if len(s.GPUs) != len(b.gpus) {
 		s.GPUs = make([]collector.GPUReading, len(b.gpus))
@@ -51,13 +59,14 @@ func floorDiv(a, b int64) int64 {
 // read fills r at t (Unix ns), which lies frac of the way from knot k to knot k+1.
 func (g *simGPU) read(r *collector.GPUReading, start, t, k int64, frac float64) {
 	since := t - start
+	instances := g.layoutAt(since)
 	r.XIDs = r.XIDs[:0]
 	r.Processes, r.ProcessesKnown = r.Processes[:0], true
 	r.Values.Reset()
-	if cap(r.Instances) < len(g.instances) {
-		r.Instances = make([]collector.Values, len(g.instances))
+	if cap(r.Instances) < len(instances) {
+		r.Instances = make([]collector.Values, len(instances))
 	}
-	r.Instances = r.Instances[:len(g.instances)]
+	r.Instances = r.Instances[:len(instances)]
 	for i := range r.Instances {
 		r.Instances[i].Reset()
 	}
@@ -88,12 +97,12 @@ func (g *simGPU) read(r *collector.GPUReading, start, t, k int64, frac float64) 
 	ts := float64(t) / 1e9
 	var gr, sm, tensor, dram, usedMiB float64
 	if g.migMode {
-		for i := range g.instances {
-			in := &g.instances[i]
+		for i := range instances {
+			in := &instances[i]
 			iv := &r.Instances[i]
 			var a, used float64
 			var p profile
-			if l := in.load; l != nil && l.running(since) {
+			if l := g.slotLoads[in.slot]; l != nil && l.running(since) {
 				a = l.activityAt(k, frac)
 				used = fbUsedMiB(l.pattern, l.fbKey, l.fbMiB, ts, a)
 				p = l.prof
@@ -206,9 +215,10 @@ func (g *simGPU) knotActivity(k int64) float64 {
 	since := k*knotNanos - g.start
 	var a float64
 	if g.migMode {
-		for i := range g.instances {
-			if l := g.instances[i].load; l != nil && l.window.active(since) {
-				a += l.activity(k) * g.instances[i].computeShare
+		instances := g.layoutAt(since)
+		for i := range instances {
+			if l := g.slotLoads[instances[i].slot]; l != nil && l.window.active(since) {
+				a += l.activity(k) * instances[i].computeShare
 			}
 		}
 		return a

@@ -59,6 +59,9 @@
 //	  - {at: 1h, kubelet: down, for: 2h}       # the kubelet does not answer
 //	  - {at: 5h, backend: failing, for: 30m}   # Sample returns ErrBackendFailing
 //	  - {at: 10h, exporter: stopped, for: 6h}  # history only: no samples, no scrapes, then a restart
+//	  - {at: 9h, exporter: restarted}          # history only: a new exporter process, no gap
+//	  - {at: 14h, scrape: missing, for: 2h}    # history only: the exporter runs, no scrape is written
+//	  - {at: 6h, mig: {gpu: 6, layout: [4g.40gb, 1g.10gb]}}  # a MIG GPU gets a new layout
 //
 // The patterns: training runs at 85–97 % activity with its framebuffer full;
 // inference follows the time of day (low at 03:00 UTC, peak at 15:00 UTC) with noise;
@@ -68,7 +71,9 @@
 // GPU's activity; temperatures and clocks follow power.
 //
 // A container holding several devices is listed once per device. `instance` counts
-// the GPU's MIG layout from 0 and the resource must name that instance's profile.
+// the GPU's MIG layout in force at the pod's start from 0 (gpus[].mig, or the
+// layout of the last `mig` event at or before it) and the resource must name that
+// instance's profile.
 // A device is held by one pod entry or one job for the whole run, whatever their
 // start and end; a pod outside its window, and a job between two runs, leave their
 // device unallocated and idle, and are absent from the kubelet's answer and from
@@ -80,8 +85,16 @@
 // which processes run. A job's pods run one at a time, so a job holds one PID at a
 // time, taken from a block of its own. Kubelet, backend and exporter events are
 // windows [at, at+for); two windows of one kind must not overlap. Exporter stops
-// are played by the history (package history): an exporter serving in real time
-// cannot stop itself, so Backend.HistoryOnlyEvents counts them for a log line.
+// and restarts and missing scrapes are played by the history (package history):
+// an exporter serving in real time cannot stop or restart itself, nor miss its
+// scrapes, so Backend.HistoryOnlyEvents describes them for a log line.
+//
+// A `mig` event gives a MIG GPU a new layout at `at`, validated and placed as
+// gpus[].mig. An instance with the same profile, placement and GPU instance ID at
+// the same index as before is kept (its UUID and holder stay); every other one is
+// new, and a pod or job on an instance that goes ends at `at`. The first Sample
+// after the change returns collector.ErrInventoryChanged, and Inventory then
+// returns the new instances; the kubelet advertises them from `at`.
 package sim
 
 import (
@@ -198,19 +211,38 @@ type Device struct {
 }
 
 // Event is something that happens At a duration after the backend's start: to a
-// GPU (GPU with XID or Lost), or, for For, to the kubelet (Kubelet "down"), the
-// backend (Backend "failing") or the exporter (Exporter "stopped"). An event has
-// exactly one of GPU, Kubelet, Backend and Exporter.
+// GPU (GPU with XID or Lost, or MIG, a new MIG layout), for For to the kubelet
+// (Kubelet "down"), the backend (Backend "failing"), the exporter (Exporter
+// "stopped") or the scrapes (Scrape "missing"), or at one instant to the
+// exporter (Exporter "restarted"). An event has exactly one of GPU, MIG,
+// Kubelet, Backend, Exporter and Scrape.
 type Event struct {
 	At   time.Duration `yaml:"at"`
 	GPU  *int          `yaml:"gpu"`
 	XID  int           `yaml:"xid"`  // an XID error of this code
 	Lost bool          `yaml:"lost"` // the GPU falls off the bus (counts as XID 79)
+	MIG  *MIGChange    `yaml:"mig"`  // the GPU is reconfigured
 
-	Kubelet  string        `yaml:"kubelet"`  // "down": the kubelet does not answer
-	Backend  string        `yaml:"backend"`  // "failing": Sample returns ErrBackendFailing
-	Exporter string        `yaml:"exporter"` // "stopped": no samples nor scrapes (history only)
-	For      time.Duration `yaml:"for"`      // length of a kubelet, backend or exporter window
+	Kubelet string `yaml:"kubelet"` // "down": the kubelet does not answer
+	Backend string `yaml:"backend"` // "failing": Sample returns ErrBackendFailing
+	// Exporter is "stopped": no samples nor scrapes for For, then a new
+	// process (history only); or "restarted": a new process at At, without a
+	// gap (history only).
+	Exporter string `yaml:"exporter"`
+	// Scrape is "missing": the exporter runs, but for For no scrape of it is
+	// written (history only).
+	Scrape string        `yaml:"scrape"`
+	For    time.Duration `yaml:"for"` // length of a kubelet, backend, exporter or scrape window
+}
+
+// MIGChange gives GPU, a GPU in MIG mode, the MIG layout Layout (profile
+// names, as gpus[].mig) from its event's At. An instance at the same index
+// with the same profile, placement and GPU instance ID as before is the same
+// instance (it keeps its UUID and its holder); every other instance is new,
+// and the pods on the instances that go end at At.
+type MIGChange struct {
+	GPU    int      `yaml:"gpu"`
+	Layout []string `yaml:"layout"`
 }
 
 //go:embed default.yaml

@@ -198,6 +198,7 @@ func TestNewValidatesScenariosBuiltInCode(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(base))
 	f.Add([]byte(lifeBase))
+	f.Add([]byte(migBase))
 	f.Add(defaultScenario)
 	files, _ := filepath.Glob("../../testdata/scenarios/*.yaml")
 	for _, file := range files {

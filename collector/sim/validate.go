@@ -72,30 +72,46 @@ type gpuFacts struct {
 	group  int
 	spec   modelSpec
 	mig    *mig.Model // nil unless in MIG mode
-	layout []string
+	layout []string   // the scenario's MIG layout (gpus[].mig)
+	// epochs are the MIG layouts over time, the scenario's first, then those
+	// of the GPU's `mig` events; slots the MIG instances over their lives.
+	// Nil unless in MIG mode.
+	epochs []migEpoch
+	slots  []migSlot
 }
 
 // devKey names a holdable device: a whole GPU (replica and instance -1), a
-// time-slicing replica or a MIG instance.
+// time-slicing replica or a MIG instance (instance is its slot, migSlot).
 type devKey struct{ gpu, replica, instance int }
 
 func (sc *Scenario) validate() error {
+	_, err := sc.check()
+	return err
+}
+
+// check validates the scenario and returns what it learnt of its GPUs.
+func (sc *Scenario) check() ([]gpuFacts, error) {
 	gpus, err := sc.validateGPUs()
 	if err != nil {
-		return err
+		return nil, err
+	}
+	// Events before pods: a pod's MIG instance counts the layout in force at
+	// its start.
+	if err := sc.validateEvents(gpus); err != nil {
+		return nil, err
 	}
 	workloads, err := sc.validateWorkloads()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	held, err := sc.validatePods(gpus, workloads)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := sc.validateJobs(gpus, workloads, held); err != nil {
-		return err
+		return nil, err
 	}
-	return sc.validateEvents(len(gpus))
+	return gpus, nil
 }
 
 func (sc *Scenario) validateGPUs() ([]gpuFacts, error) {
@@ -201,10 +217,11 @@ func (sc *Scenario) validateWorkloads() (map[string]*Workload, error) {
 	return byName, nil
 }
 
-// usableMiB is the framebuffer pods can fill on a device.
+// usableMiB is the framebuffer pods can fill on a device; instance is a MIG
+// instance's slot, or -1.
 func usableMiB(g gpuFacts, instance int) int {
 	if instance >= 0 {
-		p, _ := g.mig.Profile(g.layout[instance])
+		p, _ := g.mig.Profile(g.slots[instance].profile)
 		return int(p.MemoryMiB) - instanceReservedMiB(p.MemoryMiB)
 	}
 	return g.spec.memoryMiB - g.spec.reservedMiB
@@ -225,7 +242,7 @@ type heldDevices struct {
 // when dra, or says why it cannot.
 func (sc *Scenario) take(h *heldDevices, p string, key devKey, dra bool, w *Workload, gpus []gpuFacts, name string) error {
 	if other, held := h.holder[key]; held && !sharedDRA(key, dra, h.dra[key]) {
-		return sc.errAt(p+".device", "%s is already held by %s", describeDevice(key), other)
+		return sc.errAt(p+".device", "%s is already held by %s", describeDevice(key, gpus), other)
 	} else if !held {
 		h.holder[key] = p + " (" + name + ")"
 		h.dra[key] = dra
@@ -235,7 +252,7 @@ func (sc *Scenario) take(h *heldDevices, p string, key devKey, dra bool, w *Work
 	h.fbMiB[memKey] += w.FBMiB
 	if usable := usableMiB(gpus[key.gpu], key.instance); h.fbMiB[memKey] > usable {
 		return sc.errAt(p+".workload", "workload %q needs %d MiB, but %s has %d MiB left for it",
-			w.Name, w.FBMiB, describeDevice(memKey), usable-(h.fbMiB[memKey]-w.FBMiB))
+			w.Name, w.FBMiB, describeDevice(memKey, gpus), usable-(h.fbMiB[memKey]-w.FBMiB))
 	}
 	return nil
 }
@@ -274,7 +291,7 @@ func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload
 			uidOf[full] = pod.UID
 			podOfUID[pod.UID] = full
 		}
-		key, err := sc.checkDevice(p, pod.Resource, pod.Device, gpus)
+		key, err := sc.checkDevice(p, pod.Resource, pod.Device, gpus, pod.Start)
 		if err != nil {
 			return nil, err
 		}
@@ -326,8 +343,8 @@ func (sc *Scenario) workloadOf(p, name string, workloads map[string]*Workload) (
 }
 
 // checkDevice validates the resource entry p requests against the device it
-// points at.
-func (sc *Scenario) checkDevice(p, resource string, d Device, gpus []gpuFacts) (devKey, error) {
+// points at. A MIG instance counts the GPU's layout in force at start.
+func (sc *Scenario) checkDevice(p, resource string, d Device, gpus []gpuFacts, start time.Duration) (devKey, error) {
 	if sc.lines != nil && !sc.has(p+".device.gpu") {
 		return devKey{}, sc.errAt(p+".device.gpu", "required")
 	}
@@ -372,13 +389,19 @@ func (sc *Scenario) checkDevice(p, resource string, d Device, gpus []gpuFacts) (
 		if d.Instance == nil {
 			return key, sc.errAt(p+".device.instance", "required for %s", resource)
 		}
-		if *d.Instance < 0 || *d.Instance >= len(g.layout) {
-			return key, sc.errAt(p+".device.instance", "GPU %d has %d MIG instances, got instance %d", d.GPU, len(g.layout), *d.Instance)
+		e := epochAt(g.epochs, int64(start))
+		ep := &g.epochs[e]
+		when := ""
+		if e > 0 {
+			when = fmt.Sprintf(" from %v (events[%d])", time.Duration(ep.from), ep.event)
 		}
-		if want := resourceMIGPrefix + g.layout[*d.Instance]; resource != want {
-			return key, sc.errAt(p+".resource", "instance %d of GPU %d is a %s: request %s", *d.Instance, d.GPU, g.layout[*d.Instance], want)
+		if *d.Instance < 0 || *d.Instance >= len(ep.layout) {
+			return key, sc.errAt(p+".device.instance", "GPU %d has %d MIG instances%s, got instance %d", d.GPU, len(ep.layout), when, *d.Instance)
 		}
-		key.instance = *d.Instance
+		if want := resourceMIGPrefix + ep.layout[*d.Instance]; resource != want {
+			return key, sc.errAt(p+".resource", "instance %d of GPU %d is a %s%s: request %s", *d.Instance, d.GPU, ep.layout[*d.Instance], when, want)
+		}
+		key.instance = ep.slots[*d.Instance]
 	case resource == resourceDRA:
 		return sc.checkDRADevice(p, d, g, key)
 	case resource == "":
@@ -389,12 +412,12 @@ func (sc *Scenario) checkDevice(p, resource string, d Device, gpus []gpuFacts) (
 	return key, nil
 }
 
-func describeDevice(k devKey) string {
+func describeDevice(k devKey, gpus []gpuFacts) string {
 	switch {
 	case k.replica >= 0:
 		return fmt.Sprintf("replica %d of GPU %d", k.replica, k.gpu)
 	case k.instance >= 0:
-		return fmt.Sprintf("MIG instance %d of GPU %d", k.instance, k.gpu)
+		return describeSlot(k.gpu, gpus[k.gpu].slots[k.instance], gpus[k.gpu].epochs)
 	}
 	return fmt.Sprintf("GPU %d", k.gpu)
 }

@@ -12,6 +12,8 @@ package analysis
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	pmodel "github.com/prometheus/common/model"
@@ -83,13 +85,20 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 		return nil, fmt.Errorf(errNoDataFmt, r.Start.Format(time.RFC3339), r.End.Format(time.RFC3339))
 	}
 	r.Coverage = coverageOf(d)
-	if r.Coverage.partial() {
-		msg := r.Coverage.summary()
-		if !allowPartial {
-			return nil, fmt.Errorf("%s (pass --allow-partial to report on what there is)", msg)
+	for _, gap := range []struct {
+		partial bool
+		msg     string
+	}{
+		{r.Coverage.partial(), r.Coverage.summary()},
+		{len(d.Warnings) > 0, engineGaps(d.Warnings)},
+	} {
+		if gap.partial {
+			r.Partial = true
+			r.Warnings = append(r.Warnings, gap.msg)
 		}
-		r.Partial = true
-		r.Warnings = append(r.Warnings, msg)
+	}
+	if r.Partial && !allowPartial {
+		return nil, fmt.Errorf("%s (pass --allow-partial to report on what there is)", strings.Join(r.Warnings, "; "))
 	}
 	r.Timeline = timeline(d)
 	r.Heatmap = heatmap(d)
@@ -97,9 +106,30 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 	a.groups(r, d)
 	r.Holdings = a.holdings(d)
 	r.BrokenGPUs = brokenGPUs(d)
+	r.Warnings = append(r.Warnings, d.Notes...)
 	r.Warnings = append(r.Warnings, unknownNodeWarnings(r)...)
 	r.Warnings = append(r.Warnings, unknownHoldingWarnings(r)...)
 	return r, nil
+}
+
+// engineGaps says, in the engine's words, that answers of the source's
+// backend were partial or incomplete (model.Dataset.Warnings): the money of
+// such a report is not all there, however complete its coverage looks.
+func engineGaps(words []string) string {
+	seen := map[string]bool{}
+	var distinct []string
+	for _, w := range words {
+		if !seen[w] {
+			seen[w] = true
+			distinct = append(distinct, strconv.Quote(w))
+		}
+	}
+	more := ""
+	if len(distinct) > 3 {
+		more = fmt.Sprintf(" and %d more", len(distinct)-3)
+		distinct = distinct[:3]
+	}
+	return fmt.Sprintf("the engine answered %d requests with data missing: %s%s", len(words), strings.Join(distinct, "; "), more)
 }
 
 // analyzer holds the analysis' settings.

@@ -143,8 +143,14 @@ type Dataset struct {
 	// time; nil when the source cannot tell.
 	Concurrency *Concurrency
 
-	Warnings []string // annotations the source's backend returned with its answers
-	Requests int      // requests the source made
+	// Warnings are the backend's words about answers it marked partial or
+	// incomplete (warnings, isPartial, infos that say data is missing): any
+	// makes the report partial.
+	Warnings []string
+	// Notes are what the source found and corrected in the data (series
+	// delivered twice); the report says them.
+	Notes    []string
+	Requests int // requests the source made
 }
 
 // NewDataset returns an empty dataset over r, its maps made and its
