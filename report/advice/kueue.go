@@ -31,8 +31,10 @@ type quota struct {
 	namespaces     []string // of the team, sorted
 	// whole names the namespaces whose count the peak takes whole although
 	// other teams or resources share them (the reading is per namespace and
-	// MIG profile): an upper bound there.
-	whole []string
+	// MIG profile): an upper bound there. bounded: the team's holdings of
+	// the resource busy in one step bucket were fewer, and are the peak.
+	whole   []string
+	bounded bool
 }
 
 // quotaTarget is a team's resource.
@@ -43,8 +45,9 @@ type quotaTarget struct{ team, resource string }
 // peak was read (the resolution), for the comments. The peak is read from
 // d.Concurrency at the scrape interval: per namespace and MIG profile, the
 // devices busy in each interval, summed over the team's namespaces interval
-// by interval. A source without that reading falls back to the devices busy
-// in one step bucket.
+// by interval — for a namespace other teams or resources share, at most the
+// team's holdings of the resource busy in one step bucket. A source without
+// that reading falls back to the devices busy in one step bucket.
 func (a *adviser) quotas(d *model.Dataset) ([]quota, string) {
 	namespaces := map[string]map[string]bool{}                 // team → its namespaces
 	targets := map[model.ConcurrencyKey]map[quotaTarget]bool{} // what a namespace's count feeds
@@ -81,6 +84,7 @@ func (a *adviser) quotas(d *model.Dataset) ([]quota, string) {
 	}
 	peaks := map[quotaTarget]int{}
 	whole := map[quotaTarget][]string{}
+	bounded := map[quotaTarget]bool{} // the per-bucket count was the lower bound
 	how := fmt.Sprintf("in one %s bucket: the source has no finer reading", pmodel.Duration(d.Step))
 	if cc := d.Concurrency; cc != nil {
 		how = fmt.Sprintf("in one %s scrape interval", pmodel.Duration(cc.Interval))
@@ -104,10 +108,16 @@ func (a *adviser) quotas(d *model.Dataset) ([]quota, string) {
 				}
 			}
 		}
-		for qt := range perBucket {
+		for qt, counts := range perBucket {
 			peaks[qt] = 0
 			for _, n := range sums[qt] {
 				peaks[qt] = max(peaks[qt], n)
+			}
+			// A namespace counted whole for several teams or resources is
+			// bounded, too, by the team's holdings of the resource busy in
+			// one bucket: both are at least the devices busy at once.
+			if b := slices.Max(append(counts, 0)); b < peaks[qt] {
+				peaks[qt], bounded[qt] = b, true
 			}
 		}
 	} else {
@@ -118,7 +128,7 @@ func (a *adviser) quotas(d *model.Dataset) ([]quota, string) {
 	var out []quota
 	for qt, p := range peaks {
 		out = append(out, quota{team: qt.team, resource: qt.resource, peak: p, devices: quotaOf(p, a.headroom),
-			namespaces: slices.Sorted(maps.Keys(namespaces[qt.team])), whole: whole[qt]})
+			namespaces: slices.Sorted(maps.Keys(namespaces[qt.team])), whole: whole[qt], bounded: bounded[qt]})
 	}
 	slices.SortFunc(out, func(x, y quota) int { return cmp.Or(cmp.Compare(x.team, y.team), cmp.Compare(x.resource, y.resource)) })
 	return out, how
@@ -240,7 +250,10 @@ func clusterQueue(qs []quota, name string, headroom float64, how string) string 
 		} else {
 			why = append(why, fmt.Sprintf("#   %s: at most %d busy at once × headroom %.2f → %d", q.resource, q.peak, headroom, q.devices))
 		}
-		if len(q.whole) > 0 {
+		switch {
+		case q.bounded:
+			why = append(why, fmt.Sprintf("#     (namespace %s is shared with other teams or resources: its holdings of %s busy in one step bucket bound it)", strings.Join(q.whole, ", "), q.resource))
+		case len(q.whole) > 0:
 			why = append(why, fmt.Sprintf("#     (namespace %s counted whole: other teams or resources share it)", strings.Join(q.whole, ", ")))
 		}
 	}
