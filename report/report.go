@@ -133,6 +133,15 @@ type Config struct {
 	Progress io.Writer
 	// Now (optional) is the clock; nil means time.Now.
 	Now func() time.Time
+	// Source is where the figures come from: SourceLedger ("" too) or
+	// SourceDCGMExporter (sources.go).
+	Source string
+	// Grid is the dcgm-exporter source's evaluation grid; 0:
+	// source.DefaultGrid. It must divide Step and Resolution.
+	Grid time.Duration
+	// PriceBook (optional) prices the dcgm-exporter source's devices; nil:
+	// the built-in book. Its mig_weight should be MIGWeight's.
+	PriceBook *cost.Book
 }
 
 // DefaultConfig returns the defaults: a 7-day range in 1h steps, 5m
@@ -178,7 +187,7 @@ func (c *Config) Validate() error {
 	case c.MaxSamplesPerQuery < 0:
 		return fmt.Errorf("max samples per query %d must not be negative", c.MaxSamplesPerQuery)
 	}
-	return nil
+	return c.validateSource()
 }
 
 func (c *Config) now() time.Time {
@@ -206,7 +215,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if cfg.End.IsZero() {
 		cfg.End = cfg.now().Truncate(cfg.Step)
 	}
-	return generateAndWrite(ctx, cfg, cfg.ledger(q), cfg.PrometheusURL, logger)
+	return generateAndWrite(ctx, cfg, cfg.source(q), cfg.sourceName(cfg.PrometheusURL), logger)
 }
 
 // RunDemoStore is Run over the samples of st (filled through a StoreBuilder,
@@ -234,7 +243,7 @@ func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logge
 		}
 		cfg.Range = span
 	}
-	return generateAndWrite(ctx, cfg, cfg.ledger(source.NewEngineQuerier(st, cfg.Timeout, logger)), "simulated history (embedded PromQL engine)", logger)
+	return generateAndWrite(ctx, cfg, cfg.source(source.NewEngineQuerier(st, cfg.Timeout, logger)), cfg.sourceName("simulated history (embedded PromQL engine)"), logger)
 }
 
 // Generate collects cfg's range, (cfg.End − cfg.Range, cfg.End], from src,

@@ -56,6 +56,7 @@ type LedgerEntry struct {
 	EUR                  [NumStates]float64 // EUR per state
 	BusyPerBucket        []float32          // busy device-seconds per step bucket; nil for the previous period
 	Last                 int                // the last step bucket with seconds in any state; -1: none
+	Kind                 Kind               // which kind of number Seconds and EUR are; Exact for the ledger
 }
 
 // Alloc is what gputally_gpu_allocation says of a holding: the extended
@@ -104,6 +105,9 @@ type Dataset struct {
 	MIGMode  map[string]string           // by UUID: gputally_gpu_info's mig_mode at the GPU's last sample; absent: not known
 
 	Warnings []string // annotations the source's backend returned with its answers
+	// Sampling (nil for the ledger's exact counters) is how a sampled source
+	// read the range: its grid and what the resolution means.
+	Sampling *Sampling
 	Requests int      // requests the source made
 }
 
