@@ -64,6 +64,9 @@ type Result struct {
 	// Heatmap is the mean device activity (0–1) by weekday (0 = Sunday) and
 	// hour of day, UTC; -1 where there was no data.
 	Heatmap [7][24]float64
+	// Sampling is the source's statement of its grid's resolution; empty
+	// for the ledger's exact counters (model.Sampling).
+	Sampling string
 }
 
 // MonthFactor scales an amount over the range to a month of
@@ -90,6 +93,9 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 		}
 		r.Partial = true
 		r.Warnings = append(r.Warnings, msg)
+	}
+	if d.Sampling != nil {
+		r.Sampling = d.Sampling.Statement
 	}
 	r.Timeline = timeline(d)
 	r.Heatmap = heatmap(d)
@@ -159,6 +165,7 @@ func (a *analyzer) groups(r *Result, d *model.Dataset) {
 		act, fb := d.Activity[k], d.FBMiB[k]
 		for _, g := range groupsOf(k, e) {
 			g.totals.add(e)
+			g.kinds = g.kinds.With(e.Kind)
 			if k.Holder != (model.HolderKey{}) {
 				g.act = append(g.act, act)
 				g.fb = append(g.fb, fb)

@@ -158,7 +158,10 @@ type dcgmQuery struct {
 // nvidia.com resources, the Running phase of pods that request shared ones,
 // and the nodes' capacity of nvidia.com resources.
 func dcgmQueries(g time.Duration, exported bool) []dcgmQuery {
-	w := pmodel.Duration(g)
+	// The window is a millisecond short of the grid step: Prometheus 2
+	// closes a range on both ends, and a sample exactly one step before the
+	// point belongs to the point before.
+	w := pmodel.Duration(g - time.Millisecond)
 	device := func(name string, set func(r *deviceReading, v float64)) dcgmQuery {
 		return dcgmQuery{name: name, query: fmt.Sprintf("max without (%s) (last_over_time(%s[%s]))", dcgmWithout, name, w),
 			fill: func(p *gridPoint, m pmodel.Metric, series map[pmodel.Fingerprint]*dcgmSeries, v float64) {
@@ -179,7 +182,7 @@ func dcgmQueries(g time.Duration, exported bool) []dcgmQuery {
 	}
 	// kube-state-metrics is scraped on its own schedule: its last sample in
 	// ksmWindow before each point.
-	kw := pmodel.Duration(max(g, ksmWindow))
+	kw := pmodel.Duration(max(g, ksmWindow) - time.Millisecond)
 	return []dcgmQuery{
 		device("DCGM_FI_PROF_GR_ENGINE_ACTIVE", func(r *deviceReading, v float64) { r.gr = maxNaN(r.gr, v) }),
 		device("DCGM_FI_DEV_GPU_UTIL", func(r *deviceReading, v float64) { r.util = maxNaN(r.util, v) }),
