@@ -108,7 +108,7 @@ type Dataset struct {
 	// Sampling (nil for the ledger's exact counters) is how a sampled source
 	// read the range: its grid and what the resolution means.
 	Sampling *Sampling
-	Requests int      // requests the source made
+	Requests int // requests the source made
 }
 
 // NewDataset returns an empty dataset over r, its maps made and its
