@@ -105,10 +105,11 @@ type Dataset struct {
 	MIGMode  map[string]string           // by UUID: gputally_gpu_info's mig_mode at the GPU's last sample; absent: not known
 
 	Warnings []string // annotations the source's backend returned with its answers
+	Requests int      // requests the source made
+
 	// Sampling (nil for the ledger's exact counters) is how a sampled source
 	// read the range: its grid and what the resolution means.
 	Sampling *Sampling
-	Requests int // requests the source made
 }
 
 // NewDataset returns an empty dataset over r, its maps made and its
