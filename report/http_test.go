@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	pmodel "github.com/prometheus/common/model"
+
 	"github.com/gputally/gputally/report/source"
 )
 
@@ -34,14 +36,18 @@ func fakePrometheus(t *testing.T, q source.Querier) *httptest.Server {
 			return time.Unix(0, int64(math.Round(f*1e9))).UTC()
 		}
 		step, _ := strconv.ParseFloat(r.Form.Get("step"), 64)
-		m, _, err := q.QueryRange(r.Context(), r.Form.Get("query"), sec("start"), sec("end"), time.Duration(step*float64(time.Second)))
+		m, warnings, err := q.QueryRange(r.Context(), r.Form.Get("query"), sec("start"), sec("end"), time.Duration(step*float64(time.Second)))
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			json.NewEncoder(w).Encode(map[string]string{"status": "error", "errorType": "execution", "error": err.Error()})
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "matrix", "result": m}})
+		answer := map[string]any{"status": "success", "data": map[string]any{"resultType": "matrix", "result": m}}
+		if len(warnings) > 0 {
+			answer["warnings"] = warnings
+		}
+		json.NewEncoder(w).Encode(answer)
 	}))
 	t.Cleanup(srv.Close)
 	return srv
@@ -117,6 +123,55 @@ func TestRunErrorsOverHTTP(t *testing.T) {
 				t.Errorf("a failed run left %s behind (stat: %v)", cfg.Out, statErr)
 			}
 		})
+	}
+}
+
+// warnOn adds an engine warning to the answers of the queries that contain
+// match, as Thanos does when a store did not answer.
+type warnOn struct {
+	source.Querier
+	match, warning string
+}
+
+func (w warnOn) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
+	m, warnings, err := w.Querier.QueryRange(ctx, q, start, end, step)
+	if strings.Contains(q, w.match) {
+		warnings = append(warnings, w.warning)
+	}
+	return m, warnings, err
+}
+
+// TestEngineWarningsMakeThePartial: an engine that answers the EUR counters
+// with a warning (a store down) leaves money out however complete the
+// coverage looks: without --allow-partial the report fails with the engine's
+// words; with it the report is marked partial and says them.
+func TestEngineWarningsMakeThePartial(t *testing.T) {
+	const words = "No StoreAPIs matched for this query"
+	srv := fakePrometheus(t, warnOn{fleetQuerier(testFleet(), time.Hour), "gputally_cost_eur_total", words})
+	cfg := httpConfig(t, srv.URL, FormatJSON)
+	if err := Run(context.Background(), cfg, discard()); err == nil || !strings.Contains(err.Error(), words) || !strings.Contains(err.Error(), "--allow-partial") {
+		t.Fatalf("error %v, want the engine's words and --allow-partial", err)
+	}
+	cfg.AllowPartial = true
+	if err := Run(context.Background(), cfg, discard()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(cfg.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Partial  bool `json:"partial"`
+		Coverage struct {
+			Ratio float64 `json:"ratio"`
+		} `json:"coverage"`
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Partial || r.Coverage.Ratio < 0.99 || len(r.Warnings) == 0 || !strings.Contains(r.Warnings[0], words) {
+		t.Errorf("partial %v at coverage %v, warnings %q: want partial for the engine's words alone", r.Partial, r.Coverage.Ratio, r.Warnings)
 	}
 }
 

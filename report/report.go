@@ -42,6 +42,8 @@ import (
 	"path/filepath"
 	"time"
 
+	pmodel "github.com/prometheus/common/model"
+
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
@@ -77,8 +79,12 @@ const (
 // Config is a report run. DefaultConfig returns the defaults; the zero value
 // of a field other than those documented as optional is invalid.
 type Config struct {
-	PrometheusURL string        // base URL of the Prometheus-compatible API (Run only)
-	Range         time.Duration // length of the period reported on, e.g. 7 × 24h
+	PrometheusURL string // base URL of the Prometheus-compatible API, with its path prefix (Run only)
+	// HTTPConfigFile (optional) is an HTTP client config file in
+	// prometheus/common's format: auth, TLS, proxy, headers such as
+	// X-Scope-OrgID (Run only; see source.LoadHTTPClient).
+	HTTPConfigFile string
+	Range          time.Duration // length of the period reported on, e.g. 7 × 24h
 	// End is the end of the period; zero means now truncated to Step (Run) or
 	// the last sample of the data (RunDemoStore).
 	End time.Time
@@ -122,6 +128,11 @@ type Config struct {
 	WebhookURLFile string
 	// Timeout bounds each query request and the webhook POST.
 	Timeout time.Duration
+	// TotalTimeout bounds the whole run's queries, retries included (Run only).
+	TotalTimeout time.Duration
+	// MaxAnswerBytes bounds the size of one answer read (Run only); a larger
+	// one is asked again in smaller requests, down to one step.
+	MaxAnswerBytes int64
 	// MaxPointsPerQuery bounds the steps one request asks for; longer ranges
 	// are split into several requests.
 	MaxPointsPerQuery int
@@ -144,6 +155,10 @@ type Config struct {
 	PriceBook *cost.Book
 }
 
+// MaxPointsPerSeries is the most points per series a range query may ask
+// of Prometheus, Thanos, Cortex and Mimir: 11,000.
+const MaxPointsPerSeries = 11_000
+
 // DefaultConfig returns the defaults: a 7-day range in 1h steps, 5m
 // resolution, HTML, headroom 1.2, release below 5 % busy, time-slicing below
 // 30 % busy, drain above 95 % unallocated, 2m timeout, 1000 points and about 500,000 samples per request.
@@ -158,6 +173,8 @@ func DefaultConfig() Config {
 		LowDutyBelow:       0.3,
 		DrainAbove:         0.95,
 		Timeout:            2 * time.Minute,
+		TotalTimeout:       time.Hour,
+		MaxAnswerBytes:     source.DefaultMaxAnswerBytes,
 		MaxPointsPerQuery:  1000,
 		MaxSamplesPerQuery: 500_000,
 	}
@@ -182,8 +199,10 @@ func (c *Config) Validate() error {
 		return errors.New("release, low-duty and drain thresholds must be shares between 0 and 1")
 	case c.Timeout <= 0:
 		return fmt.Errorf("timeout %s must be positive", c.Timeout)
-	case c.MaxPointsPerQuery < 2:
-		return fmt.Errorf("max points per query %d must be at least 2", c.MaxPointsPerQuery)
+	case c.TotalTimeout < 0 || c.MaxAnswerBytes < 0:
+		return fmt.Errorf("total timeout %s and max answer bytes %d must not be negative", c.TotalTimeout, c.MaxAnswerBytes)
+	case c.MaxPointsPerQuery < 2 || c.MaxPointsPerQuery > MaxPointsPerSeries:
+		return fmt.Errorf("max points per query %d must be between 2 and %d (the engines' limit per series)", c.MaxPointsPerQuery, MaxPointsPerSeries)
 	case c.MaxSamplesPerQuery < 0:
 		return fmt.Errorf("max samples per query %d must not be negative", c.MaxSamplesPerQuery)
 	}
@@ -208,12 +227,34 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	q, err := source.NewPrometheusQuerier(cfg.PrometheusURL, cfg.Timeout, nil)
+	opts := source.HTTPOptions{Timeout: cfg.Timeout, MaxAnswerBytes: cfg.MaxAnswerBytes}
+	if cfg.HTTPConfigFile != "" {
+		client, err := source.LoadHTTPClient(cfg.HTTPConfigFile)
+		if err != nil {
+			return err
+		}
+		opts.Client = client
+	}
+	q, err := source.NewPrometheusQuerier(cfg.PrometheusURL, opts)
 	if err != nil {
 		return err
 	}
-	if cfg.End.IsZero() {
-		cfg.End = cfg.now().Truncate(cfg.Step)
+	if cfg.TotalTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, cfg.TotalTimeout,
+			fmt.Errorf("the report's queries took longer than --query.total-timeout=%s", pmodel.Duration(cfg.TotalTimeout)))
+		defer cancel()
+	}
+	given := !cfg.End.IsZero()
+	if !given {
+		cfg.End = cfg.now()
+	}
+	// Requests at step-aligned times are the ones query frontends cache.
+	if end := cfg.End.Truncate(cfg.Step); !end.Equal(cfg.End) {
+		if given {
+			logger.Info("report range ends at a whole step", "end", end.UTC().Format(time.RFC3339), "step", pmodel.Duration(cfg.Step))
+		}
+		cfg.End = end
 	}
 	return generateAndWrite(ctx, cfg, cfg.source(q), cfg.sourceName(cfg.PrometheusURL), logger)
 }
@@ -248,7 +289,7 @@ func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logge
 
 // Generate collects cfg's range, (cfg.End − cfg.Range, cfg.End], from src,
 // analyses it and makes the advice: the report, its Source left to the
-// caller, the source's warnings after the analysis'. cfg must be valid and
+// caller. cfg must be valid and
 // cfg.End set.
 func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) (*Report, error) {
 	var teams source.TeamMap
@@ -270,9 +311,7 @@ func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) 
 	}
 	adv := advice.Advise(res, d, advice.Settings{Teams: teams, Headroom: cfg.Headroom, ReleaseBelow: cfg.ReleaseBelow,
 		LowDutyBelow: cfg.LowDutyBelow, DrainAbove: cfg.DrainAbove, MIGWeight: cfg.MIGWeight})
-	r := render.NewReport(res, adv)
-	r.Warnings = append(r.Warnings, d.Warnings...)
-	return r, nil
+	return render.NewReport(res, adv), nil
 }
 
 // ledger returns the Source that reads gputally's metrics through q with

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -12,6 +13,7 @@ import (
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/history"
 	"github.com/gputally/gputally/report"
+	"github.com/gputally/gputally/report/source"
 )
 
 // reportCommand writes the weekly utilization and cost report.
@@ -21,6 +23,7 @@ type reportCommand struct {
 	stepFlag      *promDuration
 	resolution    *promDuration
 	timeout       *promDuration
+	totalTimeout  *promDuration
 	end           string
 	demo          bool
 	demoScenarios []string
@@ -32,7 +35,8 @@ type reportCommand struct {
 func newReportCommand(app *kingpin.Application) *reportCommand {
 	c := &reportCommand{cfg: report.DefaultConfig()}
 	cmd := app.Command("report", "Write the utilization and cost report with right-sizing advice.")
-	cmd.Flag("prometheus.url", "Base URL of a Prometheus-compatible API (Prometheus, Thanos, Mimir, VictoriaMetrics).").StringVar(&c.cfg.PrometheusURL)
+	cmd.Flag("prometheus.url", "Base URL of a Prometheus-compatible API, with its path prefix (Prometheus, Thanos, Mimir: …/prometheus, VictoriaMetrics cluster: …/select/<tenant>/prometheus).").StringVar(&c.cfg.PrometheusURL)
+	cmd.Flag("prometheus.http-config.file", "HTTP client config file (prometheus/common format, as promtool's --http.config.file): basic auth, bearer token, TLS, proxy, headers such as X-Scope-OrgID.").StringVar(&c.cfg.HTTPConfigFile)
 	c.rangeFlag = durationFlag(cmd.Flag("range", "Length of the period reported on."), "7d")
 	c.stepFlag = durationFlag(cmd.Flag("step", "Bucket the ledger counters are read in; --range must be a multiple."), "1h")
 	c.resolution = durationFlag(cmd.Flag("resolution", "Step at which activity and framebuffer are sampled for percentiles."), "5m")
@@ -49,6 +53,8 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("allow-partial", "Write a report marked partial when more than 1 % of the device-hours are missing or unknown, instead of failing.").BoolVar(&c.cfg.AllowPartial)
 	cmd.Flag("webhook.url-file", "File holding a Slack/Mattermost incoming-webhook URL; the Markdown report is POSTed to it.").StringVar(&c.cfg.WebhookURLFile)
 	c.timeout = durationFlag(cmd.Flag("query.timeout", "Limit of each query and of the webhook POST."), "2m")
+	c.totalTimeout = durationFlag(cmd.Flag("query.total-timeout", "Limit of all the report's queries together, retries included; 0: none."), "1h")
+	cmd.Flag("query.max-answer-bytes", "Largest answer read; a larger one is asked again in smaller requests, down to one step.").Default(strconv.Itoa(source.DefaultMaxAnswerBytes)).Int64Var(&c.cfg.MaxAnswerBytes)
 	cmd.Flag("query.max-points", "Most steps one range query asks for; longer ranges are split.").Default("1000").IntVar(&c.cfg.MaxPointsPerQuery)
 	cmd.Flag("query.max-samples", "About the most samples (series × steps) one range query's answer holds; requests are sized by the series of the previous answer; 0: no bound.").Default("500000").IntVar(&c.cfg.MaxSamplesPerQuery)
 	cmd.Flag("demo", "Report on a simulated week through an embedded PromQL engine instead of a Prometheus.").BoolVar(&c.demo)
@@ -65,6 +71,7 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 	c.cfg.Range, c.cfg.Step = time.Duration(*c.rangeFlag), time.Duration(*c.stepFlag)
 	c.cfg.Resolution, c.cfg.Timeout = time.Duration(*c.resolution), time.Duration(*c.timeout)
+	c.cfg.TotalTimeout = time.Duration(*c.totalTimeout)
 	c.cfg.Grid = time.Duration(*c.grid)
 	c.cfg.Progress = os.Stderr
 	if c.end != "" {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gputally/gputally/alerts"
+	"github.com/gputally/gputally/report/source"
 )
 
 // valueSets are the values every structural check runs against.
@@ -516,7 +517,7 @@ func TestReportCronJob(t *testing.T) {
 		if v.PersistentVolumeClaim != nil {
 			claim = v.PersistentVolumeClaim.ClaimName
 		}
-		if v.Secret != nil {
+		if v.Secret != nil && v.Name == "webhook" {
 			webhookSecret = v.Secret.SecretName
 		}
 	}
@@ -560,6 +561,64 @@ func TestReportCronJob(t *testing.T) {
 	}
 }
 
+// TestReportHTTPConfig: the report's HTTP client config reaches every report
+// container as --prometheus.http-config.file from a mounted Secret — the
+// chart's, holding the config the values give (which gputally loads), or an
+// existing one.
+func TestReportHTTPConfig(t *testing.T) {
+	base := []string{"--set", "report.enabled=true", "--set", "report.prometheusURL=https://mimir.example/prometheus"}
+	for _, tc := range []struct {
+		name, secret string
+		args         []string
+		rendered     bool // the chart renders the Secret
+	}{
+		{"config", "gputally-report-http-config",
+			[]string{"--set-json", `report.httpConfig.config={"http_headers":{"X-Scope-OrgID":{"values":["team-a"]}}}`}, true},
+		{"existing secret", "engine-credentials", []string{"--set", "report.httpConfig.existingSecret=engine-credentials"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := render(t, append(slices.Clone(base), tc.args...)...)
+			var cj batchv1.CronJob
+			decodeOne(t, m, "CronJob", &cj)
+			pod := cj.Spec.JobTemplate.Spec.Template.Spec
+			if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool {
+				return v.Name == "http-config" && v.Secret != nil && v.Secret.SecretName == tc.secret
+			}) {
+				t.Errorf("no http-config volume of Secret %s: %+v", tc.secret, pod.Volumes)
+			}
+			for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
+				if !slices.Contains(c.Args, "--prometheus.http-config.file=/etc/gputally/http-config/http-config.yml") {
+					t.Errorf("container %s: args %v lack the HTTP config file", c.Name, c.Args)
+				}
+				if mt := mountOf(c, "http-config"); mt == nil || mt.MountPath != "/etc/gputally/http-config" || !mt.ReadOnly {
+					t.Errorf("container %s does not mount the HTTP config read-only", c.Name)
+				}
+			}
+			var found *corev1.Secret
+			for _, o := range m.ofKind("Secret") {
+				var sec corev1.Secret
+				decodeStrict(t, o, &sec)
+				if sec.Name == tc.secret {
+					found = &sec
+				}
+			}
+			if (found != nil) != tc.rendered {
+				t.Fatalf("Secret %s rendered %v, want %v", tc.secret, found != nil, tc.rendered)
+			}
+			if found == nil {
+				return
+			}
+			path := filepath.Join(t.TempDir(), "http-config.yml")
+			if err := os.WriteFile(path, []byte(found.StringData["http-config.yml"]), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := source.LoadHTTPClient(path); err != nil {
+				t.Errorf("gputally does not load the rendered config: %v\n%s", err, found.StringData["http-config.yml"])
+			}
+		})
+	}
+}
+
 func TestBadValuesFailToRender(t *testing.T) {
 	tests := []struct {
 		name string
@@ -568,6 +627,8 @@ func TestBadValuesFailToRender(t *testing.T) {
 	}{
 		{"scrape faster than sampling", []string{"--set", "serviceMonitor.interval=500ms", "--set", "serviceMonitor.enabled=true"}, "shorter than exporter.collectorInterval"},
 		{"report without prometheus", []string{"--set", "report.enabled=true"}, "report.prometheusURL is required"},
+		{"report HTTP config twice", []string{"--set", "report.enabled=true", "--set", "report.prometheusURL=http://p",
+			"--set", "report.httpConfig.existingSecret=s", "--set-json", `report.httpConfig.config={"proxy_from_environment":true}`}, "set config or existingSecret, not both"},
 		{"unknown monitoring setting", []string{"--set", "serviceMonitor.enabled=maybe"}, "must be auto, true or false"},
 	}
 	for _, tt := range tests {

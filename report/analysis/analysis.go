@@ -12,6 +12,8 @@ package analysis
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	pmodel "github.com/prometheus/common/model"
@@ -86,16 +88,25 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 		return nil, fmt.Errorf(errNoDataFmt, r.Start.Format(time.RFC3339), r.End.Format(time.RFC3339))
 	}
 	r.Coverage = coverageOf(d)
-	if r.Coverage.partial() {
-		msg := r.Coverage.summary()
+	for _, gap := range []struct {
+		partial bool
+		msg     string
+	}{
+		{r.Coverage.partial(), r.Coverage.summary()},
+		{len(d.Warnings) > 0, engineGaps(d.Warnings)},
+	} {
+		if !gap.partial {
+			continue
+		}
 		if !allowPartial {
-			return nil, fmt.Errorf("%s (pass --allow-partial to report on what there is)", msg)
+			return nil, fmt.Errorf("%s (pass --allow-partial to report on what there is)", gap.msg)
 		}
 		r.Partial = true
-		r.Warnings = append(r.Warnings, msg)
+		r.Warnings = append(r.Warnings, gap.msg)
 	}
 	if d.Sampling != nil {
 		r.Sampling = d.Sampling.Statement
+		r.Warnings = append(r.Warnings, d.Sampling.Notes...)
 	}
 	r.Timeline = timeline(d)
 	r.Heatmap = heatmap(d)
@@ -106,6 +117,26 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 	r.Warnings = append(r.Warnings, unknownNodeWarnings(r)...)
 	r.Warnings = append(r.Warnings, unknownHoldingWarnings(r)...)
 	return r, nil
+}
+
+// engineGaps says, in the engine's words, that answers of the source's
+// backend were partial or incomplete (model.Dataset.Warnings): the money of
+// such a report is not all there, however complete its coverage looks.
+func engineGaps(words []string) string {
+	seen := map[string]bool{}
+	var distinct []string
+	for _, w := range words {
+		if !seen[w] {
+			seen[w] = true
+			distinct = append(distinct, strconv.Quote(w))
+		}
+	}
+	more := ""
+	if len(distinct) > 3 {
+		more = fmt.Sprintf(" and %d more", len(distinct)-3)
+		distinct = distinct[:3]
+	}
+	return fmt.Sprintf("the engine answered %d requests with data missing: %s%s", len(words), strings.Join(distinct, "; "), more)
 }
 
 // analyzer holds the analysis' settings.

@@ -104,11 +104,15 @@ type Dataset struct {
 	GPUs     map[string]*GPUSeen         // by UUID: what the range saw of each GPU
 	MIGMode  map[string]string           // by UUID: gputally_gpu_info's mig_mode at the GPU's last sample; absent: not known
 
-	Warnings []string // annotations the source's backend returned with its answers
-	Requests int      // requests the source made
+	// Warnings are the backend's words about answers it marked partial or
+	// incomplete (warnings, isPartial, infos that say data is missing): any
+	// makes the report partial.
+	Warnings []string
+	Requests int // requests the source made
 
 	// Sampling (nil for the ledger's exact counters) is how a sampled source
-	// read the range: its grid and what the resolution means.
+	// read the range: its grid, what the resolution means and what the source
+	// could not tell from its data.
 	Sampling *Sampling
 }
 

@@ -126,7 +126,8 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	if err := c.podTeams(ctx, d); err != nil {
 		return nil, err
 	}
-	d.Warnings = append(acc.warnings(), run.warnings...)
+	d.Sampling.Notes = acc.warnings()
+	d.Warnings = run.warnings
 	d.Requests = run.done
 	return d, nil
 }

@@ -2,61 +2,316 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	pmodel "github.com/prometheus/common/model"
 )
 
-// PrometheusQuerier queries a Prometheus-compatible HTTP API (Prometheus,
-// Thanos, Mimir, VictoriaMetrics) through client_golang's api/prometheus/v1.
-// It is safe for concurrent use.
+// PrometheusQuerier queries the range-query endpoint of a Prometheus-compatible
+// HTTP API: Prometheus, Thanos, Mimir and Cortex, VictoriaMetrics, managed
+// services — at the URL's path prefix (`https://mimir.example/prometheus`,
+// `http://vmselect:8481/select/0/prometheus`). It asks every engine not to
+// answer partially and Thanos for raw data, retries what an engine says it may
+// retry, and reads each answer with a size cap. It is safe for concurrent use.
 type PrometheusQuerier struct {
-	api     v1.API
-	url     string
-	timeout time.Duration
+	endpoint *url.URL // …/api/v1/query_range
+	opts     HTTPOptions
 }
 
-// NewPrometheusQuerier returns a querier for the API at url. Each request is
-// bounded by timeout, both on the server (the `timeout` parameter) and on the
-// client. rt is the HTTP transport; nil uses http.DefaultTransport.
-func NewPrometheusQuerier(url string, timeout time.Duration, rt http.RoundTripper) (*PrometheusQuerier, error) {
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	c, err := api.NewClient(api.Config{Address: url, RoundTripper: rt})
-	if err != nil {
-		return nil, fmt.Errorf("prometheus url %q: %w", url, err)
-	}
-	return &PrometheusQuerier{api: v1.NewAPI(c), url: url, timeout: timeout}, nil
+// HTTPOptions configures a PrometheusQuerier. The zero value of each field
+// but Client means its default.
+type HTTPOptions struct {
+	// Client sends the requests; auth, TLS, proxy and extra headers come from
+	// an HTTP client config file (LoadHTTPClient). nil: http.DefaultClient.
+	Client *http.Client
+	// Timeout bounds each request, on the server (its `timeout` parameter)
+	// and on the client; default 2m.
+	Timeout time.Duration
+	// MaxAnswerBytes is the largest answer read; a larger one is an
+	// *AnswerTooLargeError. Default DefaultMaxAnswerBytes.
+	MaxAnswerBytes int64
+	// Retries is how many times a request is sent again after a 429, 502, 503
+	// or 504 or a failed connection, waiting Backoff, then twice as long each
+	// time (or what Retry-After asks, at most a minute); default 4, negative:
+	// none. The caller's context bounds the total time.
+	Retries int
+	Backoff time.Duration // default 1s
 }
 
-// QueryRange implements Querier.
+// DefaultMaxAnswerBytes is the default of HTTPOptions.MaxAnswerBytes: 256 MiB,
+// about 40 times what a request of the default size (500,000 samples) needs.
+const DefaultMaxAnswerBytes = 256 << 20
+
+// userAgent names the report to the engines it queries.
+const userAgent = "gputally-report"
+
+// partialParams are sent with every query so that an engine that can answer
+// with part of the data says so with an error instead (Thanos
+// `partial_response`, VictoriaMetrics `deny_partial_response`), and so that
+// Thanos reads raw samples, not its downsampled blocks, for money
+// (`max_source_resolution`). Engines ignore the parameters they do not know.
+var partialParams = url.Values{
+	"partial_response":      {"false"},
+	"deny_partial_response": {"1"},
+	"max_source_resolution": {"0s"},
+}
+
+// NewPrometheusQuerier returns a querier for the API at base, which may carry
+// a path prefix.
+func NewPrometheusQuerier(base string, opts HTTPOptions) (*PrometheusQuerier, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("prometheus url %q: want http(s)://host[:port][/path prefix]", base)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("prometheus url %q: credentials in the URL would show in logs and process lists; put them in --prometheus.http-config.file", u.Redacted())
+	}
+	u = u.JoinPath("api", "v1", "query_range")
+	if opts.Client == nil {
+		opts.Client = http.DefaultClient
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Minute
+	}
+	if opts.MaxAnswerBytes <= 0 {
+		opts.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
+	if opts.Retries == 0 {
+		opts.Retries = 4
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = time.Second
+	}
+	return &PrometheusQuerier{endpoint: u, opts: opts}, nil
+}
+
+// AnswerTooLargeError is an answer over HTTPOptions.MaxAnswerBytes. The
+// report splits such a request into smaller ones while it can.
+type AnswerTooLargeError struct {
+	Limit int64
+	Query string
+}
+
+func (e *AnswerTooLargeError) Error() string {
+	return fmt.Sprintf("the answer to %s is larger than %d bytes (--query.max-answer-bytes)", e.Query, e.Limit)
+}
+
+// engineError is an answer of the engine that is not data: its HTTP status,
+// and the error type and text of its JSON envelope when it sent one.
+type engineError struct {
+	status    int
+	errorType string
+	text      string
+}
+
+func (e *engineError) Error() string {
+	if e.errorType != "" {
+		return fmt.Sprintf("HTTP %d, %s: %s", e.status, e.errorType, e.text)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.status, e.text)
+}
+
+// retryable reports whether the engine says the same request may succeed later.
+func (e *engineError) retryable() bool {
+	switch e.status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// QueryRange implements Querier. The warnings it returns are the engine's
+// words about an answer it marked partial or incomplete: its `warnings`, the
+// `infos` that say data is missing, and VictoriaMetrics' `isPartial`.
 func (p *PrometheusQuerier) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
-	val, warnings, _, err := p.api.QueryRange(ctx, query, v1.Range{Start: start, End: end, Step: step}, v1.WithTimeout(p.timeout))
-	if err != nil {
-		var apiErr *v1.Error
-		if errors.As(err, &apiErr) && apiErr.Type != v1.ErrClient {
-			return nil, nil, fmt.Errorf("prometheus at %s rejected query %s: %w", p.url, query, err)
-		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, nil, fmt.Errorf("prometheus at %s did not answer within %s: %w", p.url, p.timeout, err)
-		}
-		return nil, nil, fmt.Errorf("query prometheus at %s: %w", p.url, err)
+	form := url.Values{
+		"query":   {query},
+		"start":   {formatTime(start)},
+		"end":     {formatTime(end)},
+		"step":    {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},
+		"timeout": {pmodel.Duration(p.opts.Timeout).String()},
 	}
-	m, ok := val.(pmodel.Matrix)
-	if !ok {
-		got := "no result" // a "data" of null decodes to no value at all
-		if val != nil {
-			got = "a " + val.Type().String()
+	for k, v := range partialParams {
+		form[k] = v
+	}
+	backoff := p.opts.Backoff
+	for attempt := 0; ; attempt++ {
+		m, warnings, wait, err := p.send(ctx, query, form)
+		if err == nil {
+			return m, warnings, nil
 		}
-		return nil, nil, fmt.Errorf("prometheus at %s answered a range query with %s, want a matrix", p.url, got)
+		if wait < 0 || attempt >= p.opts.Retries {
+			return nil, nil, err
+		}
+		wait = max(wait, backoff)
+		backoff *= 2
+		select {
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("%w (gave up retrying: %w)", err, context.Cause(ctx))
+		case <-time.After(wait):
+		}
+	}
+}
+
+// send makes one request. wait is negative when the error is final, else the
+// least time to wait before sending it again (0: the caller's backoff).
+func (p *PrometheusQuerier) send(ctx context.Context, query string, form url.Values) (_ pmodel.Matrix, _ []string, wait time.Duration, _ error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint.String(), strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, nil, -1, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("User-Agent", userAgent)
+	resp, err := p.opts.Client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, -1, fmt.Errorf("%s did not answer within %s (query %s): %w", p.where(), p.opts.Timeout, query, err)
+		}
+		return nil, nil, 0, fmt.Errorf("query %s at %s: %w", query, p.where(), err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, p.opts.MaxAnswerBytes+1))
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("read the answer of %s to %s: %w", p.where(), query, err)
+	}
+	if int64(len(body)) > p.opts.MaxAnswerBytes {
+		return nil, nil, -1, &AnswerTooLargeError{Limit: p.opts.MaxAnswerBytes, Query: query}
+	}
+	m, warnings, err := decodeAnswer(resp.StatusCode, body)
+	var ee *engineError
+	switch {
+	case err == nil:
+		return m, warnings, 0, nil
+	case errors.As(err, &ee) && ee.retryable():
+		return nil, nil, retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s refused %s for now: %w", p.where(), query, err)
+	case errors.As(err, &ee):
+		return nil, nil, -1, fmt.Errorf("%s rejected %s: %w%s", p.where(), query, err, limitHint(ee))
+	}
+	return nil, nil, -1, fmt.Errorf("%s answered %s with %w", p.where(), query, err)
+}
+
+// where names the engine in errors: its URL without the query endpoint.
+func (p *PrometheusQuerier) where() string {
+	u := *p.endpoint
+	u.Path = strings.TrimSuffix(u.Path, "/api/v1/query_range")
+	return "the engine at " + u.Redacted()
+}
+
+// envelope is the JSON answer of the Prometheus HTTP API, with the fields
+// other engines add.
+type envelope struct {
+	Status    string          `json:"status"`
+	Data      json.RawMessage `json:"data"`
+	ErrorType string          `json:"errorType"`
+	Error     string          `json:"error"`
+	Warnings  []string        `json:"warnings"`
+	Infos     []string        `json:"infos"`     // Prometheus 3
+	IsPartial bool            `json:"isPartial"` // VictoriaMetrics
+}
+
+// decodeAnswer returns the matrix of a range query's answer and what the
+// engine said of its completeness, or an *engineError.
+func decodeAnswer(status int, body []byte) (pmodel.Matrix, []string, error) {
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		if status/100 != 2 {
+			return nil, nil, &engineError{status: status, text: strings.TrimSpace(truncate(string(body), 512))}
+		}
+		return nil, nil, fmt.Errorf("an answer that is not JSON: %w", err)
+	}
+	if env.Status != "success" || status/100 != 2 {
+		text := env.Error
+		if text == "" {
+			text = strings.TrimSpace(truncate(string(body), 512))
+		}
+		return nil, nil, &engineError{status: status, errorType: env.ErrorType, text: text}
+	}
+	var data struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	}
+	if len(env.Data) == 0 || string(env.Data) == "null" {
+		return nil, nil, errors.New("no result, want a matrix")
+	}
+	if err := json.Unmarshal(env.Data, &data); err != nil {
+		return nil, nil, fmt.Errorf("a result that does not decode: %w", err)
+	}
+	if data.ResultType != "matrix" {
+		return nil, nil, fmt.Errorf("a %q result, want a matrix", data.ResultType)
+	}
+	var m pmodel.Matrix
+	if err := json.Unmarshal(data.Result, &m); err != nil {
+		return nil, nil, fmt.Errorf("a matrix that does not decode: %w", err)
+	}
+	warnings := env.Warnings
+	for _, info := range env.Infos {
+		if saysDataMissing(info) {
+			warnings = append(warnings, info)
+		}
+	}
+	if env.IsPartial {
+		warnings = append(warnings, "the engine marked its answer partial (isPartial: a storage node did not answer)")
 	}
 	return m, warnings, nil
+}
+
+// saysDataMissing reports whether an engine's info annotation says that part
+// of the data was not read (rather than, say, that a metric name does not end
+// in _total).
+func saysDataMissing(info string) bool {
+	s := strings.ToLower(info)
+	for _, w := range []string{"partial", "missing", "unavailable", "not queried", "failed to"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// limitHint names the flags that split the work when the engine refused a
+// query for one of its limits (points per series, samples, query length).
+func limitHint(e *engineError) string {
+	s := strings.ToLower(e.text)
+	for _, w := range []string{"too many samples", "maximum resolution", "points per timeseries", "max samples", "query time range exceeds", "exceeded", "limit"} {
+		if strings.Contains(s, w) {
+			return " — an engine limit: lower --query.max-samples or --query.max-points to split the work into smaller requests"
+		}
+	}
+	return ""
+}
+
+// retryAfter is the wait a Retry-After header asks for (seconds or an HTTP
+// date), at most a minute; 0 when absent or unreadable.
+func retryAfter(h string) time.Duration {
+	if h == "" {
+		return 0
+	}
+	var d time.Duration
+	if s, err := strconv.Atoi(h); err == nil {
+		d = time.Duration(s) * time.Second
+	} else if t, err := http.ParseTime(h); err == nil {
+		d = time.Until(t)
+	}
+	return min(max(d, 0), time.Minute)
+}
+
+func formatTime(t time.Time) string {
+	return strconv.FormatFloat(float64(t.UnixMilli())/1e3, 'f', -1, 64)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -2,7 +2,9 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	pmodel "github.com/prometheus/common/model"
@@ -42,18 +44,26 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // first request asks for ProbeSteps steps and every later one for as many
 // steps as keep series × steps within maxSamples, counting the series of the
 // previous answer (of this query or the one before), between 1 and maxPoints.
+// No request spans two UTC days, so that query frontends (Thanos, Mimir)
+// which split and cache by day get requests they need not split. An answer
+// too large to read is asked again in halves, down to one step, and the
+// query's later requests are no longer than the half that was read.
 func (r *rangeRunner) run(ctx context.Context, name, query string, start, end time.Time, step time.Duration, each func(pmodel.Matrix)) error {
 	planned, done := r.requests(start, end, step), 0
 	steps := r.sized()
 	if r.maxSamples > 0 && r.series == 0 {
 		steps = min(ProbeSteps, r.maxPoints)
 	}
+	limit := r.maxPoints // lowered when an answer was too large to read
 	for from := start; !from.After(end); {
-		to := from.Add(time.Duration(steps-1) * step)
-		if to.After(end) {
-			to = end
-		}
+		to := slices.MinFunc([]time.Time{from.Add(time.Duration(steps-1) * step), end, lastStepOfDay(from, step)}, time.Time.Compare)
 		m, warnings, err := r.q.QueryRange(ctx, query, from, to, step)
+		var tooLarge *AnswerTooLargeError
+		if errors.As(err, &tooLarge) && to.After(from) {
+			limit = max(1, int(to.Sub(from)/step+1)/2)
+			steps = limit
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -61,7 +71,7 @@ func (r *rangeRunner) run(ctx context.Context, name, query string, start, end ti
 		each(m)
 		from = to.Add(step)
 		r.series = max(1, len(m))
-		steps = r.sized()
+		steps = min(r.sized(), limit)
 		done++
 		left := 0
 		if !from.After(end) {
@@ -75,6 +85,14 @@ func (r *rangeRunner) run(ctx context.Context, name, query string, start, end ti
 		}
 	}
 	return nil
+}
+
+// lastStepOfDay is the last of from, from+step, … before the UTC midnight
+// that follows from: the end of a request that starts at from and stays
+// within from's day.
+func lastStepOfDay(from time.Time, step time.Duration) time.Time {
+	midnight := from.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+	return from.Add((midnight.Sub(from) - 1) / step * step)
 }
 
 // sized is the steps of the next request: maxPoints, or fewer when

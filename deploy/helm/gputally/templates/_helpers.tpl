@@ -103,6 +103,10 @@ renders nothing when the text is not a duration (the API server then judges it).
 {{- default (printf "%s-report-webhook" (include "gputally.fullname" .)) .Values.report.webhook.existingSecret }}
 {{- end }}
 
+{{- define "gputally.reportHTTPConfigSecret" -}}
+{{- default (printf "%s-report-http-config" (include "gputally.fullname" .)) .Values.report.httpConfig.existingSecret }}
+{{- end }}
+
 {{- define "gputally.reportClaim" -}}
 {{- default (printf "%s-reports" (include "gputally.fullname" .)) .Values.report.persistence.existingClaim }}
 {{- end }}

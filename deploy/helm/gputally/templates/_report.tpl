@@ -1,6 +1,6 @@
 {{/*
 gputally.reportContainer renders one `gputally report` container.
-Call with (dict "ctx" $ "format" "md" "url" URL "webhook" true).
+Call with (dict "ctx" $ "format" "md" "url" URL "webhook" true "httpConfig" true).
 */}}
 {{- define "gputally.reportContainer" -}}
 {{- $r := .ctx.Values.report -}}
@@ -10,6 +10,9 @@ Call with (dict "ctx" $ "format" "md" "url" URL "webhook" true).
   args:
     - report
     - --prometheus.url={{ .url }}
+    {{- if .httpConfig }}
+    - --prometheus.http-config.file=/etc/gputally/http-config/{{ $r.httpConfig.secretKey }}
+    {{- end }}
     - --range={{ $r.range }}
     - --format={{ .format }}
     - --out=/reports/gputally-report-$(JOB_NAME).{{ .format }}
@@ -34,6 +37,11 @@ Call with (dict "ctx" $ "format" "md" "url" URL "webhook" true).
     {{- if .webhook }}
     - name: webhook
       mountPath: /etc/gputally/webhook
+      readOnly: true
+    {{- end }}
+    {{- if .httpConfig }}
+    - name: http-config
+      mountPath: /etc/gputally/http-config
       readOnly: true
     {{- end }}
 {{- end }}

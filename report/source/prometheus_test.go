@@ -1,0 +1,257 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pmodel "github.com/prometheus/common/model"
+)
+
+const oneSeries = `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"UUID":"GPU-0"},"values":[[1700000000,"1"]]}]}}`
+
+// engine is an httptest server answering range queries with answer(attempt).
+func engine(t *testing.T, answer func(r *http.Request, attempt int) (int, string)) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var attempts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status, body := answer(r, int(attempts.Add(1)))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &attempts
+}
+
+func query(t *testing.T, q *PrometheusQuerier) (pmodel.Matrix, []string, error) {
+	t.Helper()
+	start := time.Unix(1700000000, 0)
+	return q.QueryRange(context.Background(), "up", start, start.Add(time.Hour), time.Minute)
+}
+
+// TestQuerierURLAndParameters: the path prefix is kept, and every request
+// asks the engine not to answer partially and (Thanos) for raw data.
+func TestQuerierURLAndParameters(t *testing.T) {
+	var got *http.Request
+	srv, _ := engine(t, func(r *http.Request, _ int) (int, string) {
+		if err := r.ParseForm(); err != nil {
+			t.Error(err)
+		}
+		got = r
+		return 200, oneSeries
+	})
+	for _, prefix := range []string{"/prometheus", "/select/0/prometheus/"} {
+		q, err := NewPrometheusQuerier(srv.URL+prefix, HTTPOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := query(t, q); err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.TrimSuffix(prefix, "/") + "/api/v1/query_range"; got.URL.Path != want {
+			t.Errorf("path %s, want %s", got.URL.Path, want)
+		}
+		for k, want := range map[string]string{"partial_response": "false", "deny_partial_response": "1", "max_source_resolution": "0s",
+			"query": "up", "start": "1700000000", "end": "1700003600", "step": "60", "timeout": "2m"} {
+			if v := got.PostForm.Get(k); v != want {
+				t.Errorf("%s=%q, want %q", k, v, want)
+			}
+		}
+		if ua := got.Header.Get("User-Agent"); ua != "gputally-report" {
+			t.Errorf("User-Agent %q", ua)
+		}
+	}
+	if _, err := NewPrometheusQuerier("http://user:secret@engine:9090", HTTPOptions{}); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("credentials in the URL: %v, want an error that does not repeat them", err)
+	}
+}
+
+// TestQuerierPartialAnswers: warnings, VictoriaMetrics' isPartial and infos
+// that say data is missing come back as the words that make a report
+// partial; an info about a counter's name does not.
+func TestQuerierPartialAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name, envelope string
+		want           []string
+	}{
+		{"complete", `"infos":["PromQL info: metric might not be a counter, name does not end in _total"],`, nil},
+		{"warnings", `"warnings":["No StoreAPIs matched for this query"],`, []string{"No StoreAPIs matched for this query"}},
+		{"isPartial", `"isPartial":true,`, []string{"the engine marked its answer partial (isPartial: a storage node did not answer)"}},
+		{"infos", `"infos":["store-gateway unavailable: some blocks were not queried"],`, []string{"store-gateway unavailable: some blocks were not queried"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _ := engine(t, func(*http.Request, int) (int, string) {
+				return 200, strings.Replace(oneSeries, `{"status":"success",`, `{"status":"success",`+tc.envelope, 1)
+			})
+			q, _ := NewPrometheusQuerier(srv.URL, HTTPOptions{})
+			m, warnings, err := query(t, q)
+			if err != nil || len(m) != 1 {
+				t.Fatalf("%v, %d series", err, len(m))
+			}
+			if !slices.Equal(warnings, tc.want) {
+				t.Errorf("warnings %q, want %q", warnings, tc.want)
+			}
+		})
+	}
+}
+
+// TestQuerierRetries: 429, 502, 503 and 504 are sent again, at most Retries
+// times; a refusal of the query itself is not; an engine limit names the
+// flags that split the work.
+func TestQuerierRetries(t *testing.T) {
+	busy := `{"status":"error","errorType":"unavailable","error":"too many outstanding requests"}`
+	for _, tc := range []struct {
+		name         string
+		answers      []int // statuses of attempts 1, 2, …; the last repeats
+		wantAttempts int32
+		wantErr      string
+	}{
+		{"recovers", []int{503, 429, 200}, 3, ""},
+		{"gateway", []int{502, 504, 200}, 3, ""},
+		{"gives up", []int{503}, 3, "refused up for now: HTTP 503, unavailable: too many outstanding requests"},
+		{"bad query", []int{400}, 1, "rejected up: HTTP 400"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, attempts := engine(t, func(_ *http.Request, n int) (int, string) {
+				status := tc.answers[min(n, len(tc.answers))-1]
+				if status == 200 {
+					return 200, oneSeries
+				}
+				return status, busy
+			})
+			q, _ := NewPrometheusQuerier(srv.URL, HTTPOptions{Retries: 2, Backoff: time.Millisecond})
+			_, _, err := query(t, q)
+			if got := attempts.Load(); got != tc.wantAttempts {
+				t.Errorf("%d attempts, want %d", got, tc.wantAttempts)
+			}
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+	srv, _ := engine(t, func(*http.Request, int) (int, string) {
+		return 422, `{"status":"error","errorType":"execution","error":"query processing would load too many samples into memory in query execution"}`
+	})
+	q, _ := NewPrometheusQuerier(srv.URL, HTTPOptions{})
+	if _, _, err := query(t, q); err == nil || !strings.Contains(err.Error(), "--query.max-samples") {
+		t.Errorf("engine limit: %v, want the flags that split the work", err)
+	}
+}
+
+// TestQuerierAnswerCap: an answer one byte over the cap is an
+// *AnswerTooLargeError naming the cap and the query; one at the cap is read.
+func TestQuerierAnswerCap(t *testing.T) {
+	srv, _ := engine(t, func(*http.Request, int) (int, string) { return 200, oneSeries })
+	for _, tc := range []struct {
+		limit int64
+		large bool
+	}{{int64(len(oneSeries)), false}, {int64(len(oneSeries)) - 1, true}} {
+		q, _ := NewPrometheusQuerier(srv.URL, HTTPOptions{MaxAnswerBytes: tc.limit})
+		_, _, err := query(t, q)
+		var tooLarge *AnswerTooLargeError
+		if errors.As(err, &tooLarge) != tc.large {
+			t.Errorf("cap %d: %v", tc.limit, err)
+		}
+		if tc.large && (tooLarge.Limit != tc.limit || tooLarge.Query != "up" || !strings.Contains(err.Error(), "--query.max-answer-bytes")) {
+			t.Errorf("cap %d: %v", tc.limit, err)
+		}
+	}
+}
+
+// TestHTTPClientConfig: a prometheus/common HTTP client config file gives the
+// querier its tenant header and basic auth (password from a file relative
+// to the config); unknown keys are errors.
+func TestHTTPClientConfig(t *testing.T) {
+	srv, _ := engine(t, func(r *http.Request, _ int) (int, string) {
+		user, pass, ok := r.BasicAuth()
+		if r.Header.Get("X-Scope-OrgID") != "team-a" || !ok || user != "report" || pass != "s3cret" {
+			return 401, `{"status":"error","errorType":"unauthorized","error":"no org id"}`
+		}
+		return 200, oneSeries
+	})
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("password", "s3cret\n")
+	good := write("good.yml", "basic_auth: {username: report, password_file: password}\nhttp_headers:\n  X-Scope-OrgID: {values: [team-a]}\n")
+	client, err := LoadHTTPClient(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := NewPrometheusQuerier(srv.URL, HTTPOptions{Client: client})
+	if _, _, err := query(t, q); err != nil {
+		t.Errorf("with the config: %v", err)
+	}
+	q, _ = NewPrometheusQuerier(srv.URL, HTTPOptions{})
+	if _, _, err := query(t, q); err == nil || !strings.Contains(err.Error(), "HTTP 401") {
+		t.Errorf("without the config: %v, want the engine's 401", err)
+	}
+	if _, err := LoadHTTPClient(write("bad.yml", "bearer_tokn: x\n")); err == nil || !strings.Contains(err.Error(), "bearer_tokn") {
+		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// tooLargeAbove is a Querier whose answers over more than steps steps are
+// too large to read.
+type tooLargeAbove struct {
+	steps int
+	calls [][2]time.Time
+}
+
+func (q *tooLargeAbove) QueryRange(_ context.Context, query string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
+	q.calls = append(q.calls, [2]time.Time{start, end})
+	if int(end.Sub(start)/step)+1 > q.steps {
+		return nil, nil, &AnswerTooLargeError{Limit: 100, Query: query}
+	}
+	return pmodel.Matrix{}, nil, nil
+}
+
+// TestRunnerSplitsTooLargeAnswers: a request whose answer is too large is
+// asked again in halves until it fits; every step is still asked once; an
+// answer too large at one step is the error.
+func TestRunnerSplitsTooLargeAnswers(t *testing.T) {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	q := &tooLargeAbove{steps: 3}
+	r := &rangeRunner{q: q, maxPoints: 12}
+	if err := r.run(context.Background(), "x", "x", start, start.Add(11*time.Hour), time.Hour, func(pmodel.Matrix) {}); err != nil {
+		t.Fatal(err)
+	}
+	// 12 → 6 → 3 steps, then 3 at a time: the 12 steps in four answers.
+	var answered []int
+	next := start
+	for _, c := range q.calls {
+		n := int(c[1].Sub(c[0])/time.Hour) + 1
+		if n > 3 {
+			continue
+		}
+		if !c[0].Equal(next) {
+			t.Errorf("answer from %s, want from %s", c[0], next)
+		}
+		next = c[1].Add(time.Hour)
+		answered = append(answered, n)
+	}
+	if !slices.Equal(answered, []int{3, 3, 3, 3}) || len(q.calls) != 6 {
+		t.Errorf("answers of %v steps in %d calls, want 4 of 3 after halving 12 → 6 → 3", answered, len(q.calls))
+	}
+	r = &rangeRunner{q: &tooLargeAbove{steps: 0}, maxPoints: 12}
+	err := r.run(context.Background(), "x", "x", start, start.Add(3*time.Hour), time.Hour, func(pmodel.Matrix) {})
+	var tooLarge *AnswerTooLargeError
+	if !errors.As(err, &tooLarge) {
+		t.Errorf("one step too large: %v, want the AnswerTooLargeError", err)
+	}
+}
