@@ -159,12 +159,14 @@ type dcgmQuery struct {
 // nvidia.com resources, the Running phase of pods that request shared ones,
 // and the nodes' capacity of nvidia.com resources.
 func dcgmQueries(g time.Duration, exported bool) []dcgmQuery {
-	// The window is a millisecond short of the grid step: Prometheus 2
-	// closes a range on both ends, and a sample exactly one step before the
-	// point belongs to the point before.
-	w := pmodel.Duration(g - time.Millisecond)
+	// Each point reads the grid step before it, shifted a millisecond
+	// later: Prometheus 2 closes a range on both ends (a sample exactly one
+	// step before the point belongs to the point before), and
+	// VictoriaMetrics leaves out of a request a series whose first sample
+	// lies exactly at its end (a job that starts there).
+	w := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(g))
 	device := func(name string, set func(r *deviceReading, v float64)) dcgmQuery {
-		return dcgmQuery{name: name, query: fmt.Sprintf("max without (%s) (last_over_time(%s[%s]))", dcgmWithout, name, w),
+		return dcgmQuery{name: name, query: fmt.Sprintf("max without (%s) (last_over_time(%s[%s))", dcgmWithout, name, w),
 			fill: func(p *gridPoint, m pmodel.Metric, series map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				fp := m.Fingerprint()
 				s := series[fp]
@@ -183,7 +185,7 @@ func dcgmQueries(g time.Duration, exported bool) []dcgmQuery {
 	}
 	// kube-state-metrics is scraped on its own schedule: its last sample in
 	// ksmWindow before each point.
-	kw := pmodel.Duration(max(g, ksmWindow) - time.Millisecond)
+	kw := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(max(g, ksmWindow)))
 	return []dcgmQuery{
 		device("DCGM_FI_PROF_GR_ENGINE_ACTIVE", func(r *deviceReading, v float64) { r.gr = maxNaN(r.gr, v) }),
 		device("DCGM_FI_DEV_GPU_UTIL", func(r *deviceReading, v float64) { r.util = maxNaN(r.util, v) }),
@@ -191,18 +193,18 @@ func dcgmQueries(g time.Duration, exported bool) []dcgmQuery {
 		device("DCGM_FI_DEV_POWER_USAGE", func(r *deviceReading, v float64) { r.power = maxNaN(r.power, v) }),
 		device("DCGM_FI_DEV_XID_ERRORS", func(r *deviceReading, v float64) { r.xid = maxNaN(r.xid, v) }),
 		{name: "kube_pod_container_resource_requests",
-			query: fmt.Sprintf(`max without (instance, job, uid, unit) (last_over_time(kube_pod_container_resource_requests{resource=~"nvidia_com_.*"}[%s]))`, kw),
+			query: fmt.Sprintf(`max without (instance, job, uid, unit) (last_over_time(kube_pod_container_resource_requests{resource=~"nvidia_com_.*"}[%s))`, kw),
 			fill: func(p *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				h := ksmHolder(m)
 				p.requests = append(p.requests, ksmRequest{holder: h, node: ksmLabel(m, "node"), resource: string(m["resource"]), value: v})
 			}},
 		{name: "kube_pod_status_phase",
-			query: fmt.Sprintf(`max by (namespace, pod) (last_over_time(kube_pod_status_phase{phase="Running"}[%s])) == 1 and on (namespace, pod) max by (namespace, pod) (last_over_time(kube_pod_container_resource_requests{resource=~"nvidia_com_.*_shared"}[%s]))`, kw, kw),
+			query: fmt.Sprintf(`max by (namespace, pod) (last_over_time(kube_pod_status_phase{phase="Running"}[%s)) == 1 and on (namespace, pod) max by (namespace, pod) (last_over_time(kube_pod_container_resource_requests{resource=~"nvidia_com_.*_shared"}[%s))`, kw, kw),
 			fill: func(p *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				p.running[model.HolderKey{Namespace: string(m["namespace"]), Pod: string(m["pod"])}] = true
 			}},
 		{name: "kube_node_status_capacity",
-			query: fmt.Sprintf(`max without (instance, job, unit) (last_over_time(kube_node_status_capacity{resource=~"nvidia_com_.*"}[%s]))`, kw),
+			query: fmt.Sprintf(`max without (instance, job, unit) (last_over_time(kube_node_status_capacity{resource=~"nvidia_com_.*"}[%s))`, kw),
 			fill: func(p *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				node := ksmLabel(m, "node")
 				if p.capacity[node] == nil {
