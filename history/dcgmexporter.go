@@ -39,7 +39,7 @@ const (
 //   - kube-state-metrics' kube_pod_container_resource_requests,
 //     kube_pod_status_phase and kube_pod_labels of the running pods that
 //     request a device plugin resource, and kube_node_status_capacity of the
-//     node's resources (time-sliced GPUs as their replicas), from what the
+//     node's resources (time-sliced GPUs as their replicas, and pods), from what the
 //     simulated API server knows at the scrape — not from the exporter's
 //     attribution, so a kubelet outage does not hide them;
 //   - no gputally_* series.
@@ -181,6 +181,8 @@ func (s *dcgmExporterSink) kubeState(t time.Time) []*dto.MetricFamily {
 	for _, res := range slices.Sorted(maps.Keys(capacity)) {
 		sample(capa, float64(capacity[res]), s.pair("node", s.node), s.pair("resource", ksmResource(res)), s.pair("unit", "integer"))
 	}
+	// Every node has a pods capacity, the kubelet's default of 110.
+	sample(capa, 110, s.pair("node", s.node), s.pair("resource", "pods"), s.pair("unit", "integer"))
 	var out []*dto.MetricFamily
 	for _, mf := range []*dto.MetricFamily{req, phase, podLabels, capa} {
 		if len(mf.Metric) > 0 {

@@ -157,7 +157,9 @@ type dcgmQuery struct {
 // dcgmQueries are the queries of each chunk: the device series' last sample
 // in the grid step before each point, and kube-state-metrics' requests of
 // nvidia.com resources, the Running phase of pods that request shared ones,
-// and the nodes' capacity of nvidia.com resources.
+// and the nodes' capacity of nvidia.com resources (and of pods, which every
+// node has: a node without nvidia.com capacity offers no device plugin
+// resource at all).
 func dcgmQueries(g time.Duration, exported bool) []dcgmQuery {
 	// Each point reads the grid step before it, shifted a millisecond
 	// later: Prometheus 2 closes a range on both ends (a sample exactly one
@@ -204,7 +206,7 @@ func dcgmQueries(g time.Duration, exported bool) []dcgmQuery {
 				p.running[model.HolderKey{Namespace: string(m["namespace"]), Pod: string(m["pod"])}] = true
 			}},
 		{name: "kube_node_status_capacity",
-			query: fmt.Sprintf(`max without (instance, job, unit) (last_over_time(kube_node_status_capacity{resource=~"nvidia_com_.*"}[%s))`, kw),
+			query: fmt.Sprintf(`max without (instance, job, unit) (last_over_time(kube_node_status_capacity{resource=~"nvidia_com_.*|pods"}[%s))`, kw),
 			fill: func(p *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				node := ksmLabel(m, "node")
 				if p.capacity[node] == nil {

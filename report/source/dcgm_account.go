@@ -34,6 +34,10 @@ type dcgmAccount struct {
 	totals  []cost.Total
 	noCap   map[string]bool // nodes with devices but no kube_node_status_capacity
 	anyCap  bool
+	// whole are the GPUs out of MIG mode seen so far, by node, and
+	// wholeSeen how many (classify's argument).
+	whole     map[string]map[string]bool
+	wholeSeen map[string]int
 }
 
 // dcgmDevice is a device of the ledger: its key in the dataset and labels.
@@ -75,6 +79,7 @@ func newDCGMAccount(d *model.Dataset, book *cost.Book, grid time.Duration) *dcgm
 		// bucket end: it may go.
 		ledger:  cost.NewLedger(staticBook{book}, cost.WithRetention(d.Step+4*grid)),
 		devices: map[string]dcgmDevice{}, gpus: map[string]*dcgmGPU{}, prev: map[dcgmTotalKey][2]float64{},
+		whole: map[string]map[string]bool{}, wholeSeen: map[string]int{},
 		shared: map[string]bool{}, points: map[model.HoldingKey]int{}, usage: map[model.HoldingKey]*dcgmUsage{}, noCap: map[string]bool{},
 	}
 }
@@ -91,7 +96,7 @@ func (a *dcgmAccount) point(j int, p *gridPoint) {
 	if len(p.capacity) > 0 {
 		a.anyCap = true
 	}
-	devs := classify(p)
+	devs := classify(p, a.wholeSeen)
 	a.states = a.states[:0]
 	for i := range devs {
 		pd := &devs[i]
@@ -108,6 +113,13 @@ func (a *dcgmAccount) point(j int, p *gridPoint) {
 		}
 		if pd.shared {
 			a.shared[pd.uuid] = true
+		}
+		if !pd.state.MIG {
+			if a.whole[g.host] == nil {
+				a.whole[g.host] = map[string]bool{}
+			}
+			a.whole[g.host][pd.uuid] = true
+			a.wholeSeen[g.host] = len(a.whole[g.host])
 		}
 		if _, ok := p.capacity[g.host]; !ok && len(p.capacity) > 0 {
 			a.noCap[g.host] = true
@@ -136,14 +148,9 @@ func (a *dcgmAccount) point(j int, p *gridPoint) {
 func (a *dcgmAccount) gpuOf(pd *pointDevice) *dcgmGPU {
 	g := a.gpus[pd.uuid]
 	if g == nil {
-		id := pd.parts
-		var host, idx string
-		if len(id) > 0 {
-			host, idx = id[0].reading.id.host, id[0].reading.id.gpu
-		}
-		g = &dcgmGPU{model: pd.state.Model, host: host, gpu: idx, powerW: math.NaN()}
+		g = &dcgmGPU{model: pd.state.Model, host: pd.id.host, gpu: pd.id.gpu, powerW: math.NaN()}
 		a.gpus[pd.uuid] = g
-		a.devices[pd.uuid] = dcgmDevice{key: model.DeviceKey{UUID: pd.uuid}, model: g.model, host: host, gpu: idx}
+		a.devices[pd.uuid] = dcgmDevice{key: model.DeviceKey{UUID: pd.uuid}, model: g.model, host: g.host, gpu: g.gpu}
 	}
 	return g
 }

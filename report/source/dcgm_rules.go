@@ -168,6 +168,7 @@ func ksmMIGResource(profile string) string {
 // the ledger input that prices it.
 type pointDevice struct {
 	uuid  string
+	id    *dcgmSeries // the GPU's identity: node, index, model
 	state cost.GPUState
 	// shared: a time-sliced GPU split by requested replicas (allocation share).
 	shared bool
@@ -183,8 +184,10 @@ type pointPart struct {
 }
 
 // classify applies the state rules to one grid point: the ledger input of
-// every GPU with a sample there, sorted by UUID.
-func classify(p *gridPoint) []pointDevice {
+// every GPU with a sample there, sorted by UUID. wholeSeen is, per node, how
+// many GPUs out of MIG mode the grid has seen there so far: a GPU without a
+// sample at this point still counts against the node's capacity.
+func classify(p *gridPoint, wholeSeen map[string]int) []pointDevice {
 	gpus := map[string]*deviceReading{}
 	instances := map[string][]*deviceReading{}
 	for k, r := range p.devices {
@@ -217,7 +220,7 @@ func classify(p *gridPoint) []pointDevice {
 	for _, node := range slices.Sorted(maps.Keys(byNode)) {
 		uuids := byNode[node]
 		slices.Sort(uuids)
-		out = append(out, classifyNode(p, node, uuids, gpus, instances)...)
+		out = append(out, classifyNode(p, node, uuids, gpus, instances, wholeSeen[node])...)
 	}
 	slices.SortFunc(out, func(a, b pointDevice) int { return cmp.Compare(a.uuid, b.uuid) })
 	return out
@@ -227,7 +230,7 @@ func classify(p *gridPoint) []pointDevice {
 func cmpGI(a, b string) int { return model.CompareGPUIndex(a, b) }
 
 // classifyNode classifies the GPUs of one node.
-func classifyNode(p *gridPoint, node string, uuids []string, gpus map[string]*deviceReading, instances map[string][]*deviceReading) []pointDevice {
+func classifyNode(p *gridPoint, node string, uuids []string, gpus map[string]*deviceReading, instances map[string][]*deviceReading, wholeSeen int) []pointDevice {
 	capacity, known := p.capacity[node]
 	var out []pointDevice
 	var unlabelled []int // whole, healthy GPUs without a pod: indices into out
@@ -236,7 +239,7 @@ func classifyNode(p *gridPoint, node string, uuids []string, gpus map[string]*de
 	migHeld := map[string]int{}
 	for _, uuid := range uuids {
 		g := gpus[uuid]
-		d := pointDevice{uuid: uuid, state: cost.GPUState{UUID: uuid, Model: g.id.model, PowerW: g.power, Activity: g.activity()}}
+		d := pointDevice{uuid: uuid, id: g.id, state: cost.GPUState{UUID: uuid, Model: g.id.model, PowerW: g.power, Activity: g.activity()}}
 		ins := instances[uuid]
 		switch {
 		case g.xid == xidFallenOffTheBus:
@@ -288,6 +291,7 @@ func classifyNode(p *gridPoint, node string, uuids []string, gpus map[string]*de
 	if !known {
 		return out // no capacity: every unlabelled device counts unallocated
 	}
+	whole = max(whole, wholeSeen)
 	// Whole GPUs: the first of the unlabelled ones, by framebuffer in use
 	// (a GPU whose memory is in use while no pod is labelled on it is held
 	// by pods dcgm-exporter does not map), are the time-sliced ones, then
