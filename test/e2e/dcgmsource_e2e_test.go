@@ -118,13 +118,13 @@ func TestDCGMExporterSourceAgainstPrometheusAndVictoriaMetrics(t *testing.T) {
 		{"faults", filepath.Join(scenarios, "faults.yaml"), day(9), 36 * time.Hour},
 		{"scrape-gap", filepath.Join(scenarios, "scrape-gap.yaml"), day(12), 24 * time.Hour},
 	}
-	summaries := map[string]reportSummary{}
+	summaries := map[string]dcgmSummary{}
 	var dcgmFiles []string
 	for _, r := range runs {
 		om, sum := filepath.Join(dir, r.name+".om"), filepath.Join(dir, r.name+".summary.json")
 		runTool(t, gputally, "simulate", "history", "--scenario", r.scenario, "--duration", r.duration.String(),
 			"--start", r.start.Format(time.RFC3339), "--flavor", "dcgm-exporter", "--out", om, "--summary", sum)
-		var s reportSummary
+		var s dcgmSummary
 		readJSON(t, sum, &s)
 		summaries[r.name] = s
 		dcgmFiles = append(dcgmFiles, filterOpenMetrics(t, om, dcgmFamilies))
@@ -222,17 +222,30 @@ func filterOpenMetrics(t *testing.T, path string, prefixes []string) string {
 	return outPath
 }
 
+// dcgmSummary is simulate history --summary: the ledger's own totals.
+type dcgmSummary struct {
+	Series []struct {
+		GPU       string  `json:"gpu"`
+		Device    string  `json:"device"` // the GPU's UUID, or its MIG instance's
+		Namespace string  `json:"namespace"`
+		Pod       string  `json:"pod"`
+		State     string  `json:"state"`
+		Seconds   float64 `json:"seconds"`
+		EUR       float64 `json:"eur"`
+	} `json:"series"`
+}
+
 // dcgmLedger is the ledger's truth of one run: EUR by namespace and state,
 // by namespace/pod, by GPU UUID, and each namespace's devices.
 type dcgmLedger struct {
 	ns    map[string]map[string]float64 // namespace → state → EUR; "" no holder
 	pods  map[string]float64            // namespace/pod → EUR
-	secs  map[string]float64            // namespace/pod → device-seconds
+	secs  map[string]float64            // namespace/pod → seconds held on whole GPUs
 	gpus  map[string]float64            // UUID → EUR
 	total float64
 }
 
-func ledgerOf(s reportSummary) dcgmLedger {
+func ledgerOf(s dcgmSummary) dcgmLedger {
 	l := dcgmLedger{ns: map[string]map[string]float64{}, pods: map[string]float64{}, secs: map[string]float64{}, gpus: map[string]float64{}}
 	for _, x := range s.Series {
 		if l.ns[x.Namespace] == nil {
@@ -243,7 +256,9 @@ func ledgerOf(s reportSummary) dcgmLedger {
 		l.total += x.EUR
 		if x.Namespace != "" {
 			l.pods[x.Namespace+"/"+x.Pod] += x.EUR
-			l.secs[x.Namespace+"/"+x.Pod] += x.Seconds
+			if x.Device == x.GPU {
+				l.secs[x.Namespace+"/"+x.Pod] += x.Seconds
+			}
 		}
 	}
 	return l
@@ -269,7 +284,7 @@ func relDiff(got, want float64) float64 {
 }
 
 // checkDCGMRun holds one run's dcgm-exporter report to the ledger's totals.
-func checkDCGMRun(t *testing.T, name string, r dcgmReport, s reportSummary) {
+func checkDCGMRun(t *testing.T, name string, r dcgmReport, s dcgmSummary) {
 	l := ledgerOf(s)
 	if !strings.Contains(r.Kind, "sampled") {
 		t.Errorf("headline figures %q, want sampled", r.Kind)
