@@ -122,6 +122,10 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 		}
 	}
 	acc.finish()
+	if len(d.Ledger) == 0 {
+		return nil, fmt.Errorf("no GPU data: no dcgm-exporter samples (DCGM_FI_DEV_FB_USED, DCGM_FI_PROF_GR_ENGINE_ACTIVE, …) with a UUID label between %s and %s (is dcgm-exporter scraped, and is the range right?)",
+			r.Start.UTC().Format(time.RFC3339), r.End.UTC().Format(time.RFC3339))
+	}
 	c := &collector{run: run, teamLabel: s.opts.TeamLabel}
 	if err := c.podTeams(ctx, d); err != nil {
 		return nil, err

@@ -325,3 +325,17 @@ func TestDCGMExporterExportedLabels(t *testing.T) {
 		t.Errorf("notes %q, want one about the missing capacity", d.Sampling.Notes)
 	}
 }
+
+// TestDCGMExporterNoData: a range without dcgm-exporter samples is an error
+// that says what was looked for.
+func TestDCGMExporterNoData(t *testing.T) {
+	src := NewDCGMExporter(&fakeDCGM{start: time.Unix(0, 0), grid: DefaultGrid}, DCGMExporterOptions{})
+	_, err := src.Collect(context.Background(), model.Range{Start: time.Unix(0, 0), End: time.Unix(3600, 0), Step: time.Hour, Resolution: 5 * time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "no dcgm-exporter samples") {
+		t.Errorf("error %v, want one about no dcgm-exporter samples", err)
+	}
+	_, err = src.Collect(context.Background(), model.Range{Start: time.Unix(0, 0), End: time.Unix(3600, 0), Step: time.Hour, Resolution: 45 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "must divide") {
+		t.Errorf("a resolution of 45s on a 30s grid: error %v, want one saying the grid must divide it", err)
+	}
+}
