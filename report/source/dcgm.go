@@ -80,18 +80,22 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	defer run.finish()
 	d := model.NewDataset(r)
 	acc := newDCGMAccount(d, s.opts.Book, g)
+	perBucket := int(r.Step / g)
+	bucketsPerChunk := max(1, run.maxPoints/perBucket)
+	chunks := ceilDiv(d.Buckets, bucketsPerChunk)
+	run.total = 1 + run.requests(r.Start.Add(r.Step), r.End, r.Step) + chunks*len(dcgmQueries(g, false))
+	if s.opts.TeamLabel != "" {
+		run.total += run.requests(r.Start.Add(r.Step), r.End, r.Step)
+	}
 	exported, err := s.exportedLabels(ctx, run, r)
 	if err != nil {
 		return nil, err
 	}
-	perBucket := int(r.Step / g)
-	bucketsPerChunk := max(1, run.maxPoints/perBucket)
-	queries := dcgmQueries(g, exported)
-	chunks := ceilDiv(d.Buckets, bucketsPerChunk)
-	run.total = 1 + chunks*len(queries)
-	if s.opts.TeamLabel != "" {
-		run.total += run.requests(r.Start.Add(r.Step), r.End, r.Step)
+	interval, err := s.scrapeInterval(ctx, run, r)
+	if err != nil {
+		return nil, err
 	}
+	queries := dcgmQueries(g, exported)
 	series := map[pmodel.Fingerprint]*dcgmSeries{}
 	for b := 0; b < d.Buckets; b += bucketsPerChunk {
 		first := b*perBucket + 1 // grid point j is at r.Start + j × g
@@ -131,6 +135,10 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 		return nil, err
 	}
 	d.Sampling.Notes = acc.warnings()
+	if interval > g+g/2 {
+		d.Sampling.Notes = append([]string{fmt.Sprintf("dcgm-exporter's series have a sample about every %s, more than the grid of %s: grid points without one are unknown; set --grid=%s",
+			interval.Round(time.Second), g, interval.Round(time.Second))}, d.Sampling.Notes...)
+	}
 	d.Warnings = run.warnings
 	d.Requests = run.done
 	return d, nil
@@ -150,6 +158,29 @@ func (s *DCGMExporter) exportedLabels(ctx context.Context, run *rangeRunner, r m
 			}
 		})
 	return found, err
+}
+
+// scrapeInterval estimates how often dcgm-exporter was scraped: a step
+// bucket over the median number of samples a DCGM_FI_DEV_FB_USED series has
+// in it, over the buckets that have any; 0 without data.
+func (s *DCGMExporter) scrapeInterval(ctx context.Context, run *rangeRunner, r model.Range) (time.Duration, error) {
+	var sum float64
+	n := 0
+	err := run.run(ctx, "scrape interval", fmt.Sprintf("quantile(0.5, count_over_time(DCGM_FI_DEV_FB_USED[%s]))", pmodel.Duration(r.Step)),
+		r.Start.Add(r.Step), r.End, r.Step, func(m pmodel.Matrix) {
+			for _, st := range m {
+				for _, p := range st.Values {
+					if p.Value > 0 {
+						sum += float64(p.Value)
+						n++
+					}
+				}
+			}
+		})
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	return time.Duration(float64(r.Step) / (sum / float64(n))), nil
 }
 
 // dcgmQuery is one query of a chunk and what a sample of it fills in.

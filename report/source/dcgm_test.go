@@ -42,6 +42,9 @@ func (f *fakeDCGM) QueryRange(_ context.Context, query string, start, end time.T
 		}
 		return nil, nil, nil
 	}
+	if strings.HasPrefix(query, "quantile(") { // the scrape interval: a sample per grid step
+		return pmodel.Matrix{{Metric: pmodel.Metric{}, Values: []pmodel.SamplePair{{Timestamp: pmodel.TimeFromUnixNano(end.UnixNano()), Value: pmodel.SampleValue(step / f.grid)}}}}, nil, nil
+	}
 	name := fakeMetric.FindStringSubmatch(query)[1]
 	var out pmodel.Matrix
 	for _, s := range f.series {
