@@ -15,8 +15,9 @@
 //
 //	report           Config, Run, RunDemoStore, Generate: wires the others; Progress
 //	report/source    where data comes from: the Source seam, the ledger reader
-//	                 (every PromQL query), the Prometheus and embedded-engine
-//	                 queriers, the demo Store, the team map file
+//	                 and the dcgm-exporter source (every PromQL query), the
+//	                 Prometheus and embedded-engine queriers, the demo Store,
+//	                 the team map file
 //	report/render    Markdown, HTML (charts), CSV, JSON, the webhook
 //	report/advice    savings (freed vs reclaimable), drain, release,
 //	                 time-slicing, MIG and the configuration to apply
