@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,27 +15,8 @@ import (
 	"github.com/gputally/gputally/report/source"
 )
 
-// demoScenario has a trainer on GPU 0, which is lost at 3h, a job on GPU 1 (a
-// 2-minute pod every 10 minutes) and the other faults: the kubelet down from
-// 1h to 2h, the backend failing from 2h to 2h30m, the exporter stopped from
-// 4h to 4h30m — so series start, end, restart from 0 and have gaps.
-const demoScenario = `seed: 5
-gpus:
-  - model: NVIDIA H100 80GB HBM3
-    count: 2
-workloads:
-  - {name: train, pattern: training, fb_mib: 60000}
-  - {name: build, pattern: inference, fb_mib: 8000}
-pods:
-  - {namespace: ml, pod: train, container: main, resource: nvidia.com/gpu, device: {gpu: 0}, workload: train}
-jobs:
-  - {namespace: ci, name: build, container: main, resource: nvidia.com/gpu, device: {gpu: 1}, workload: build, every: 10m, run: 2m}
-events:
-  - {at: 1h, kubelet: down, for: 1h}
-  - {at: 2h, backend: failing, for: 30m}
-  - {at: 3h, gpu: 0, lost: true}
-  - {at: 4h, exporter: stopped, for: 30m}
-`
+// demoScenario is the scenario of the demo-store tests; the file says what it plays.
+var demoScenario = filepath.Join("testdata", "demo-store.yaml")
 
 // TestScrapesReportAsTheirText runs the same simulation twice, once written
 // as OpenMetrics and loaded back (the old demo path), once handed straight to
@@ -42,7 +24,7 @@ events:
 // the same (source's TestScrapesStoreAsTheirText checks that the stores hold
 // the same samples).
 func TestScrapesReportAsTheirText(t *testing.T) {
-	sc, err := sim.Parse([]byte(demoScenario), "demo.yaml")
+	sc, err := sim.Load(demoScenario)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,6 +141,10 @@ type Config struct {
 	// should hold, so that the report's memory does not grow with the fleet:
 	// requests are sized by the series of the previous answer. 0: no bound.
 	MaxSamplesPerQuery int
+	// DedupeLabels are the labels by which copies of one ledger series differ
+	// when the engine delivers it twice (HA pairs, a second scrape job): each
+	// is counted once. Empty: every series counts.
+	DedupeLabels []string
 	// Progress (optional) receives a progress line; usually os.Stderr.
 	Progress io.Writer
 	// Now (optional) is the clock; nil means time.Now.
@@ -178,6 +182,7 @@ func DefaultConfig() Config {
 		MaxAnswerBytes:     source.DefaultMaxAnswerBytes,
 		MaxPointsPerQuery:  1000,
 		MaxSamplesPerQuery: 500_000,
+		DedupeLabels:       source.DefaultDedupeLabels,
 	}
 }
 
@@ -319,7 +324,7 @@ func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) 
 // cfg's team label, request bounds and progress writer.
 func (c *Config) ledger(q source.Querier) Source {
 	return source.NewLedger(q, source.LedgerOptions{TeamLabel: c.TeamLabel, MaxPointsPerQuery: c.MaxPointsPerQuery,
-		MaxSamplesPerQuery: c.MaxSamplesPerQuery, Progress: NewProgress(c.Progress)})
+		MaxSamplesPerQuery: c.MaxSamplesPerQuery, DedupeLabels: c.DedupeLabels, Progress: NewProgress(c.Progress)})
 }
 
 func generateAndWrite(ctx context.Context, cfg Config, src Source, name string, logger *slog.Logger) error {

@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/history"
@@ -29,6 +31,7 @@ type reportCommand struct {
 	demoScenarios []string
 	demoScrape    *promDuration
 	priceBook     string
+	dedupe        string
 	grid          *promDuration
 }
 
@@ -57,6 +60,8 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("query.max-answer-bytes", "Largest answer read; a larger one is asked again in smaller requests, down to one step.").Default(strconv.Itoa(source.DefaultMaxAnswerBytes)).Int64Var(&c.cfg.MaxAnswerBytes)
 	cmd.Flag("query.max-points", "Most steps one range query asks for; longer ranges are split.").Default("1000").IntVar(&c.cfg.MaxPointsPerQuery)
 	cmd.Flag("query.max-samples", "About the most samples (series × steps) one range query's answer holds; requests are sized by the series of the previous answer; 0: no bound.").Default("500000").IntVar(&c.cfg.MaxSamplesPerQuery)
+	cmd.Flag("report.dedupe-labels", "Labels by which copies of one ledger series differ when the engine delivers it twice (an HA pair without deduplication, a second scrape job); each is counted once. Comma-separated; empty: count every series.").
+		Default(strings.Join(source.DefaultDedupeLabels, ",")).StringVar(&c.dedupe)
 	cmd.Flag("demo", "Report on a simulated week through an embedded PromQL engine instead of a Prometheus.").BoolVar(&c.demo)
 	cmd.Flag("demo.scenario", "Scenario of a simulated node for --demo, or a directory of them (a fleet); repeat for several nodes; none: the built-in scenario.").StringsVar(&c.demoScenarios)
 	cmd.Flag("cost.price-book", "Price book the exporters use (its mig_weight splits MIG costs in the advice; --demo also prices the simulation with it); empty: the built-in book.").StringVar(&c.priceBook)
@@ -73,6 +78,15 @@ func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 	c.cfg.Resolution, c.cfg.Timeout = time.Duration(*c.resolution), time.Duration(*c.timeout)
 	c.cfg.TotalTimeout = time.Duration(*c.totalTimeout)
 	c.cfg.Grid = time.Duration(*c.grid)
+	c.cfg.DedupeLabels = nil
+	for l := range strings.SplitSeq(c.dedupe, ",") {
+		if l = strings.TrimSpace(l); l != "" {
+			if !pmodel.LabelName(l).IsValid() {
+				return badInput(fmt.Errorf("--report.dedupe-labels: %q is not a label name", l))
+			}
+			c.cfg.DedupeLabels = append(c.cfg.DedupeLabels, l)
+		}
+	}
 	c.cfg.Progress = os.Stderr
 	if c.end != "" {
 		end, err := time.Parse(time.RFC3339, c.end)

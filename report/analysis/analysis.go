@@ -95,18 +95,16 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 		{r.Coverage.partial(), r.Coverage.summary()},
 		{len(d.Warnings) > 0, engineGaps(d.Warnings)},
 	} {
-		if !gap.partial {
-			continue
+		if gap.partial {
+			r.Partial = true
+			r.Warnings = append(r.Warnings, gap.msg)
 		}
-		if !allowPartial {
-			return nil, fmt.Errorf("%s (pass --allow-partial to report on what there is)", gap.msg)
-		}
-		r.Partial = true
-		r.Warnings = append(r.Warnings, gap.msg)
+	}
+	if r.Partial && !allowPartial {
+		return nil, fmt.Errorf("%s (pass --allow-partial to report on what there is)", strings.Join(r.Warnings, "; "))
 	}
 	if d.Sampling != nil {
 		r.Sampling = d.Sampling.Statement
-		r.Warnings = append(r.Warnings, d.Sampling.Notes...)
 	}
 	r.Timeline = timeline(d)
 	r.Heatmap = heatmap(d)
@@ -114,6 +112,7 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 	a.groups(r, d)
 	r.Holdings = a.holdings(d)
 	r.BrokenGPUs = brokenGPUs(d)
+	r.Warnings = append(r.Warnings, d.Notes...)
 	r.Warnings = append(r.Warnings, unknownNodeWarnings(r)...)
 	r.Warnings = append(r.Warnings, unknownHoldingWarnings(r)...)
 	return r, nil

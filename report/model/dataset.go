@@ -108,11 +108,13 @@ type Dataset struct {
 	// incomplete (warnings, isPartial, infos that say data is missing): any
 	// makes the report partial.
 	Warnings []string
+	// Notes are what the source found and corrected in the data (series
+	// delivered twice); the report says them.
+	Notes    []string
 	Requests int // requests the source made
 
 	// Sampling (nil for the ledger's exact counters) is how a sampled source
-	// read the range: its grid, what the resolution means and what the source
-	// could not tell from its data.
+	// read the range: its grid and what the resolution means.
 	Sampling *Sampling
 }
 

@@ -66,7 +66,4 @@ type Sampling struct {
 	// Statement says what the resolution means for the figures, in a
 	// sentence the report prints under its headline.
 	Statement string
-	// Notes are what the source could not tell from its data; the report
-	// shows them as warnings (they do not make it partial).
-	Notes []string
 }

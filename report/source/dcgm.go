@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	pmodel "github.com/prometheus/common/model"
@@ -33,6 +35,10 @@ type DCGMExporterOptions struct {
 	// MaxPointsPerQuery and MaxSamplesPerQuery bound the requests as for
 	// the Ledger.
 	MaxPointsPerQuery, MaxSamplesPerQuery int
+	// DedupeLabels (optional) are labels by which copies of one series differ
+	// (an HA pair of Prometheus servers, DefaultDedupeLabels): every query
+	// takes the max over them, as it does over instance and job.
+	DedupeLabels []string
 	// Progress (optional) receives a line per request.
 	Progress Progress
 }
@@ -65,6 +71,18 @@ func NewDCGMExporter(q Querier, opts DCGMExporterOptions) *DCGMExporter {
 // driver. A device scraped by two jobs (an HA pair) is then one series.
 const dcgmWithout = "instance, job, pci_bus_id, device, DCGM_FI_DRIVER_VERSION"
 
+// without returns the label list of a `max without`: base and the dedupe
+// labels it lacks.
+func without(base string, dedupe []string) string {
+	out := base
+	for _, l := range dedupe {
+		if !slices.Contains(strings.Split(base, ", "), l) {
+			out += ", " + l
+		}
+	}
+	return out
+}
+
 // Collect implements Source: it evaluates the grid over (r.Start, r.End] in
 // chunks of whole step buckets, every query of a chunk before its points are
 // classified, so that memory stays bounded by a chunk.
@@ -83,7 +101,7 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	perBucket := int(r.Step / g)
 	bucketsPerChunk := max(1, run.maxPoints/perBucket)
 	chunks := ceilDiv(d.Buckets, bucketsPerChunk)
-	run.total = 1 + run.requests(r.Start.Add(r.Step), r.End, r.Step) + chunks*len(dcgmQueries(g, false))
+	run.total = 1 + run.requests(r.Start.Add(r.Step), r.End, r.Step) + chunks*len(dcgmQueries(g, false, nil))
 	if s.opts.TeamLabel != "" {
 		run.total += run.requests(r.Start.Add(r.Step), r.End, r.Step)
 	}
@@ -95,7 +113,7 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	if err != nil {
 		return nil, err
 	}
-	queries := dcgmQueries(g, exported)
+	queries := dcgmQueries(g, exported, s.opts.DedupeLabels)
 	series := map[pmodel.Fingerprint]*dcgmSeries{}
 	for b := 0; b < d.Buckets; b += bucketsPerChunk {
 		first := b*perBucket + 1 // grid point j is at r.Start + j × g
@@ -134,10 +152,10 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	if err := c.podTeams(ctx, d); err != nil {
 		return nil, err
 	}
-	d.Sampling.Notes = acc.warnings()
+	d.Notes = append(d.Notes, acc.warnings()...)
 	if interval > g+g/2 {
-		d.Sampling.Notes = append([]string{fmt.Sprintf("dcgm-exporter's series have a sample about every %s, more than the grid of %s: grid points without one are unknown; set --grid=%s",
-			interval.Round(time.Second), g, interval.Round(time.Second))}, d.Sampling.Notes...)
+		d.Notes = append([]string{fmt.Sprintf("dcgm-exporter's series have a sample about every %s, more than the grid of %s: grid points without one are unknown; set --grid=%s",
+			interval.Round(time.Second), g, interval.Round(time.Second))}, d.Notes...)
 	}
 	d.Warnings = run.warnings
 	d.Requests = run.done
@@ -195,7 +213,7 @@ type dcgmQuery struct {
 // and the nodes' capacity of nvidia.com resources (and of pods, which every
 // node has: a node without nvidia.com capacity offers no device plugin
 // resource at all).
-func dcgmQueries(g time.Duration, exported bool) []dcgmQuery {
+func dcgmQueries(g time.Duration, exported bool, dedupe []string) []dcgmQuery {
 	// Each point reads the grid step before it, shifted a millisecond
 	// later: Prometheus 2 closes a range on both ends (a sample exactly one
 	// step before the point belongs to the point before), and
@@ -203,7 +221,7 @@ func dcgmQueries(g time.Duration, exported bool) []dcgmQuery {
 	// lies exactly at its end (a job that starts there).
 	w := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(g))
 	device := func(name string, set func(r *deviceReading, v float64)) dcgmQuery {
-		return dcgmQuery{name: name, query: fmt.Sprintf("max without (%s) (last_over_time(%s[%s))", dcgmWithout, name, w),
+		return dcgmQuery{name: name, query: fmt.Sprintf("max without (%s) (last_over_time(%s[%s))", without(dcgmWithout, dedupe), name, w),
 			fill: func(p *gridPoint, m pmodel.Metric, series map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				fp := m.Fingerprint()
 				s := series[fp]
@@ -230,7 +248,7 @@ func dcgmQueries(g time.Duration, exported bool) []dcgmQuery {
 		device("DCGM_FI_DEV_POWER_USAGE", func(r *deviceReading, v float64) { r.power = maxNaN(r.power, v) }),
 		device("DCGM_FI_DEV_XID_ERRORS", func(r *deviceReading, v float64) { r.xid = maxNaN(r.xid, v) }),
 		{name: "kube_pod_container_resource_requests",
-			query: fmt.Sprintf(`max without (instance, job, uid, unit) (last_over_time(kube_pod_container_resource_requests{resource=~"nvidia_com_.*"}[%s))`, kw),
+			query: fmt.Sprintf(`max without (%s) (last_over_time(kube_pod_container_resource_requests{resource=~"nvidia_com_.*"}[%s))`, without("instance, job, uid, unit", dedupe), kw),
 			fill: func(p *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				h := ksmHolder(m)
 				p.requests = append(p.requests, ksmRequest{holder: h, node: ksmLabel(m, "node"), resource: string(m["resource"]), value: v})
@@ -241,7 +259,7 @@ func dcgmQueries(g time.Duration, exported bool) []dcgmQuery {
 				p.running[model.HolderKey{Namespace: string(m["namespace"]), Pod: string(m["pod"])}] = true
 			}},
 		{name: "kube_node_status_capacity",
-			query: fmt.Sprintf(`max without (instance, job, unit) (last_over_time(kube_node_status_capacity{resource=~"nvidia_com_.*|pods"}[%s))`, kw),
+			query: fmt.Sprintf(`max without (%s) (last_over_time(kube_node_status_capacity{resource=~"nvidia_com_.*|pods"}[%s))`, without("instance, job, unit", dedupe), kw),
 			fill: func(p *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				node := ksmLabel(m, "node")
 				if p.capacity[node] == nil {

@@ -324,8 +324,8 @@ func TestDCGMExporterExportedLabels(t *testing.T) {
 		{"GPU-B", "", "", "", model.StateUnallocated, 3600, 1.55, model.Sampled},
 	})
 	// Without kube-state-metrics the source says what it cannot tell.
-	if len(d.Sampling.Notes) == 0 || !strings.Contains(d.Sampling.Notes[0], "kube_node_status_capacity") {
-		t.Errorf("notes %q, want one about the missing capacity", d.Sampling.Notes)
+	if len(d.Notes) == 0 || !strings.Contains(d.Notes[0], "kube_node_status_capacity") {
+		t.Errorf("notes %q, want one about the missing capacity", d.Notes)
 	}
 }
 

@@ -96,10 +96,10 @@ func (c *collector) counters(ctx context.Context, name, metric string, start, en
 		}
 	}
 	w := pmodel.Duration(step)
-	if err := c.run.run(ctx, name, fmt.Sprintf("last_over_time(%s[%s])", metric, w), start, end, step, fill(false)); err != nil {
+	if err := c.run.run(ctx, name, c.dedupe.read(fmt.Sprintf("last_over_time(%s[%s])", metric, w)), start, end, step, fill(false)); err != nil {
 		return nil, err
 	}
-	if err := c.run.run(ctx, name+" (resets and gaps)", fmt.Sprintf("increase(%s[%s])", metric, w), start, end, step, fill(true)); err != nil {
+	if err := c.run.run(ctx, name+" (resets and gaps)", c.dedupe.read(fmt.Sprintf("increase(%s[%s])", metric, w)), start, end, step, fill(true)); err != nil {
 		return nil, err
 	}
 	return set, nil

@@ -23,6 +23,10 @@ type LedgerOptions struct {
 	MaxSamplesPerQuery int
 	// Progress (optional) receives a line per request.
 	Progress Progress
+	// DedupeLabels (optional) are the labels by which copies of one ledger
+	// series differ when the engine delivers it more than once (see
+	// DefaultDedupeLabels): they are counted once, and the report says so.
+	DedupeLabels []string
 }
 
 // Ledger is the Source that reads gputally's metrics through a Querier: the
@@ -45,9 +49,12 @@ func NewLedger(q Querier, opts LedgerOptions) *Ledger { return &Ledger{q: q, opt
 // the requests made.
 func (l *Ledger) Collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
 	run := &rangeRunner{q: l.q, maxPoints: l.opts.MaxPointsPerQuery, maxSamples: l.opts.MaxSamplesPerQuery, progress: l.opts.Progress}
-	c := &collector{run: run, teamLabel: l.opts.TeamLabel}
+	c := &collector{run: run, teamLabel: l.opts.TeamLabel, dedupe: deduper{l.opts.DedupeLabels}}
 	d, err := c.collect(ctx, r)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.dedupe.copies(ctx, run, d, r); err != nil {
 		return nil, err
 	}
 	d.Warnings, d.Requests = run.warnings, run.done
@@ -78,6 +85,7 @@ func holdingOf(m pmodel.Metric) model.HoldingKey {
 type collector struct {
 	run       *rangeRunner
 	teamLabel string
+	dedupe    deduper
 }
 
 func (c *collector) plan(d *model.Dataset) {
@@ -86,6 +94,9 @@ func (c *collector) plan(d *model.Dataset) {
 	// this period and the previous one.
 	n := c.run.requests(first, d.End, d.Step) + 4*c.run.requests(d.Start, d.End, d.Step) + 4*c.run.requests(d.Start.Add(-d.End.Sub(d.Start)), d.Start, d.Step)
 	n += c.run.requests(first, d.End, d.Step) // migModes
+	if len(c.dedupe.labels) > 0 {
+		n += c.run.requests(first, d.End, d.Step) // the search for copies
+	}
 	if c.teamLabel != "" {
 		n += c.run.requests(first, d.End, d.Step)
 	}

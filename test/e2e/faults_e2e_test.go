@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -214,8 +215,8 @@ func TestShortJobsAgainstPrometheusAndVictoriaMetrics(t *testing.T) {
 // vmImport streams the OpenMetrics file at path into VictoriaMetrics'
 // /api/v1/import/prometheus, which takes the Prometheus text format with
 // millisecond timestamps (OpenMetrics carries seconds), then flushes it so it
-// is searchable at once.
-func vmImport(t *testing.T, base, path string) {
+// is searchable at once. extraLabels (name=value) are added to every series.
+func vmImport(t *testing.T, base, path string, extraLabels ...string) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -226,7 +227,11 @@ func vmImport(t *testing.T, base, path string) {
 	go func() { pw.CloseWithError(openMetricsToPromText(f, pw)) }()
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/import/prometheus", pr)
+	u := base + "/api/v1/import/prometheus"
+	if len(extraLabels) > 0 {
+		u += "?" + url.Values{"extra_label": extraLabels}.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
