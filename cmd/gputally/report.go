@@ -81,7 +81,7 @@ func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 	c.cfg.DedupeLabels = nil
 	for l := range strings.SplitSeq(c.dedupe, ",") {
 		if l = strings.TrimSpace(l); l != "" {
-			if !pmodel.LabelName(l).IsValid() {
+			if !pmodel.LegacyValidation.IsValidLabelName(l) { // unquoted in the queries' without (…)
 				return badInput(fmt.Errorf("--report.dedupe-labels: %q is not a label name", l))
 			}
 			c.cfg.DedupeLabels = append(c.cfg.DedupeLabels, l)
