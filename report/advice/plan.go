@@ -66,12 +66,16 @@ type plan struct {
 	// endRead: the dataset has the last bucket apart (model.Dataset.EndSeconds),
 	// so a holding's busy share at the end is known where it was held there.
 	endRead bool
+	// share are the UUIDs of GPUs whose figures are an allocation share
+	// (model.AllocationShare: what was requested, not used): advice frees no
+	// money from them.
+	share map[string]bool
 }
 
 func newPlan(r *draft, d *model.Dataset) *plan {
 	p := &plan{month: r.MonthFactor(), gpus: map[string]*gpuInfo{}, nodes: map[string][]*gpuInfo{},
 		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]bool{}, lost: map[string]bool{},
-		endRead: d.EndSeconds != nil}
+		share: map[string]bool{}, endRead: d.EndSeconds != nil}
 	for _, b := range r.BrokenGPUs {
 		p.lost[b.UUID] = true
 	}
@@ -85,6 +89,9 @@ func newPlan(r *draft, d *model.Dataset) *plan {
 		}
 		for _, v := range e.EUR {
 			g.eur += v
+		}
+		if e.Kind == model.AllocationShare {
+			p.share[k.Dev.UUID] = true
 		}
 		if k.Dev.GI != "" {
 			g.layout[model.DeviceKey{UUID: k.Dev.UUID, GI: k.Dev.GI, Profile: k.Dev.Profile}] = true
@@ -165,10 +172,12 @@ func (p *plan) sole(r *draft, i int) bool {
 
 // free records that a recommendation frees the GPUs and returns their cost
 // per month and their names. A GPU already freed by another recommendation is
-// skipped, and so is a broken one: it needs repair, and freeing it saves nothing.
+// skipped, and so is a broken one: it needs repair, and freeing it saves
+// nothing; and so is one whose figures are an allocation share, which says
+// what was requested, not what was used.
 func (p *plan) free(gpus []*gpuInfo) (eur float64, names []string) {
 	for _, g := range gpus {
-		if p.freed[g.uuid] || p.lost[g.uuid] {
+		if p.freed[g.uuid] || p.lost[g.uuid] || p.share[g.uuid] {
 			continue
 		}
 		p.freed[g.uuid] = true

@@ -64,7 +64,12 @@ type Usage struct {
 
 // Group is one row of a table: a team, namespace, GPU model or node.
 type Group struct {
-	Name     string  `json:"name"`
+	Name string `json:"name"`
+	// Kind is which kind of number its totals are: "exact" (gputally's
+	// ledger), "sampled" (the dcgm-exporter source, whole devices),
+	// "allocation share" (the dcgm-exporter source, shared devices), or
+	// several joined by " + " (model.Kinds).
+	Kind     string  `json:"kind"`
 	Totals   Totals  `json:"totals"`
 	Usage    Usage   `json:"usage"`
 	Previous *Totals `json:"previous,omitempty"` // the previous period, when it has data
@@ -84,6 +89,7 @@ type Holding struct {
 	Profile   string `json:"mig_profile,omitempty"`
 	Resource  string `json:"resource,omitempty"`
 	Sharing   string `json:"sharing,omitempty"`
+	Kind      string `json:"kind"` // which kind of number its totals are (Group.Kind)
 	Totals    Totals `json:"totals"`
 	Usage     Usage  `json:"usage"`
 	// AtEnd is true when the holding has ledger data in the range's last
@@ -152,6 +158,7 @@ func usageOf(act, fb []float32) Usage {
 type groupAcc struct {
 	totals, prev Totals
 	act, fb      [][]float32
+	kinds        model.Kinds
 }
 
 type groupSet map[string]*groupAcc
@@ -169,7 +176,7 @@ func (g groupSet) groups(withPrev bool) []Group {
 	out := make([]Group, 0, len(g))
 	for name, a := range g {
 		a.totals.finish()
-		gr := Group{Name: name, Totals: a.totals, Usage: usageOf(slices.Concat(a.act...), slices.Concat(a.fb...))}
+		gr := Group{Name: name, Kind: a.kinds.String(), Totals: a.totals, Usage: usageOf(slices.Concat(a.act...), slices.Concat(a.fb...))}
 		if withPrev {
 			a.prev.finish()
 			p := a.prev
@@ -201,7 +208,7 @@ func (a *analyzer) holdings(d *model.Dataset) []Holding {
 		out = append(out, Holding{
 			Namespace: k.Holder.Namespace, Pod: k.Holder.Pod, Container: k.Holder.Container,
 			Team: Team(d, a.teams, k.Holder), Node: e.Host, Model: e.Model, UUID: k.Dev.UUID, MIGID: k.Dev.GI,
-			Profile: e.Profile, Resource: al.Resource, Sharing: al.Sharing,
+			Profile: e.Profile, Resource: al.Resource, Sharing: al.Sharing, Kind: e.Kind.String(),
 			Totals: t, Usage: usageOf(d.Activity[k], d.FBMiB[k]),
 			AtEnd: e.Last >= 0 && e.Last == d.Buckets-1, EndBusyShare: endBusyShare(d, k), Replicas: replicas[k.Dev],
 		})

@@ -58,6 +58,7 @@ type LedgerEntry struct {
 	EUR                  [NumStates]float64 // EUR per state
 	BusyPerBucket        []float32          // busy device-seconds per step bucket; nil for the previous period
 	Last                 int                // the last step bucket with seconds in any state; -1: none
+	Kind                 Kind               // which kind of number Seconds and EUR are; Exact for the ledger
 }
 
 // Alloc is what gputally_gpu_allocation says of a holding: the extended
@@ -151,6 +152,10 @@ type Dataset struct {
 	// delivered twice); the report says them.
 	Notes    []string
 	Requests int // requests the source made
+
+	// Sampling (nil for the ledger's exact counters) is how a sampled source
+	// read the range: its grid and what the resolution means.
+	Sampling *Sampling
 }
 
 // NewDataset returns an empty dataset over r, its maps made and its

@@ -24,6 +24,12 @@ type Report struct {
 	End    time.Time `json:"end"`
 	Step   string    `json:"step"`
 	Source string    `json:"source"`
+	// Kind is which kind of number the headline and the fleet's totals are:
+	// "exact", "sampled", "allocation share" or several (analysis.Group.Kind);
+	// every row carries its own.
+	Kind string `json:"kind"`
+	// Sampling is a sampled source's statement of its grid's resolution.
+	Sampling string `json:"sampling,omitempty"`
 	// Partial is true when more than 1 % of the device-hours the range should
 	// hold are missing (no data) or unknown; Coverage says where.
 	Partial    bool               `json:"partial"`
@@ -62,7 +68,7 @@ func (r *Report) MonthFactor() float64 { return model.MonthFactor(r.Start, r.End
 // NewReport returns the report of the analysis a with its advice adv; Source
 // is left to the caller.
 func NewReport(a *analysis.Result, adv *advice.Advice) *Report {
-	return &Report{Start: a.Start, End: a.End, Step: a.Step, Partial: a.Partial, Coverage: a.Coverage, Warnings: a.Warnings,
+	return &Report{Start: a.Start, End: a.End, Step: a.Step, Kind: a.Fleet.Kind, Sampling: a.Sampling, Partial: a.Partial, Coverage: a.Coverage, Warnings: a.Warnings,
 		Fleet: a.Fleet, GPUs: a.GPUs, Teams: a.Teams, Namespaces: a.Namespaces, Models: a.Models, Nodes: a.Nodes,
 		Holdings: a.Holdings, BrokenGPUs: a.BrokenGPUs,
 		Recommendations: adv.Recommendations, Packing: adv.Packing, FreedEURPerMonth: adv.FreedEURPerMonth,
