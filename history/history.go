@@ -46,7 +46,10 @@ type Options struct {
 	// LegacyHostnameLabel writes the node's label as `Hostname`, as the
 	// exporter's --collector.legacy-hostname-label does.
 	LegacyHostnameLabel bool
-	Logger              *slog.Logger
+	// Flavor is the form the scrapes are written in: FlavorGputally (also
+	// "") or FlavorDCGMExporter (dcgmexporter.go).
+	Flavor string
+	Logger *slog.Logger
 	// Progress (optional) is called on the run's goroutine after every whole
 	// hour of virtual time and at the end, with the virtual time simulated so
 	// far and the run's Duration.
@@ -100,6 +103,9 @@ func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 		return Result{}, err
 	}
 	defer node.close()
+	if opts.Flavor == FlavorDCGMExporter {
+		sink = newDCGMExporterSink(sink, node.backend)
+	}
 	// Scrapes are gathered and handed to the sink by a second goroutine while
 	// the next samples are taken: each scrape reads the snapshot it was handed.
 	scraper := newScraper(collector.Node{Hostname: node.backend.Hostname(), LegacyHostnameLabel: opts.LegacyHostnameLabel}, sink)
@@ -177,6 +183,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Book == nil {
 		o.Book = cost.Default()
+	}
+	if o.Flavor != "" && o.Flavor != FlavorGputally && o.Flavor != FlavorDCGMExporter {
+		return fmt.Errorf("flavor %q: want %s or %s", o.Flavor, FlavorGputally, FlavorDCGMExporter)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

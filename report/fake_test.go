@@ -36,6 +36,9 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 	if f.err != nil {
 		return nil, nil, f.err
 	}
+	if strings.Contains(q, " offset ") {
+		return f.busyAtOnce(start, end, step), nil, nil
+	}
 	// The query's first metric is the one it reads (the ledger queries name
 	// gputally_gpu_seconds_total again later, to gate new series).
 	first := ""
@@ -56,8 +59,9 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 	// per-bucket values summed from fakeOrigin (read through the dedupe's
 	// `max without (…)` or not), each landing at its bucket's end (so a read
 	// of a bucket at a finer step sees the counter flat, then its bucket's
-	// value at the end); they never reset.
-	cumulative := strings.Contains(q, "last_over_time(gputally_")
+	// value at the end); they never reset. A gauge's last_over_time is its
+	// value.
+	cumulative := strings.Contains(q, "last_over_time(gputally_gpu_seconds_total") || strings.Contains(q, "last_over_time(gputally_cost_eur_total")
 	resets := strings.Contains(q, "resets(gputally_")
 	var m model.Matrix
 	for _, s := range f.series {
@@ -96,6 +100,43 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 		}
 	}
 	return m, nil, nil
+}
+
+// busyAtOnce answers the report's query of devices busy at once: per
+// namespace and MIG profile, the busy ledger series with seconds at each
+// evaluation time (a fixture's busy share is spread over its hours, so a
+// device busy at all in an hour is busy in every interval of it).
+func (f *fakeQuerier) busyAtOnce(start, end time.Time, step time.Duration) model.Matrix {
+	type key struct{ ns, profile string }
+	count := map[key]map[time.Time]int{}
+	for _, s := range f.series {
+		if s.metric != "gputally_gpu_seconds_total" || s.labels["state"] != "busy" || s.labels["namespace"] == "" {
+			continue
+		}
+		k := key{s.labels["namespace"], s.labels["GPU_I_PROFILE"]}
+		for t := start; !t.After(end); t = t.Add(step) {
+			if v := s.at(t); v > 0 {
+				if count[k] == nil {
+					count[k] = map[time.Time]int{}
+				}
+				count[k][t]++
+			}
+		}
+	}
+	var m model.Matrix
+	for k, byT := range count {
+		ss := &model.SampleStream{Metric: model.Metric{"namespace": model.LabelValue(k.ns)}}
+		if k.profile != "" {
+			ss.Metric["GPU_I_PROFILE"] = model.LabelValue(k.profile)
+		}
+		for t := start; !t.After(end); t = t.Add(step) {
+			if n := byT[t]; n > 0 {
+				ss.Values = append(ss.Values, model.SamplePair{Timestamp: model.TimeFromUnixNano(t.UnixNano()), Value: model.SampleValue(n)})
+			}
+		}
+		m = append(m, ss)
+	}
+	return m
 }
 
 // fakeOrigin is where the fake ledger counters start from 0: before any
@@ -213,8 +254,15 @@ func testFleet() []fakeGPU {
 
 func fleetQuerier(gpus []fakeGPU, step time.Duration) *fakeQuerier {
 	f := &fakeQuerier{}
+	hosts := map[string]bool{}
 	for _, g := range gpus {
 		f.series = append(f.series, fakeSeriesFor(g, step)...)
+		hosts[g.host] = true
+	}
+	// Each node's exporter, scraped every 5 minutes: 13 scrapes in an hour
+	// with both ends, the answer to max(count_over_time(gputally_up[1h])).
+	for h := range hosts {
+		f.series = append(f.series, fakeSeries{"gputally_up", map[string]string{"backend": "sim", "instance": h}, func(time.Time) float64 { return 13 }})
 	}
 	return f
 }

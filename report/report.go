@@ -15,8 +15,9 @@
 //
 //	report           Config, Run, RunDemoStore, Generate: wires the others; Progress
 //	report/source    where data comes from: the Source seam, the ledger reader
-//	                 (every PromQL query), the Prometheus and embedded-engine
-//	                 queriers, the demo Store, the team map file
+//	                 and the dcgm-exporter source (every PromQL query), the
+//	                 Prometheus and embedded-engine queriers, the demo Store,
+//	                 the team map file
 //	report/render    Markdown, HTML (charts), CSV, JSON, the webhook
 //	report/advice    savings (freed vs reclaimable), drain, release,
 //	                 time-slicing, MIG and the configuration to apply
@@ -148,6 +149,15 @@ type Config struct {
 	Progress io.Writer
 	// Now (optional) is the clock; nil means time.Now.
 	Now func() time.Time
+	// Source is where the figures come from: SourceLedger ("" too) or
+	// SourceDCGMExporter (sources.go).
+	Source string
+	// Grid is the dcgm-exporter source's evaluation grid; 0:
+	// source.DefaultGrid. It must divide Step and Resolution.
+	Grid time.Duration
+	// PriceBook (optional) prices the dcgm-exporter source's devices; nil:
+	// the built-in book. Its mig_weight should be MIGWeight's.
+	PriceBook *cost.Book
 }
 
 // MaxPointsPerSeries is the most points per series a range query may ask
@@ -202,7 +212,7 @@ func (c *Config) Validate() error {
 	case c.MaxSamplesPerQuery < 0:
 		return fmt.Errorf("max samples per query %d must not be negative", c.MaxSamplesPerQuery)
 	}
-	return nil
+	return c.validateSource()
 }
 
 func (c *Config) now() time.Time {
@@ -252,7 +262,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		}
 		cfg.End = end
 	}
-	return generateAndWrite(ctx, cfg, cfg.ledger(q), cfg.PrometheusURL, logger)
+	return generateAndWrite(ctx, cfg, cfg.source(q), cfg.sourceName(cfg.PrometheusURL), logger)
 }
 
 // RunDemoStore is Run over the samples of st (filled through a StoreBuilder,
@@ -280,7 +290,7 @@ func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logge
 		}
 		cfg.Range = span
 	}
-	return generateAndWrite(ctx, cfg, cfg.ledger(source.NewEngineQuerier(st, cfg.Timeout, logger)), "simulated history (embedded PromQL engine)", logger)
+	return generateAndWrite(ctx, cfg, cfg.source(source.NewEngineQuerier(st, cfg.Timeout, logger)), cfg.sourceName("simulated history (embedded PromQL engine)"), logger)
 }
 
 // Generate collects cfg's range, (cfg.End − cfg.Range, cfg.End], from src,

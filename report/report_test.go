@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -106,7 +107,7 @@ func TestRecommendationsHandComputed(t *testing.T) {
 	// dev kept 3 GPUs busy at once: 3 × 1.2 → 4. research kept none busy: the
 	// floor of 1, and a comment that says so.
 	for _, s := range []string{"mig-devices:\n        1g.10gb: 1", "replicas: 3", "name: dev\n", "nominalQuota: 4",
-		"#   nvidia.com/gpu: no device was busy in any bucket; 1 is a floor so its jobs can still be admitted\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: research\n"} {
+		"#   nvidia.com/gpu: no device was busy in any interval; 1 is a floor so its jobs can still be admitted\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: research\n"} {
 		if !strings.Contains(r.Apply.MIGParted+r.Apply.TimeSlicing+r.Apply.Kueue, s) {
 			t.Errorf("configuration to apply lacks %q:\n%s\n%s\n%s", s, r.Apply.MIGParted, r.Apply.TimeSlicing, r.Apply.Kueue)
 		}
@@ -232,7 +233,11 @@ func TestBoundedRequests(t *testing.T) {
 		want := 168
 		switch {
 		case strings.HasPrefix(q, "count without ("): // the search for copies of a ledger series: this period
-		case strings.Contains(q, "gputally_gpu_seconds_total") || strings.Contains(q, "gputally_cost_eur_total"):
+		case strings.Contains(q, " offset "): // devices busy at once, per the fake's 5m scrape interval
+			want = 7 * 24 * 12
+		case strings.Contains(q, "gputally_gpu_seconds_total"):
+			want = 2*169 + 2 // from the bucket ending at the start; this period, the previous one and the last bucket (end.go)
+		case strings.Contains(q, "gputally_cost_eur_total"):
 			want = 2 * 169 // from the bucket ending at the start; this period and the previous one
 		case strings.Contains(q, "[5m]"):
 			want = 7 * 24 * 12
@@ -297,6 +302,44 @@ func TestGoldenRenderers(t *testing.T) {
 				t.Errorf("%s output differs from %s (run go test -update after checking the change)", format, golden)
 			}
 		})
+	}
+}
+
+// TestGoldenEmptyReport: a report with nothing to advise — one GPU busy all
+// week, no gaps, no faults — writes every empty list as [] in JSON, never
+// null (testdata/report.empty.golden.json), so that a consumer can iterate
+// any list without a check.
+func TestGoldenEmptyReport(t *testing.T) {
+	r := generate(t, testConfig(), fleetQuerier([]fakeGPU{alone("GPU-B", "0", "node-b", h100Name, "ml", "trainer", 1.5, 1, 0.95, 70000)}, time.Hour))
+	r.Source = "test"
+	var b bytes.Buffer
+	if err := render.Render(&b, r, FormatJSON); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "report.empty.golden.json")
+	if *update {
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Errorf("JSON output differs from %s (run go test -update after checking the change)", golden)
+	}
+	if bytes.Contains(b.Bytes(), []byte("null")) {
+		t.Errorf("the empty report's JSON has a null:\n%s", b.String())
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b.Bytes(), &top); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"recommendations", "mig_packing", "warnings", "broken_gpus"} {
+		if string(top[k]) != "[]" {
+			t.Errorf("%s is %s, want []", k, top[k])
+		}
 	}
 }
 

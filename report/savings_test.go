@@ -3,6 +3,8 @@ package report
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -328,5 +330,111 @@ func TestTimeSlicingNeedsFramebuffer(t *testing.T) {
 		if got := len(recsOf(r, "time-slicing")); got != map[bool]int{true: 1, false: 0}[hasFB] {
 			t.Errorf("framebuffer measured %v: time-slicing recommendations %+v", hasFB, recsOf(r, "time-slicing"))
 		}
+	}
+}
+
+// phased returns the ledger series of g when its holder holds it only in the
+// hours ending in (from, until] (zero: the range's edges), busy busyAt(t) of
+// the hour ending at t; the GPU (or MIG instance, with gi and profile) is
+// unallocated in the other hours, and the holder's series are gone.
+func phased(g fakeGPU, gi, profile string, from, until time.Time, busyAt func(time.Time) float64) []fakeSeries {
+	held := func(t time.Time) bool { return (from.IsZero() || t.After(from)) && (until.IsZero() || !t.After(until)) }
+	id := identity(g)
+	if gi != "" {
+		id = with(id, "GPU_I_ID", gi, "GPU_I_PROFILE", profile)
+	}
+	holder := with(id, "namespace", g.ns, "pod", g.pod, "container", g.container)
+	nobody := with(id, "namespace", "", "pod", "", "container", "")
+	whileHeld := func(f func(time.Time) float64) func(time.Time) float64 {
+		return func(t time.Time) float64 {
+			if !held(t) {
+				return math.NaN()
+			}
+			return f(t)
+		}
+	}
+	var out []fakeSeries
+	for _, st := range []struct {
+		labels map[string]string
+		secs   func(time.Time) float64
+	}{
+		{with(holder, "state", "busy"), whileHeld(func(t time.Time) float64 { return busyAt(t) * 3600 })},
+		{with(holder, "state", "idle"), whileHeld(func(t time.Time) float64 { return (1 - busyAt(t)) * 3600 })},
+		{with(nobody, "state", "unallocated"), func(t time.Time) float64 {
+			if held(t) {
+				return 0
+			}
+			return 3600
+		}},
+	} {
+		secs := st.secs
+		out = append(out,
+			fakeSeries{"gputally_gpu_seconds_total", st.labels, secs},
+			fakeSeries{"gputally_cost_eur_total", st.labels, func(t time.Time) float64 { return secs(t) * g.rateEURPerHour / 3600 }})
+	}
+	one := func(time.Time) float64 { return 1 }
+	out = append(out,
+		fakeSeries{"gputally_gpu_info", with(id, "mig_mode", map[bool]string{true: "enabled", false: "disabled"}[gi != ""]), one},
+		fakeSeries{"gputally_gpu_allocation", with(holder, "resource", g.resource, "sharing", g.sharing), whileHeld(one)},
+		fakeSeries{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", holder, whileHeld(func(time.Time) float64 { return g.activity })},
+		fakeSeries{"DCGM_FI_DEV_FB_USED", holder, whileHeld(func(time.Time) float64 { return g.fbMiB })})
+	return out
+}
+
+func constant(v float64) func(time.Time) float64 { return func(time.Time) float64 { return v } }
+
+// TestAdviceOnlyAtTheEnd: on a one-day report, advice is only for holdings
+// there at the range's end and still idle in its last step. A notebook idle
+// for the first 8 hours (ended), two idle MIG holders that ended at 10 h and
+// a pod idle for 23 hours and busy in the last one (4.2 % busy over the day,
+// under 5 %) get none; a notebook idle all day is released, freeing its GPU:
+// 1.20 EUR/h × 24 h × 730.5/24 = 876.60 EUR/month, the whole headline.
+// Before, the ended notebook's GPU was freed too (+1,095.75 EUR/month: 1.50
+// × 24 × 730.5/24), the ended MIG holders were reclaimable and the waking pod
+// was released. The ended holdings still count in the tables.
+func TestAdviceOnlyAtTheEnd(t *testing.T) {
+	cfg := testConfig()
+	cfg.Range = 24 * time.Hour
+	start := testEnd.Add(-24 * time.Hour)
+	gpu := func(uuid, index, ns, pod string, rate float64) fakeGPU {
+		return fakeGPU{uuid: uuid, index: index, model: h100Name, host: "node-e", ns: ns, pod: pod, container: "main", rateEURPerHour: rate,
+			activity: 0.01, fbMiB: 2000, resource: "nvidia.com/gpu", sharing: "exclusive"}
+	}
+	q := &fakeQuerier{}
+	q.series = append(q.series, phased(gpu("GPU-E0", "0", "dev", "nb-old", 1.5), "", "", time.Time{}, start.Add(8*time.Hour), constant(0.02))...)
+	q.series = append(q.series, phased(gpu("GPU-E1", "1", "dev", "nb-now", 1.2), "", "", time.Time{}, time.Time{}, constant(0.01))...)
+	for _, gi := range []struct{ id, pod string }{{"1", "a"}, {"2", "b"}} {
+		g := gpu("GPU-E2", "2", "svc", gi.pod, 1.6)
+		g.resource, g.sharing = "nvidia.com/mig-3g.40gb", "mig"
+		q.series = append(q.series, phased(g, gi.id, "3g.40gb", time.Time{}, start.Add(10*time.Hour), constant(0.03))...)
+	}
+	wakes := gpu("GPU-E3", "3", "ml", "wakes", 1.4)
+	wakes.fbMiB = 70000 // no MIG profile fits it
+	q.series = append(q.series, phased(wakes, "", "", time.Time{}, time.Time{}, func(t time.Time) float64 {
+		if t.Equal(testEnd) {
+			return 1
+		}
+		return 0
+	})...)
+	r := generate(t, cfg, q)
+	want := 1.2 * 24 * 730.5 / 24
+	if len(r.Recommendations) != 1 || r.Recommendations[0].Kind != "release" || r.Recommendations[0].Target != "dev/nb-now/main" ||
+		!near(r.Recommendations[0].FreedEURPerMonth, want) || !near(r.FreedEURPerMonth, want) || r.ReclaimableEURPerMonth != 0 {
+		t.Fatalf("recommendations %+v, headline %.2f, reclaimable %.2f; want the release of dev/nb-now/main alone, %.2f EUR/month",
+			r.Recommendations, r.FreedEURPerMonth, r.ReclaimableEURPerMonth, want)
+	}
+	atEnd := map[string]bool{}
+	for _, h := range r.Holdings {
+		atEnd[h.Pod] = h.AtEnd
+	}
+	if w := map[string]bool{"nb-old": false, "nb-now": true, "a": false, "b": false, "wakes": true}; !maps.Equal(atEnd, w) {
+		t.Errorf("holdings at the end %v, want %v", atEnd, w)
+	}
+	held := map[string]float64{}
+	for _, g := range r.Namespaces {
+		held[g.Name] = g.Totals.HeldHours
+	}
+	if w := map[string]float64{"dev": 8 + 24, "svc": 2 * 10, "ml": 24}; !maps.EqualFunc(held, w, near) {
+		t.Errorf("held hours per namespace %v, want %v (ended holdings count in the tables)", held, w)
 	}
 }

@@ -13,7 +13,8 @@ import (
 
 // A synthetic fleet of exporters for the engine tests and the benchmark: GPU i
 // is unallocated when i%10 == 9, else held by pod-i in namespace team-(i%7);
-// a held GPU is busy in the hours where (hour+i)%3 != 0.
+// a held GPU is busy in the hours where (hour+i)%3 != 0. Each node of 8 GPUs
+// has an exporter (gputally_up), which tells the report the scrape interval.
 
 type synthSeries struct {
 	lset labels.Labels
@@ -108,6 +109,10 @@ func synthFleet(gpus int, interval time.Duration, ticks int) ([]synthFamily, syn
 		add("DCGM_FI_DEV_FB_USED", "gauge", ls("DCGM_FI_DEV_FB_USED"), gauge(func(int) float64 { return float64(20000 + 100*(i%50)) }))
 		if held(i) {
 			add("gputally_gpu_allocation", "gauge", ls("gputally_gpu_allocation", "resource", "nvidia.com/gpu", "sharing", "exclusive"),
+				gauge(func(int) float64 { return 1 }))
+		}
+		if i%8 == 0 { // the node's exporter
+			add("gputally_up", "gauge", labels.FromStrings("__name__", "gputally_up", "backend", "sim", "Hostname", fmt.Sprintf("node-%03d", i/8)),
 				gauge(func(int) float64 { return 1 }))
 		}
 	}

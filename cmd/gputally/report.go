@@ -32,6 +32,7 @@ type reportCommand struct {
 	demoScrape    *promDuration
 	priceBook     string
 	dedupe        string
+	grid          *promDuration
 }
 
 func newReportCommand(app *kingpin.Application) *reportCommand {
@@ -65,6 +66,9 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("demo.scenario", "Scenario of a simulated node for --demo, or a directory of them (a fleet); repeat for several nodes; none: the built-in scenario.").StringsVar(&c.demoScenarios)
 	cmd.Flag("cost.price-book", "Price book the exporters use (its mig_weight splits MIG costs in the advice; --demo also prices the simulation with it); empty: the built-in book.").StringVar(&c.priceBook)
 	cmd.Flag("apply-dir", "Also write the configuration to apply (mig-parted, device plugin, Kueue, node labels) as files into this directory.").StringVar(&c.cfg.ApplyDir)
+	cmd.Flag("source", "Where the figures come from: ledger (gputally's counters, exact) or dcgm-exporter (the dcgm-exporter and kube-state-metrics series a cluster already has, sampled on --grid).").
+		Default(report.SourceLedger).EnumVar(&c.cfg.Source, report.SourceLedger, report.SourceDCGMExporter)
+	c.grid = durationFlag(cmd.Flag("grid", "Evaluation grid of --source=dcgm-exporter: one state per device per grid point; at least the scrape interval, dividing --step and --resolution."), "30s")
 	c.demoScrape = durationFlag(cmd.Flag("demo.scrape-interval", "Scrape interval of the simulated history for --demo."), "60s")
 	return c
 }
@@ -73,10 +77,11 @@ func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 	c.cfg.Range, c.cfg.Step = time.Duration(*c.rangeFlag), time.Duration(*c.stepFlag)
 	c.cfg.Resolution, c.cfg.Timeout = time.Duration(*c.resolution), time.Duration(*c.timeout)
 	c.cfg.TotalTimeout = time.Duration(*c.totalTimeout)
+	c.cfg.Grid = time.Duration(*c.grid)
 	c.cfg.DedupeLabels = nil
 	for l := range strings.SplitSeq(c.dedupe, ",") {
 		if l = strings.TrimSpace(l); l != "" {
-			if !pmodel.LabelName(l).IsValid() {
+			if !pmodel.LegacyValidation.IsValidLabelName(l) { // unquoted in the queries' without (…)
 				return badInput(fmt.Errorf("--report.dedupe-labels: %q is not a label name", l))
 			}
 			c.cfg.DedupeLabels = append(c.cfg.DedupeLabels, l)
@@ -100,7 +105,7 @@ func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 			return badInput(err)
 		}
 	}
-	c.cfg.MIGWeight = book.MIGWeight
+	c.cfg.MIGWeight, c.cfg.PriceBook = book.MIGWeight, book
 	if !c.demo {
 		if c.cfg.PrometheusURL == "" {
 			return badInput(fmt.Errorf("set --prometheus.url, or --demo for a simulated week"))

@@ -52,6 +52,7 @@ type simulateHistoryCommand struct {
 	out       string
 	summary   string
 	legacy    bool
+	flavor    string
 	stdout    io.Writer
 }
 
@@ -68,6 +69,8 @@ func newSimulateCommand(app *kingpin.Application, stdout io.Writer) *simulateHis
 	cmd.Flag("cost.price-book", "Price book YAML; empty: the built-in book.").StringVar(&c.book)
 	cmd.Flag("out", "OpenMetrics file to write; - for standard output.").Default("-").StringVar(&c.out)
 	legacyHostnameFlag(cmd).BoolVar(&c.legacy)
+	cmd.Flag("flavor", "Form of the written series: gputally (the exporter's own, the ledger among them) or dcgm-exporter (dcgm-exporter 4.8's DCGM_* label sets and kube-state-metrics' pod requests, phases, labels and node capacity; no gputally_* series). --summary writes the ledger's totals either way.").
+		Default(history.FlavorGputally).EnumVar(&c.flavor, history.FlavorGputally, history.FlavorDCGMExporter)
 	cmd.Flag("summary", "Also write the ledger's own totals as JSON to this file: per namespace and state, and per series, in device-seconds and EUR, summed over exporter restarts.").StringVar(&c.summary)
 	return c
 }
@@ -76,7 +79,7 @@ func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) e
 	opts := history.Options{
 		Seed: c.seed, Duration: time.Duration(*c.duration),
 		SampleInterval: time.Duration(*c.sample), ScrapeInterval: time.Duration(*c.scrape),
-		LegacyHostnameLabel: c.legacy, Logger: logger,
+		LegacyHostnameLabel: c.legacy, Flavor: c.flavor, Logger: logger,
 	}
 	nodes, err := loadFleet(c.scenarios)
 	if err != nil {

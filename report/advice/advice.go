@@ -72,9 +72,9 @@ type Recommendation struct {
 	Model                  string   `json:"model,omitempty"`
 	Profile                string   `json:"mig_profile,omitempty"` // "mig": the profiles, e.g. "1g.10gb ×2"
 	Replicas               int      `json:"replicas,omitempty"`
-	Holdings               []string `json:"holdings,omitempty"` // namespace/pod/container
-	Nodes                  []string `json:"nodes,omitempty"`    // nodes the change is applied to
-	FreedGPUs              []string `json:"freed_gpus,omitempty"`
+	Holdings               []string `json:"holdings"` // namespace/pod/container
+	Nodes                  []string `json:"nodes"`    // nodes the change is applied to
+	FreedGPUs              []string `json:"freed_gpus"`
 	FreedEURPerMonth       float64  `json:"freed_eur_per_month"`
 	ReclaimableEURPerMonth float64  `json:"reclaimable_eur_per_month"`
 	Evidence               string   `json:"evidence"`
@@ -130,5 +130,6 @@ func (a *adviser) recommend(r *draft, d *model.Dataset) {
 	}
 	r.Apply.MIGParted, r.Apply.MIGPartedLabels = migPartedConfig(p, layouts)
 	r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels, r.Apply.TimeSlicingSharing = timeSlicingConfig(r, p, ts)
-	r.Apply.Kueue = kueueYAML(a.quotas(d), a.headroom, d.Step)
+	qs, how := a.quotas(d)
+	r.Apply.Kueue = kueueYAML(qs, a.headroom, how)
 }

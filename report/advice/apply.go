@@ -19,14 +19,17 @@ type Apply struct {
 	// they are.
 	MIGParted string `json:"mig_parted,omitempty"`
 	// MIGPartedLabels are the kubectl commands that select those configs.
-	MIGPartedLabels []string `json:"mig_parted_labels,omitempty"`
-	// TimeSlicing is the device plugin's ConfigMap, one key per node class.
+	MIGPartedLabels []string `json:"mig_parted_labels"`
+	// TimeSlicing is the device plugin's ConfigMap, one key per node class
+	// (or per node, for a node with time-slicing of its own, which the key
+	// keeps), with comments on the nodes it keeps sharing on or leaves out.
 	TimeSlicing string `json:"time_slicing,omitempty"`
 	// TimeSlicingLabels are the kubectl commands that select a key per node.
-	TimeSlicingLabels []string `json:"time_slicing_labels,omitempty"`
-	// TimeSlicingSharing warns of the other pods on those nodes that would
-	// start sharing their GPUs, one line per node.
-	TimeSlicingSharing []string `json:"time_slicing_sharing,omitempty"`
+	TimeSlicingLabels []string `json:"time_slicing_labels"`
+	// TimeSlicingSharing warns of the pods on those nodes, not moved by the
+	// advice, whose GPUs the config would offer otherwise: that would start
+	// or stop sharing, or share otherwise; one line per node.
+	TimeSlicingSharing []string `json:"time_slicing_sharing"`
 	// Kueue is a ResourceFlavor, a ClusterQueue per team and a LocalQueue per
 	// namespace, kueue.x-k8s.io/v1beta2.
 	Kueue string `json:"kueue,omitempty"`

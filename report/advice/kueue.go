@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	pmodel "github.com/prometheus/common/model"
 
@@ -27,17 +26,32 @@ const (
 // quota is a team's nominal quota of one resource.
 type quota struct {
 	team, resource string
-	peak           int      // the most devices busy in one step bucket
+	peak           int      // the most devices busy at the same time
 	devices        int      // the quota: peak × headroom rounded up, at least 1
 	namespaces     []string // of the team, sorted
+	// whole names the namespaces whose count the peak takes whole although
+	// other teams or resources share them (the reading is per namespace and
+	// MIG profile): an upper bound there. bounded: the team's holdings of
+	// the resource busy in one step bucket were fewer, and are the peak.
+	whole   []string
+	bounded bool
 }
 
-// quotas returns per team and resource the most devices that were busy in the
-// same step bucket, and the quota that leaves headroom above it.
-func (a *adviser) quotas(d *model.Dataset) []quota {
-	type key struct{ team, resource string }
-	peak := map[key][]int{}
-	namespaces := map[string]map[string]bool{} // team → its namespaces
+// quotaTarget is a team's resource.
+type quotaTarget struct{ team, resource string }
+
+// quotas returns per team and resource the most devices that were busy at
+// the same time, and the quota that leaves headroom above it; and how the
+// peak was read (the resolution), for the comments. The peak is read from
+// d.Concurrency at the scrape interval: per namespace and MIG profile, the
+// devices busy in each interval, summed over the team's namespaces interval
+// by interval — for a namespace other teams or resources share, at most the
+// team's holdings of the resource busy in one step bucket. A source without
+// that reading falls back to the devices busy in one step bucket.
+func (a *adviser) quotas(d *model.Dataset) ([]quota, string) {
+	namespaces := map[string]map[string]bool{}                 // team → its namespaces
+	targets := map[model.ConcurrencyKey]map[quotaTarget]bool{} // what a namespace's count feeds
+	perBucket := map[quotaTarget][]int{}                       // the fallback: devices busy per bucket
 	for k, e := range d.Ledger {
 		if k.Holder == (model.HolderKey{}) || e.Seconds[model.StateBusy]+e.Seconds[model.StateIdle] <= 0 {
 			continue
@@ -49,27 +63,75 @@ func (a *adviser) quotas(d *model.Dataset) []quota {
 				res = "nvidia.com/mig-" + e.Profile
 			}
 		}
-		kk := key{analysis.Team(d, a.teams, k.Holder), res}
-		if namespaces[kk.team] == nil {
-			namespaces[kk.team] = map[string]bool{}
+		qt := quotaTarget{analysis.Team(d, a.teams, k.Holder), res}
+		if namespaces[qt.team] == nil {
+			namespaces[qt.team] = map[string]bool{}
 		}
-		namespaces[kk.team][k.Holder.Namespace] = true
-		if peak[kk] == nil {
-			peak[kk] = make([]int, d.Buckets)
+		namespaces[qt.team][k.Holder.Namespace] = true
+		ck := model.ConcurrencyKey{Namespace: k.Holder.Namespace, Profile: k.Dev.Profile}
+		if targets[ck] == nil {
+			targets[ck] = map[quotaTarget]bool{}
+		}
+		targets[ck][qt] = true
+		if perBucket[qt] == nil {
+			perBucket[qt] = make([]int, d.Buckets)
 		}
 		for b, s := range e.BusyPerBucket {
 			if s > 0 {
-				peak[kk][b]++
+				perBucket[qt][b]++
 			}
 		}
 	}
+	peaks := map[quotaTarget]int{}
+	whole := map[quotaTarget][]string{}
+	bounded := map[quotaTarget]bool{} // the per-bucket count was the lower bound
+	how := fmt.Sprintf("in one %s bucket: the source has no finer reading", pmodel.Duration(d.Step))
+	if cc := d.Concurrency; cc != nil {
+		how = fmt.Sprintf("in one %s scrape interval", pmodel.Duration(cc.Interval))
+		if !cc.Scraped {
+			how = fmt.Sprintf("in one %s step: the scrape interval could not be read (no gputally_up)", pmodel.Duration(cc.Interval))
+		}
+		sums := map[quotaTarget]map[int64]int{}
+		for _, ck := range slices.SortedFunc(maps.Keys(cc.Busy), func(x, y model.ConcurrencyKey) int {
+			return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Profile, y.Profile))
+		}) {
+			ts := targets[ck]
+			for qt := range ts {
+				if len(ts) > 1 && !slices.Contains(whole[qt], ck.Namespace) {
+					whole[qt] = append(whole[qt], ck.Namespace)
+				}
+				if sums[qt] == nil {
+					sums[qt] = map[int64]int{}
+				}
+				for t, n := range cc.Busy[ck] {
+					sums[qt][t] += n
+				}
+			}
+		}
+		for qt, counts := range perBucket {
+			peaks[qt] = 0
+			for _, n := range sums[qt] {
+				peaks[qt] = max(peaks[qt], n)
+			}
+			// A namespace counted whole for several teams or resources is
+			// bounded, too, by the team's holdings of the resource busy in
+			// one bucket: both are at least the devices busy at once.
+			if b := slices.Max(append(counts, 0)); b < peaks[qt] {
+				peaks[qt], bounded[qt] = b, true
+			}
+		}
+	} else {
+		for qt, counts := range perBucket {
+			peaks[qt] = slices.Max(append(counts, 0))
+		}
+	}
 	var out []quota
-	for k, counts := range peak {
-		p := slices.Max(append(counts, 0))
-		out = append(out, quota{team: k.team, resource: k.resource, peak: p, devices: quotaOf(p, a.headroom), namespaces: slices.Sorted(maps.Keys(namespaces[k.team]))})
+	for qt, p := range peaks {
+		out = append(out, quota{team: qt.team, resource: qt.resource, peak: p, devices: quotaOf(p, a.headroom),
+			namespaces: slices.Sorted(maps.Keys(namespaces[qt.team])), whole: whole[qt], bounded: bounded[qt]})
 	}
 	slices.SortFunc(out, func(x, y quota) int { return cmp.Or(cmp.Compare(x.team, y.team), cmp.Compare(x.resource, y.resource)) })
-	return out
+	return out, how
 }
 
 // quotaOf is the quota for a peak of busy devices: peak × headroom rounded
@@ -128,7 +190,7 @@ type (
 // one per team. Two teams whose names make the same DNS name get the second
 // -2, and so on. Comments say where each quota comes from, and why when the
 // floor of 1 applies.
-func kueueYAML(qs []quota, headroom float64, step time.Duration) string {
+func kueueYAML(qs []quota, headroom float64, how string) string {
 	if len(qs) == 0 {
 		return ""
 	}
@@ -147,7 +209,7 @@ func kueueYAML(qs []quota, headroom float64, step time.Duration) string {
 		for j < len(qs) && qs[j].team == team {
 			j++
 		}
-		docs = append(docs, clusterQueue(qs[i:j], name, headroom, step))
+		docs = append(docs, clusterQueue(qs[i:j], name, headroom, how))
 		for _, ns := range qs[i].namespaces {
 			lq := kueueLocalQueue
 			if teams[ns] > 1 {
@@ -175,23 +237,30 @@ func teamsPerNamespace(qs []quota) map[string]int {
 }
 
 // clusterQueue writes the ClusterQueue name of one team, whose quotas are
-// qs, with the comment that says where each quota comes from.
-func clusterQueue(qs []quota, name string, headroom float64, step time.Duration) string {
+// qs, with the comment that says where each quota comes from; how says how
+// the peaks were read.
+func clusterQueue(qs []quota, name string, headroom float64, how string) string {
 	g := kqGroup{Flavors: []kqFlavor{{Name: kueueFlavor}}}
 	var why []string
 	for _, q := range qs {
 		g.CoveredResources = append(g.CoveredResources, q.resource)
 		g.Flavors[0].Resources = append(g.Flavors[0].Resources, kqResource{Name: q.resource, NominalQuota: q.devices})
 		if q.peak == 0 {
-			why = append(why, fmt.Sprintf("#   %s: no device was busy in any bucket; 1 is a floor so its jobs can still be admitted", q.resource))
+			why = append(why, fmt.Sprintf("#   %s: no device was busy in any interval; 1 is a floor so its jobs can still be admitted", q.resource))
 		} else {
 			why = append(why, fmt.Sprintf("#   %s: at most %d busy at once × headroom %.2f → %d", q.resource, q.peak, headroom, q.devices))
+		}
+		switch {
+		case q.bounded:
+			why = append(why, fmt.Sprintf("#     (namespace %s is shared with other teams or resources: its holdings of %s busy in one step bucket bound it)", strings.Join(q.whole, ", "), q.resource))
+		case len(q.whole) > 0:
+			why = append(why, fmt.Sprintf("#     (namespace %s counted whole: other teams or resources share it)", strings.Join(q.whole, ", ")))
 		}
 	}
 	spec := kqClusterQueueSpec{CohortName: kueueCohort, ResourceGroups: []kqGroup{g},
 		// Only the team's own namespaces may use its quota.
 		NamespaceSelector: kqSelector{MatchExpressions: []kqRequirement{{Key: "kubernetes.io/metadata.name", Operator: "In", Values: qs[0].namespaces}}}}
-	return fmt.Sprintf("# team %s: the most devices it kept busy at once (in one %s bucket), with headroom; it borrows unused quota in cohort %s\n%s\n",
-		qs[0].team, pmodel.Duration(step), kueueCohort, strings.Join(why, "\n")) +
+	return fmt.Sprintf("# team %s: the most devices it kept busy at the same time (%s), with headroom; it borrows unused quota in cohort %s\n%s\n",
+		qs[0].team, how, kueueCohort, strings.Join(why, "\n")) +
 		mustYAML(kqObject{kueueAPIVersion, "ClusterQueue", kqMeta{Name: name}, spec})
 }

@@ -2,7 +2,6 @@ package advice
 
 import (
 	"testing"
-	"time"
 
 	"github.com/gputally/gputally/report/internal/applyspec"
 )
@@ -13,7 +12,7 @@ func TestKueueNamesAreUnique(t *testing.T) {
 	text := kueueYAML([]quota{
 		{team: "ML", resource: "nvidia.com/gpu", peak: 2, devices: 3, namespaces: []string{"a"}},
 		{team: "ml", resource: "nvidia.com/gpu", peak: 1, devices: 2, namespaces: []string{"b"}},
-	}, 1.2, time.Hour)
+	}, 1.2, "in one 30s scrape interval")
 	quota := applyspec.CheckKueue(t, text)
 	if quota["ml nvidia.com/gpu"] != 3 || quota["ml-2 nvidia.com/gpu"] != 2 {
 		t.Errorf("quotas %v, want ml 3 and ml-2 2:\n%s", quota, text)

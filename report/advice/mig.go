@@ -71,7 +71,7 @@ func (a *adviser) migCandidates(r *draft, p *plan) (map[string][]migCandidate, m
 	models := map[string]*mig.Model{}
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if !p.open(i) || !p.sole(r, i) || !h.Usage.HasFB || !h.Usage.HasActivity || h.Totals.HeldHours <= 0 {
+		if !p.open(r, i) || !p.sole(r, i) || !h.Usage.HasFB || !h.Usage.HasActivity || h.Totals.HeldHours <= 0 {
 			continue
 		}
 		m, ok := mig.ForModel(h.Model)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gputally/gputally/mig"
+	"github.com/gputally/gputally/report/model"
 )
 
 // migDevice is one entry of a mig-parted config (version v1).
@@ -78,7 +79,7 @@ func nodeMIGConfig(p *plan, node string, layouts map[string][]string) (list []mi
 		var counts map[string]int
 		layout, repartition := layouts[g.uuid]
 		if !repartition {
-			layout = g.current
+			layout = profiles(g.current)
 			if why = keptLayoutProblem(g); why != "" {
 				return nil, nil, nil, why
 			}
@@ -97,9 +98,13 @@ func nodeMIGConfig(p *plan, node string, layouts map[string][]string) (list []mi
 		}
 		e.Devices = append(e.Devices, idx)
 		desc := fmt.Sprintf("GPU %d (%s)", idx, g.uuid)
-		if repartition {
+		switch {
+		case repartition:
 			changed = append(changed, fmt.Sprintf("%s → %s", desc, strings.Join(layout, " + ")))
-		} else {
+		case g.repartitioned():
+			kept = append(kept, fmt.Sprintf("%s, repartitioned during the range (it also had %s), with its layout at the end: %s",
+				desc, strings.Join(gone(g), " + "), layoutText(g.current)))
+		default:
 			kept = append(kept, desc)
 		}
 	}
@@ -121,6 +126,9 @@ func nodeMIGConfig(p *plan, node string, layouts map[string][]string) (list []mi
 // without instances, or one whose mode is not known, would have its mode
 // changed by such a config.
 func keptLayoutProblem(g *gpuInfo) string {
+	if g.unknownEnd != "" {
+		return g.unknownEnd
+	}
 	if len(g.current) == 0 {
 		switch g.migMode {
 		case "disabled":
@@ -133,11 +141,43 @@ func keptLayoutProblem(g *gpuInfo) string {
 	m, ok := mig.ForModel(g.model)
 	if !ok {
 		return fmt.Sprintf("GPU %s (%s) has MIG instances %s, but the MIG tables lack its model %q, so that layout cannot be checked",
-			g.index, g.uuid, strings.Join(g.current, " + "), g.model)
+			g.index, g.uuid, strings.Join(profiles(g.current), " + "), g.model)
 	}
-	if _, err := m.Place(g.current); err != nil {
+	if _, err := m.Place(profiles(g.current)); err != nil {
 		return fmt.Sprintf("GPU %s (%s) ends the range with MIG instances %s, which is no valid %s layout (%v): its current layout is not known",
-			g.index, g.uuid, strings.Join(g.current, " + "), m.Name, err)
+			g.index, g.uuid, strings.Join(profiles(g.current), " + "), m.Name, err)
 	}
 	return ""
+}
+
+// gone returns the instances g had during the range but not at its end, as
+// profile (GPU_I_ID), in instance order.
+func gone(g *gpuInfo) []string {
+	var ks []model.DeviceKey
+	for k := range g.layout {
+		if !slices.Contains(g.current, k) {
+			ks = append(ks, k)
+		}
+	}
+	slices.SortFunc(ks, func(x, y model.DeviceKey) int {
+		return cmp.Or(model.CompareGPUIndex(x.GI, y.GI), cmp.Compare(x.Profile, y.Profile))
+	})
+	return instanceNames(ks)
+}
+
+// instanceNames names instances as profile (GPU_I_ID).
+func instanceNames(ks []model.DeviceKey) []string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = fmt.Sprintf("%s (GPU_I_ID %s)", k.Profile, k.GI)
+	}
+	return out
+}
+
+// layoutText names a GPU's instances, or says it has none.
+func layoutText(ks []model.DeviceKey) string {
+	if len(ks) == 0 {
+		return "no MIG instances"
+	}
+	return strings.Join(instanceNames(ks), " + ")
 }

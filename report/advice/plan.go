@@ -2,8 +2,10 @@ package advice
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/gputally/gputally/report/analysis"
 	"github.com/gputally/gputally/report/model"
@@ -18,12 +20,36 @@ import (
 // gpuInfo is one physical GPU over the range.
 type gpuInfo struct {
 	uuid, node, model, index string
-	eur                      float64           // all it cost over the range: every state, holding and instance
-	holdings                 []int             // indices into analysis.Result.Holdings of those that held it or one of its parts
-	layout                   map[string]string // every MIG instance it had over the range, GPU_I_ID → profile; empty without MIG
-	current                  []string          // the profiles of the instances it has at the end of the range (migparted.go)
-	last                     int               // the last step bucket with ledger data for it
-	migMode                  string            // gputally_gpu_info's mig_mode at its last sample; "": not known
+	eur                      float64                  // all it cost over the range: every state, holding and instance
+	holdings                 []int                    // indices into analysis.Result.Holdings of those that held it or one of its parts
+	layout                   map[model.DeviceKey]bool // every MIG instance it had over the range (GPU_I_ID and profile); empty without MIG
+	current                  []model.DeviceKey        // the instances it has at the end of the range, by GPU_I_ID (endLayout)
+	// unknownEnd says why the instances at the end cannot be told; "" when
+	// current holds them.
+	unknownEnd string
+	last       int    // the last step bucket with ledger data for it
+	migMode    string // gputally_gpu_info's mig_mode at its last sample; "": not known
+}
+
+// profiles returns the profiles of the instances is, in their order.
+func profiles(is []model.DeviceKey) []string {
+	out := make([]string, len(is))
+	for i, k := range is {
+		out[i] = k.Profile
+	}
+	return out
+}
+
+// repartitioned reports whether g's MIG layout changed during the range: it
+// had an instance (a GPU_I_ID with its profile) that it no longer has at the
+// end.
+func (g *gpuInfo) repartitioned() bool {
+	for k := range g.layout {
+		if !slices.Contains(g.current, k) {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *gpuInfo) String() string { return g.node + "/" + g.index + " (" + g.uuid + ")" }
@@ -37,11 +63,19 @@ type plan struct {
 	blind []bool                // per holding: too much unknown time for release, time-slicing or MIG (analysis.Result.UnknownBlocked)
 	freed map[string]bool       // UUIDs of the GPUs a recommendation frees
 	lost  map[string]bool       // UUIDs of broken GPUs: nothing frees them (analysis.BrokenGPU)
+	// endRead: the dataset has the last bucket apart (model.Dataset.EndSeconds),
+	// so a holding's busy share at the end is known where it was held there.
+	endRead bool
+	// share are the UUIDs of GPUs whose figures are an allocation share
+	// (model.AllocationShare: what was requested, not used): advice frees no
+	// money from them.
+	share map[string]bool
 }
 
 func newPlan(r *draft, d *model.Dataset) *plan {
 	p := &plan{month: r.MonthFactor(), gpus: map[string]*gpuInfo{}, nodes: map[string][]*gpuInfo{},
-		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]bool{}, lost: map[string]bool{}}
+		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]bool{}, lost: map[string]bool{},
+		share: map[string]bool{}, endRead: d.EndSeconds != nil}
 	for _, b := range r.BrokenGPUs {
 		p.lost[b.UUID] = true
 	}
@@ -49,36 +83,22 @@ func newPlan(r *draft, d *model.Dataset) *plan {
 		e := d.Ledger[k]
 		g := p.gpus[k.Dev.UUID]
 		if g == nil {
-			g = &gpuInfo{uuid: k.Dev.UUID, node: e.Host, model: e.Model, index: e.GPU, layout: map[string]string{}, last: -1, migMode: d.MIGMode[k.Dev.UUID]}
+			g = &gpuInfo{uuid: k.Dev.UUID, node: e.Host, model: e.Model, index: e.GPU, layout: map[model.DeviceKey]bool{}, last: -1, migMode: d.MIGMode[k.Dev.UUID]}
 			p.gpus[k.Dev.UUID] = g
 			p.nodes[e.Host] = append(p.nodes[e.Host], g)
 		}
 		for _, v := range e.EUR {
 			g.eur += v
 		}
+		if e.Kind == model.AllocationShare {
+			p.share[k.Dev.UUID] = true
+		}
 		if k.Dev.GI != "" {
-			g.layout[k.Dev.GI] = e.Profile
+			g.layout[model.DeviceKey{UUID: k.Dev.UUID, GI: k.Dev.GI, Profile: k.Dev.Profile}] = true
 		}
 		g.last = max(g.last, e.Last)
 	}
-	// The instances at the end: those with data in their GPU's last bucket,
-	// one per GPU_I_ID (several holders may have shared an instance).
-	current := map[string]map[string]string{}
-	for _, k := range model.SortedKeys(d.Ledger) {
-		e, g := d.Ledger[k], p.gpus[k.Dev.UUID]
-		if k.Dev.GI != "" && e.Last >= 0 && e.Last == g.last {
-			if current[g.uuid] == nil {
-				current[g.uuid] = map[string]string{}
-			}
-			current[g.uuid][k.Dev.GI] = e.Profile
-		}
-	}
-	for uuid, gis := range current {
-		g := p.gpus[uuid]
-		for _, gi := range slices.Sorted(maps.Keys(gis)) {
-			g.current = append(g.current, gis[gi])
-		}
-	}
+	endLayout(p, d)
 	for i := range r.Holdings {
 		g := p.gpus[r.Holdings[i].UUID]
 		g.holdings = append(g.holdings, i)
@@ -93,9 +113,53 @@ func newPlan(r *draft, d *model.Dataset) *plan {
 	return p
 }
 
+// endLayout sets every GPU's instances at the end of the range: those with
+// ledger data in the GPU's last bucket with data, one per GPU_I_ID (several
+// holders may have shared an instance). An instance id with two profiles in
+// that bucket was repartitioned within it: the layout at the end is then not
+// known.
+func endLayout(p *plan, d *model.Dataset) {
+	current := map[string]map[string][]string{} // UUID → GPU_I_ID → profiles
+	for _, k := range model.SortedKeys(d.Ledger) {
+		e, g := d.Ledger[k], p.gpus[k.Dev.UUID]
+		if k.Dev.GI == "" || e.Last < 0 || e.Last != g.last {
+			continue
+		}
+		if current[g.uuid] == nil {
+			current[g.uuid] = map[string][]string{}
+		}
+		if ps := current[g.uuid][k.Dev.GI]; !slices.Contains(ps, k.Dev.Profile) {
+			current[g.uuid][k.Dev.GI] = append(ps, k.Dev.Profile)
+		}
+	}
+	for uuid, gis := range current {
+		g := p.gpus[uuid]
+		for _, gi := range slices.SortedFunc(maps.Keys(gis), model.CompareGPUIndex) {
+			if ps := gis[gi]; len(ps) > 1 {
+				g.unknownEnd = fmt.Sprintf("GPU %s (%s) was repartitioned in the range's last step: its MIG instance %s was %s there, so its layout at the end is not known",
+					g.index, g.uuid, gi, strings.Join(ps, " and "))
+			}
+			g.current = append(g.current, model.DeviceKey{UUID: uuid, GI: gi, Profile: gis[gi][len(gis[gi])-1]})
+		}
+	}
+}
+
 // open reports whether holding i may get release, time-slicing or MIG
-// advice: no recommendation covers it yet and its hours are known enough.
-func (p *plan) open(i int) bool { return !p.used[i] && !p.blind[i] }
+// advice: it is there at the end of the range (a holding that ended before
+// it counts in the totals, never in the savings), no recommendation covers
+// it yet and its hours are known enough.
+func (p *plan) open(r *draft, i int) bool { return r.Holdings[i].AtEnd && !p.used[i] && !p.blind[i] }
+
+// idleAtEnd reports whether holding h is still idle as the range ends: busy
+// less than below of its held time in the range's last step bucket. Without
+// that bucket apart (the source did not read it) only the range's share is
+// known, and it decides.
+func (p *plan) idleAtEnd(h *analysis.Holding, below float64) bool {
+	if !p.endRead {
+		return true
+	}
+	return h.EndBusyShare >= 0 && h.EndBusyShare < below
+}
 
 // sole reports whether holding i is the only one its GPU had over the range,
 // and held it whole: moving it leaves the GPU free. For an open holding the
@@ -108,10 +172,12 @@ func (p *plan) sole(r *draft, i int) bool {
 
 // free records that a recommendation frees the GPUs and returns their cost
 // per month and their names. A GPU already freed by another recommendation is
-// skipped, and so is a broken one: it needs repair, and freeing it saves nothing.
+// skipped, and so is a broken one: it needs repair, and freeing it saves
+// nothing; and so is one whose figures are an allocation share, which says
+// what was requested, not what was used.
 func (p *plan) free(gpus []*gpuInfo) (eur float64, names []string) {
 	for _, g := range gpus {
-		if p.freed[g.uuid] || p.lost[g.uuid] {
+		if p.freed[g.uuid] || p.lost[g.uuid] || p.share[g.uuid] {
 			continue
 		}
 		p.freed[g.uuid] = true

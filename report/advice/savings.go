@@ -26,7 +26,9 @@ func (a *adviser) drainNodes(r *draft, p *plan) {
 					continue
 				}
 				p.used[i] = true
-				held = append(held, r.Holdings[i].Name())
+				if r.Holdings[i].AtEnd { // one that ended has nothing to move
+					held = append(held, r.Holdings[i].Name())
+				}
 			}
 		}
 		evidence := fmt.Sprintf("%.1f of %.1f device-hours unallocated (%s, at least %s); its %d GPU(s) cost %.2f EUR over the range",
@@ -41,20 +43,24 @@ func (a *adviser) drainNodes(r *draft, p *plan) {
 	}
 }
 
-// releaseIdle recommends giving back holdings (almost) never busy. A holding that
+// releaseIdle recommends giving back holdings (almost) never busy, over the
+// range and in its last step, that are there at its end. A holding that
 // alone held a whole GPU frees that GPU's cost; a MIG instance or
 // time-sliced replica frees nothing whole (its cost moves to the GPU's other
 // parts), so its own cost is reclaimable.
 func (a *adviser) releaseIdle(r *draft, p *plan) {
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if !p.open(i) || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.release {
+		if !p.open(r, i) || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.release || !p.idleAtEnd(h, a.release) {
 			continue
 		}
 		p.used[i] = true
 		rec := Recommendation{Kind: "release", Target: h.Name(), Model: h.Model, Holdings: []string{h.Name()}, Nodes: []string{h.Node}}
 		what := fmt.Sprintf("held %.1f device-hours on %s (%s), busy %s of them (below %s)",
 			h.Totals.HeldHours, h.Node, h.UUID, model.FormatPct(h.Totals.BusyShare), model.FormatPct(a.release))
+		if h.EndBusyShare >= 0 {
+			what += fmt.Sprintf(", %s in the range's last step", model.FormatPct(h.EndBusyShare))
+		}
 		if p.sole(r, i) {
 			rec.FreedEURPerMonth, rec.FreedGPUs = p.free([]*gpuInfo{p.gpus[h.UUID]})
 			rec.Evidence = fmt.Sprintf("%s; it alone held the GPU, which cost %.2f EUR over the range and becomes free", what, p.gpus[h.UUID].eur)

@@ -54,7 +54,7 @@ func (a *adviser) lowDutyPods(r *draft, p *plan) (map[tsKey][]int, []tsKey) {
 	groups := map[tsKey][]int{}
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if !p.open(i) || !p.sole(r, i) || !h.Usage.HasFB || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.lowDuty {
+		if !p.open(r, i) || !p.sole(r, i) || !h.Usage.HasFB || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.lowDuty {
 			continue
 		}
 		k := tsKey{h.Namespace, h.Model}

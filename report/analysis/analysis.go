@@ -66,6 +66,9 @@ type Result struct {
 	// Heatmap is the mean device activity (0–1) by weekday (0 = Sunday) and
 	// hour of day, UTC; -1 where there was no data.
 	Heatmap [7][24]float64
+	// Sampling is the source's statement of its grid's resolution; empty
+	// for the ledger's exact counters (model.Sampling).
+	Sampling string
 }
 
 // MonthFactor scales an amount over the range to a month of
@@ -99,6 +102,9 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 	}
 	if r.Partial && !allowPartial {
 		return nil, fmt.Errorf("%s (pass --allow-partial to report on what there is)", strings.Join(r.Warnings, "; "))
+	}
+	if d.Sampling != nil {
+		r.Sampling = d.Sampling.Statement
 	}
 	r.Timeline = timeline(d)
 	r.Heatmap = heatmap(d)
@@ -189,6 +195,7 @@ func (a *analyzer) groups(r *Result, d *model.Dataset) {
 		act, fb := d.Activity[k], d.FBMiB[k]
 		for _, g := range groupsOf(k, e) {
 			g.totals.add(e)
+			g.kinds = g.kinds.With(e.Kind)
 			if k.Holder != (model.HolderKey{}) {
 				g.act = append(g.act, act)
 				g.fb = append(g.fb, fb)

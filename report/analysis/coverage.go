@@ -36,7 +36,7 @@ type Coverage struct {
 	Nodes []NodeCoverage `json:"nodes"`
 	GPUs  []GPUCoverage  `json:"gpus"`
 	// Gaps are the runs of step buckets in which a GPU lacked data.
-	Gaps []Gap `json:"gaps,omitempty"`
+	Gaps []Gap `json:"gaps"`
 }
 
 // CoverageOf is one node's or GPU's part of Coverage, in device-hours; Ratio

@@ -22,10 +22,10 @@ type BrokenGPU struct {
 	UUID      string    `json:"uuid"`
 	GPU       string    `json:"gpu"` // index on its node
 	Model     string    `json:"model"`
-	Since     time.Time `json:"since"`              // start of the first step bucket with lost time
-	LostHours float64   `json:"lost_hours"`         // device-hours lost in the range
-	LostEUR   float64   `json:"lost_eur"`           // EUR they cost
-	Holdings  []string  `json:"holdings,omitempty"` // namespace/pod/container that held it in the range
+	Since     time.Time `json:"since"`      // start of the first step bucket with lost time
+	LostHours float64   `json:"lost_hours"` // device-hours lost in the range
+	LostEUR   float64   `json:"lost_eur"`   // EUR they cost
+	Holdings  []string  `json:"holdings"`   // namespace/pod/container that held it in the range
 }
 
 // Advice is the one thing to do about a broken GPU.

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -63,7 +64,12 @@ type Usage struct {
 
 // Group is one row of a table: a team, namespace, GPU model or node.
 type Group struct {
-	Name     string  `json:"name"`
+	Name string `json:"name"`
+	// Kind is which kind of number its totals are: "exact" (gputally's
+	// ledger), "sampled" (the dcgm-exporter source, whole devices),
+	// "allocation share" (the dcgm-exporter source, shared devices), or
+	// several joined by " + " (model.Kinds).
+	Kind     string  `json:"kind"`
 	Totals   Totals  `json:"totals"`
 	Usage    Usage   `json:"usage"`
 	Previous *Totals `json:"previous,omitempty"` // the previous period, when it has data
@@ -83,8 +89,21 @@ type Holding struct {
 	Profile   string `json:"mig_profile,omitempty"`
 	Resource  string `json:"resource,omitempty"`
 	Sharing   string `json:"sharing,omitempty"`
+	Kind      string `json:"kind"` // which kind of number its totals are (Group.Kind)
 	Totals    Totals `json:"totals"`
 	Usage     Usage  `json:"usage"`
+	// AtEnd is true when the holding has ledger data in the range's last
+	// step bucket: it is there as the range ends. Only such holdings get
+	// advice; ended ones count in every total.
+	AtEnd bool `json:"at_end"`
+	// EndBusyShare is its busy share in that bucket, busy ÷ (busy + idle),
+	// 0–1; -1 when the source did not read the bucket apart or the holding
+	// was not held in it.
+	EndBusyShare float64 `json:"end_busy_share"`
+	// Replicas is, for a time-sliced or MPS holding, how many replicas its
+	// device offered at its last sample (replicasOf); 0 when not shared or
+	// not known.
+	Replicas int `json:"replicas,omitempty"`
 }
 
 // Name names the holding: namespace/pod/container.
@@ -139,6 +158,7 @@ func usageOf(act, fb []float32) Usage {
 type groupAcc struct {
 	totals, prev Totals
 	act, fb      [][]float32
+	kinds        model.Kinds
 }
 
 type groupSet map[string]*groupAcc
@@ -156,7 +176,7 @@ func (g groupSet) groups(withPrev bool) []Group {
 	out := make([]Group, 0, len(g))
 	for name, a := range g {
 		a.totals.finish()
-		gr := Group{Name: name, Totals: a.totals, Usage: usageOf(slices.Concat(a.act...), slices.Concat(a.fb...))}
+		gr := Group{Name: name, Kind: a.kinds.String(), Totals: a.totals, Usage: usageOf(slices.Concat(a.act...), slices.Concat(a.fb...))}
 		if withPrev {
 			a.prev.finish()
 			p := a.prev
@@ -174,6 +194,7 @@ func (g groupSet) groups(withPrev bool) []Group {
 }
 
 func (a *analyzer) holdings(d *model.Dataset) []Holding {
+	replicas := replicasOf(d)
 	var out []Holding
 	for _, k := range model.SortedKeys(d.Ledger) {
 		e := d.Ledger[k]
@@ -187,13 +208,66 @@ func (a *analyzer) holdings(d *model.Dataset) []Holding {
 		out = append(out, Holding{
 			Namespace: k.Holder.Namespace, Pod: k.Holder.Pod, Container: k.Holder.Container,
 			Team: Team(d, a.teams, k.Holder), Node: e.Host, Model: e.Model, UUID: k.Dev.UUID, MIGID: k.Dev.GI,
-			Profile: e.Profile, Resource: al.Resource, Sharing: al.Sharing,
+			Profile: e.Profile, Resource: al.Resource, Sharing: al.Sharing, Kind: e.Kind.String(),
 			Totals: t, Usage: usageOf(d.Activity[k], d.FBMiB[k]),
+			AtEnd: e.Last >= 0 && e.Last == d.Buckets-1, EndBusyShare: endBusyShare(d, k), Replicas: replicas[k.Dev],
 		})
 	}
 	slices.SortFunc(out, func(a, b Holding) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
-			cmp.Compare(a.Container, b.Container), cmp.Compare(a.UUID, b.UUID), cmp.Compare(a.MIGID, b.MIGID))
+			cmp.Compare(a.Container, b.Container), cmp.Compare(a.UUID, b.UUID), cmp.Compare(a.MIGID, b.MIGID), cmp.Compare(a.Profile, b.Profile))
 	})
 	return out
+}
+
+// endBusyShare is holding k's busy share in the range's last bucket; -1 when
+// d does not have that bucket apart or k was not held in it.
+func endBusyShare(d *model.Dataset, k model.HoldingKey) float64 {
+	e, ok := d.EndSeconds[k]
+	if held := e[model.StateBusy] + e[model.StateIdle]; ok && held > 0 {
+		return e[model.StateBusy] / held
+	}
+	return -1
+}
+
+// maxReplicas bounds the replicas replicasOf considers, as the simulator and
+// common device plugin configs do.
+const maxReplicas = 64
+
+// replicasOf returns, per time-sliced or MPS device, the replicas it offered
+// at the last sample of its holders: the smallest count n ≥ 2 that makes
+// every share of the holders sampled then a whole number of replicas (a
+// share is replicas held ÷ replicas offered). A device whose holders each
+// held several replicas reads fewer than it offered (2 of 8 each reads as 1
+// of 4). Devices whose shares fit no such count are left out: not known.
+func replicasOf(d *model.Dataset) map[model.DeviceKey]int {
+	last := map[model.DeviceKey]int{}
+	shares := map[model.DeviceKey][]float64{}
+	for _, k := range slices.SortedFunc(maps.Keys(d.Shares), compareHoldingKeys) {
+		s := d.Shares[k]
+		switch b, ok := last[k.Dev]; {
+		case !ok || s.Bucket > b:
+			last[k.Dev], shares[k.Dev] = s.Bucket, []float64{s.Share}
+		case s.Bucket == b:
+			shares[k.Dev] = append(shares[k.Dev], s.Share)
+		}
+	}
+	out := map[model.DeviceKey]int{}
+	for dev, ss := range shares {
+		for n := 2; n <= maxReplicas; n++ {
+			if !slices.ContainsFunc(ss, func(s float64) bool {
+				k := s * float64(n)
+				return math.Abs(k-math.Round(k)) > 1e-6 || math.Round(k) < 1
+			}) {
+				out[dev] = n
+				break
+			}
+		}
+	}
+	return out
+}
+
+func compareHoldingKeys(a, b model.HoldingKey) int {
+	return cmp.Or(cmp.Compare(a.Dev.UUID, b.Dev.UUID), cmp.Compare(a.Dev.GI, b.Dev.GI), cmp.Compare(a.Dev.Profile, b.Dev.Profile),
+		cmp.Compare(a.Holder.Namespace, b.Holder.Namespace), cmp.Compare(a.Holder.Pod, b.Holder.Pod), cmp.Compare(a.Holder.Container, b.Holder.Container))
 }

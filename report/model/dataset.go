@@ -35,9 +35,11 @@ func StateIndex(s string) (int, bool) {
 	return 0, false
 }
 
-// DeviceKey names a physical GPU (GI empty) or one of its MIG instances (GI
-// is its GPU_I_ID).
-type DeviceKey struct{ UUID, GI string }
+// DeviceKey names a physical GPU (GI and Profile empty) or one of its MIG
+// instances: GI is its GPU_I_ID and Profile its GPU_I_PROFILE. An instance
+// id the GPU reuses with another profile after a reconfiguration is another
+// device.
+type DeviceKey struct{ UUID, GI, Profile string }
 
 // HolderKey names a container; the zero value is no one (unallocated).
 type HolderKey struct{ Namespace, Pod, Container string }
@@ -56,6 +58,7 @@ type LedgerEntry struct {
 	EUR                  [NumStates]float64 // EUR per state
 	BusyPerBucket        []float32          // busy device-seconds per step bucket; nil for the previous period
 	Last                 int                // the last step bucket with seconds in any state; -1: none
+	Kind                 Kind               // which kind of number Seconds and EUR are; Exact for the ledger
 }
 
 // Alloc is what gputally_gpu_allocation says of a holding: the extended
@@ -69,6 +72,33 @@ type GPUSeen struct {
 	Unknown   []float64 // of them unknown, per step bucket
 	FirstLost int       // first bucket with lost seconds; -1: none
 }
+
+// Share is a time-sliced or MPS holding's share of its device (0–1: the
+// replicas it holds over those the device offers) at its last sample, and
+// the step bucket of that sample.
+type Share struct {
+	Share  float64
+	Bucket int
+}
+
+// Concurrency is how many devices were busy at the same time, per
+// namespace and MIG profile, at the finest resolution the data has.
+type Concurrency struct {
+	// Interval is the resolution of the reading: the scrape interval of the
+	// exporters (Scraped), or the range's Resolution when that could not be
+	// read. A device counts as busy in (t − Interval, t] when its ledger
+	// counted busy time there.
+	Interval time.Duration
+	Scraped  bool
+	// Busy holds, per namespace and MIG profile, the devices busy in each
+	// interval by its end t (Unix milliseconds); intervals without any are
+	// absent.
+	Busy map[ConcurrencyKey]map[int64]int
+}
+
+// ConcurrencyKey is a namespace and a MIG profile ("" for whole GPUs and
+// time-sliced shares of them).
+type ConcurrencyKey struct{ Namespace, Profile string }
 
 // HeatCell sums the device activity ratios (0–1) sampled in one hour of the
 // week.
@@ -102,6 +132,17 @@ type Dataset struct {
 	Previous map[HoldingKey]*LedgerEntry // the period before; nil when it has no data to compare with
 	GPUs     map[string]*GPUSeen         // by UUID: what the range saw of each GPU
 	MIGMode  map[string]string           // by UUID: gputally_gpu_info's mig_mode at the GPU's last sample; absent: not known
+	// EndSeconds are the device-seconds per state each holding had in the
+	// range's last step bucket; nil when the source does not read that
+	// bucket apart (the advice then cannot tell whether a holding is still
+	// idle at the end).
+	EndSeconds map[HoldingKey][NumStates]float64
+	// Shares are the shares of their device that time-sliced and MPS
+	// holdings had at their last sample (gputally_gpu_allocation).
+	Shares map[HoldingKey]Share
+	// Concurrency is how many devices each namespace kept busy at the same
+	// time; nil when the source cannot tell.
+	Concurrency *Concurrency
 
 	// Warnings are the backend's words about answers it marked partial or
 	// incomplete (warnings, isPartial, infos that say data is missing): any
@@ -111,6 +152,10 @@ type Dataset struct {
 	// delivered twice); the report says them.
 	Notes    []string
 	Requests int // requests the source made
+
+	// Sampling (nil for the ledger's exact counters) is how a sampled source
+	// read the range: its grid and what the resolution means.
+	Sampling *Sampling
 }
 
 // NewDataset returns an empty dataset over r, its maps made and its
@@ -125,6 +170,7 @@ func NewDataset(r Range) *Dataset {
 		FBMiB:    map[HoldingKey][]float32{},
 		PodTeams: map[HolderKey]string{},
 		GPUs:     map[string]*GPUSeen{},
+		Shares:   map[HoldingKey]Share{},
 	}
 	d.Present = make([]bool, d.Buckets)
 	d.Timeline = make([][NumStates]float64, d.Buckets)
@@ -139,7 +185,7 @@ func SortedKeys(m map[HoldingKey]*LedgerEntry) []HoldingKey {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b HoldingKey) int {
-		return cmp.Or(cmp.Compare(a.Dev.UUID, b.Dev.UUID), cmp.Compare(a.Dev.GI, b.Dev.GI), cmp.Compare(a.Holder.Namespace, b.Holder.Namespace),
+		return cmp.Or(cmp.Compare(a.Dev.UUID, b.Dev.UUID), cmp.Compare(a.Dev.GI, b.Dev.GI), cmp.Compare(a.Dev.Profile, b.Dev.Profile), cmp.Compare(a.Holder.Namespace, b.Holder.Namespace),
 			cmp.Compare(a.Holder.Pod, b.Holder.Pod), cmp.Compare(a.Holder.Container, b.Holder.Container))
 	})
 	return keys

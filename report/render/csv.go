@@ -13,7 +13,7 @@ import (
 var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hours", "idle_hours", "unallocated_hours",
 	"busy_share", "cost_eur", "idle_eur", "unallocated_eur", "p95_activity", "peak_fb_mib", "p99_fb_mib",
 	"kind", "freed_eur_per_month", "reclaimable_eur_per_month", "hours_per_month", "evidence",
-	"lost_hours", "unknown_hours", "lost_eur", "unknown_eur", "coverage", "missing_hours", "from", "to"}
+	"lost_hours", "unknown_hours", "lost_eur", "unknown_eur", "coverage", "missing_hours", "from", "to", "figures"}
 
 // Columns of csvHeader the rows fill by name.
 const (
@@ -30,6 +30,7 @@ const (
 	csvMissingHours
 	csvFrom
 	csvTo
+	csvFigures
 )
 
 // f64 formats x rounded to 6 decimals.
@@ -51,21 +52,22 @@ func usageCells(u analysis.Usage) []string {
 func renderCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	rows := [][]string{csvHeader}
-	row := func(section, name string, t analysis.Totals, u analysis.Usage) {
+	row := func(section, name, figures string, t analysis.Totals, u analysis.Usage) {
 		cells := append(append([]string{section, name, f64(t.GPUHours), f64(t.HeldHours), f64(t.BusyHours), f64(t.IdleHours),
 			f64(t.UnallocatedHours), f64(t.BusyShare), f64(t.CostEUR), f64(t.IdleEUR), f64(t.UnallocatedEUR)}, usageCells(u)...),
 			make([]string, len(csvHeader)-csvKind)...)
 		cells[csvLostHours], cells[csvUnknownHours] = f64(t.LostHours), f64(t.UnknownHours)
 		cells[csvLostEUR], cells[csvUnknownEUR] = f64(t.LostEUR), f64(t.UnknownEUR)
+		cells[csvFigures] = figures
 		rows = append(rows, cells)
 	}
-	row("fleet", "fleet", r.Fleet.Totals, r.Fleet.Usage)
+	row("fleet", "fleet", r.Fleet.Kind, r.Fleet.Totals, r.Fleet.Usage)
 	for _, s := range []struct {
 		name string
 		gs   []analysis.Group
 	}{{"team", r.Teams}, {"namespace", r.Namespaces}, {"model", r.Models}, {"node", r.Nodes}} {
 		for _, g := range s.gs {
-			row(s.name, g.Name, g.Totals, g.Usage)
+			row(s.name, g.Name, g.Kind, g.Totals, g.Usage)
 		}
 	}
 	for _, h := range r.Holdings {
@@ -73,11 +75,11 @@ func renderCSV(w io.Writer, r *Report) error {
 		if h.MIGID != "" {
 			name += "/" + h.MIGID
 		}
-		row("holding", name, h.Totals, h.Usage)
+		row("holding", name, h.Kind, h.Totals, h.Usage)
 	}
 	month := f64(r.HoursPerMonth)
 	headline := make([]string, len(csvHeader))
-	headline[0], headline[1], headline[csvKind] = "headline", "fleet", "all advice"
+	headline[0], headline[1], headline[csvKind], headline[csvFigures] = "headline", "fleet", "all advice", r.Kind
 	headline[csvFreed], headline[csvReclaimable], headline[csvHoursPerMonth] = f64(r.FreedEURPerMonth), f64(r.ReclaimableEURPerMonth), month
 	rows = append(rows, headline)
 	for _, rec := range r.Recommendations {

@@ -37,7 +37,8 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 </head>
 <body>
 <h1>GPU utilization and cost report</h1>
-<p class="sub">{{.Period}} · steps of {{.R.Step}} · source: {{.R.Source}}</p>
+<p class="sub">{{.Period}} · steps of {{.R.Step}} · source: {{.R.Source}} · figures: <span id="kind">{{.R.Kind}}</span></p>
+{{with .R.Sampling}}<p class="sub" id="sampling">{{.}}</p>{{end}}
 {{if .R.Partial}}<p class="partial" id="partial">Partial report: {{hours .Missing}} of the device-hours are missing or unknown (more than {{pct .PartialAbove}}); see Coverage.</p>{{end}}
 {{range .R.Warnings}}<p class="warn">warning: {{.}}</p>{{end}}
 {{with .R.Fleet}}<div class="kpis">
@@ -88,7 +89,7 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 {{.Timeline}}
 
 {{range .Tables}}<h2>{{.Title}}</h2>
-<table><tr><th class="l">name</th><th>GPU-hours held</th><th>busy share</th><th>cost EUR</th><th>idle EUR</th><th>unknown EUR</th>{{if .Unalloc}}<th>unallocated EUR</th><th>lost EUR</th>{{end}}<th>p95 activity</th><th>peak FB MiB</th><th>p99 FB MiB</th>{{if .Prev}}<th>held vs prev</th><th>idle EUR vs prev</th>{{end}}</tr>
+<table><tr><th class="l">name</th><th class="l">figures</th><th>GPU-hours held</th><th>busy share</th><th>cost EUR</th><th>idle EUR</th><th>unknown EUR</th>{{if .Unalloc}}<th>unallocated EUR</th><th>lost EUR</th>{{end}}<th>p95 activity</th><th>peak FB MiB</th><th>p99 FB MiB</th>{{if .Prev}}<th>held vs prev</th><th>idle EUR vs prev</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
 {{end}}
@@ -113,7 +114,7 @@ func groupRows(gs []analysis.Group, unalloc, prev bool) [][]string {
 	rows := make([][]string, 0, len(gs))
 	for _, g := range gs {
 		t := g.Totals
-		row := []string{orNone(g.Name), hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR), eur(t.UnknownEUR)}
+		row := []string{orNone(g.Name), g.Kind, hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR), eur(t.UnknownEUR)}
 		if unalloc {
 			row = append(row, eur(t.UnallocatedEUR), eur(t.LostEUR))
 		}

@@ -13,7 +13,10 @@ import (
 
 func renderMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# GPU utilization and cost report\n\n%s (steps of %s) · source: %s\n\n", period(r), r.Step, mdCell(r.Source))
+	fmt.Fprintf(&b, "# GPU utilization and cost report\n\n%s (steps of %s) · source: %s · figures: %s\n\n", period(r), r.Step, mdCell(r.Source), mdCell(r.Kind))
+	if r.Sampling != "" {
+		fmt.Fprintf(&b, "%s\n\n", mdCell(r.Sampling))
+	}
 	if r.Partial {
 		fmt.Fprintf(&b, "**PARTIAL REPORT: %s of the device-hours are missing or unknown (more than %s); see Coverage.**\n\n",
 			hours(r.Coverage.MissingHours+r.Coverage.UnknownHours), pct(analysis.PartialAbove))
@@ -122,8 +125,8 @@ func mdGroups(b *strings.Builder, title string, gs []analysis.Group, prev, unall
 	if len(gs) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "## %s\n\n| name | GPU-hours held | busy share | cost EUR | idle EUR | unknown EUR |", title)
-	sep := "|---|---:|---:|---:|---:|---:|"
+	fmt.Fprintf(b, "## %s\n\n| name | figures | GPU-hours held | busy share | cost EUR | idle EUR | unknown EUR |", title)
+	sep := "|---|---|---:|---:|---:|---:|---:|"
 	if unalloc {
 		b.WriteString(" unallocated EUR | lost EUR |")
 		sep += "---:|---:|"
@@ -137,7 +140,7 @@ func mdGroups(b *strings.Builder, title string, gs []analysis.Group, prev, unall
 	b.WriteString("\n" + sep + "\n")
 	for _, g := range gs {
 		t := g.Totals
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |", mdCell(orNone(g.Name)), hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR), eur(t.UnknownEUR))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |", mdCell(orNone(g.Name)), mdCell(g.Kind), hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR), eur(t.UnknownEUR))
 		if unalloc {
 			fmt.Fprintf(b, " %s | %s |", eur(t.UnallocatedEUR), eur(t.LostEUR))
 		}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"time"
 
 	"github.com/gputally/gputally/report/advice"
@@ -23,11 +24,17 @@ type Report struct {
 	End    time.Time `json:"end"`
 	Step   string    `json:"step"`
 	Source string    `json:"source"`
+	// Kind is which kind of number the headline and the fleet's totals are:
+	// "exact", "sampled", "allocation share" or several (analysis.Group.Kind);
+	// every row carries its own.
+	Kind string `json:"kind"`
+	// Sampling is a sampled source's statement of its grid's resolution.
+	Sampling string `json:"sampling,omitempty"`
 	// Partial is true when more than 1 % of the device-hours the range should
 	// hold are missing (no data) or unknown; Coverage says where.
 	Partial    bool               `json:"partial"`
 	Coverage   analysis.Coverage  `json:"coverage"`
-	Warnings   []string           `json:"warnings,omitempty"`
+	Warnings   []string           `json:"warnings"`
 	Fleet      analysis.Group     `json:"fleet"`
 	GPUs       int                `json:"gpus"`
 	Teams      []analysis.Group   `json:"teams"`
@@ -37,9 +44,9 @@ type Report struct {
 	Holdings   []analysis.Holding `json:"holdings"`
 	// BrokenGPUs are the GPUs that fell off the bus: repair or replace them.
 	// No other advice is made for their holdings.
-	BrokenGPUs      []analysis.BrokenGPU    `json:"broken_gpus,omitempty"`
+	BrokenGPUs      []analysis.BrokenGPU    `json:"broken_gpus"`
 	Recommendations []advice.Recommendation `json:"recommendations"`
-	Packing         []advice.Packing        `json:"mig_packing,omitempty"`
+	Packing         []advice.Packing        `json:"mig_packing"`
 	// FreedEURPerMonth is the headline: the measured cost of every GPU the
 	// advice makes free, each counted once, per month of HoursPerMonth hours.
 	FreedEURPerMonth float64 `json:"freed_eur_per_month"`
@@ -61,7 +68,7 @@ func (r *Report) MonthFactor() float64 { return model.MonthFactor(r.Start, r.End
 // NewReport returns the report of the analysis a with its advice adv; Source
 // is left to the caller.
 func NewReport(a *analysis.Result, adv *advice.Advice) *Report {
-	return &Report{Start: a.Start, End: a.End, Step: a.Step, Partial: a.Partial, Coverage: a.Coverage, Warnings: a.Warnings,
+	return &Report{Start: a.Start, End: a.End, Step: a.Step, Kind: a.Fleet.Kind, Sampling: a.Sampling, Partial: a.Partial, Coverage: a.Coverage, Warnings: a.Warnings,
 		Fleet: a.Fleet, GPUs: a.GPUs, Teams: a.Teams, Namespaces: a.Namespaces, Models: a.Models, Nodes: a.Nodes,
 		Holdings: a.Holdings, BrokenGPUs: a.BrokenGPUs,
 		Recommendations: adv.Recommendations, Packing: adv.Packing, FreedEURPerMonth: adv.FreedEURPerMonth,
@@ -89,7 +96,44 @@ func Render(w io.Writer, r *Report, format string) error {
 	case FormatJSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return enc.Encode(withEmptyLists(reflect.ValueOf(*r)).Interface())
 	}
 	return fmt.Errorf("format %q: want html, md, csv or json", format)
+}
+
+// withEmptyLists returns a copy of v in which every nil slice, at any depth,
+// is an empty one: the JSON has [] for every empty list, never null, so that
+// a consumer can iterate any list without a check.
+func withEmptyLists(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Slice:
+		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			out.Index(i).Set(withEmptyLists(v.Index(i)))
+		}
+		return out
+	case reflect.Array:
+		out := reflect.New(v.Type()).Elem()
+		for i := range v.Len() {
+			out.Index(i).Set(withEmptyLists(v.Index(i)))
+		}
+		return out
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.New(v.Type().Elem())
+		out.Elem().Set(withEmptyLists(v.Elem()))
+		return out
+	case reflect.Struct:
+		out := reflect.New(v.Type()).Elem()
+		out.Set(v) // unexported fields (time.Time's) as they are
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				out.Field(i).Set(withEmptyLists(v.Field(i)))
+			}
+		}
+		return out
+	}
+	return v
 }

@@ -61,7 +61,7 @@ func (l *Ledger) Collect(ctx context.Context, r model.Range) (*model.Dataset, er
 	return d, nil
 }
 
-const byDevice = "UUID, GPU_I_ID, namespace, pod, container"
+const byDevice = "UUID, GPU_I_ID, GPU_I_PROFILE, namespace, pod, container"
 
 // hostOf returns a device series' node: its `hostname` label, or the
 // `Hostname` that dcgm-exporter up to 4.8.2 and gputally's
@@ -76,7 +76,7 @@ func hostOf(m pmodel.Metric) string {
 
 func holdingOf(m pmodel.Metric) model.HoldingKey {
 	return model.HoldingKey{
-		Dev:    model.DeviceKey{UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"])},
+		Dev:    model.DeviceKey{UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"]), Profile: string(m["GPU_I_PROFILE"])},
 		Holder: model.HolderKey{Namespace: string(m["namespace"]), Pod: string(m["pod"]), Container: string(m["container"])},
 	}
 }
@@ -96,6 +96,8 @@ func (c *collector) plan(d *model.Dataset) {
 	// second reads of buckets with resets or gaps, counted when planned).
 	n := 1 + c.run.requests(first, d.End, d.Step) + 4*c.run.requests(d.Start, d.End, d.Step) + 4*c.run.requests(d.Start.Add(-d.End.Sub(d.Start)), d.Start, d.Step)
 	n += c.run.requests(first, d.End, d.Step) // migModes
+	n += c.endRequests(d)
+	n += c.concurrencyRequests(d)
 	if len(c.dedupe.labels) > 0 {
 		n += c.run.requests(first, d.End, d.Step) // the search for copies
 	}
@@ -108,7 +110,9 @@ func (c *collector) plan(d *model.Dataset) {
 
 // collect runs every query over (r.Start, r.End], in this order: the window
 // probe, the ledger, the previous period's ledger, the allocations, the MIG
-// modes, the pods' team labels and the activity and framebuffer samples.
+// modes, the pods' team labels, the activity and framebuffer samples, the
+// last bucket's ledger and the time-sliced shares (end.go) and the devices
+// busy at once (concurrency.go).
 func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
 	d := model.NewDataset(r)
 	c.plan(d)
@@ -117,7 +121,7 @@ func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset,
 		return nil, err
 	}
 	for _, step := range []func(context.Context, *model.Dataset) error{
-		c.thisPeriod, c.previous, c.allocations, c.migModes, c.podTeams, c.usage,
+		c.thisPeriod, c.previous, c.allocations, c.migModes, c.podTeams, c.usage, c.lastBucket, c.shares, c.concurrency,
 	} {
 		if err := step(ctx, d); err != nil {
 			return nil, err

@@ -22,8 +22,20 @@ func TestStrictDecodersReject(t *testing.T) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := strictDecode[devicePluginSpec]("version: v1\nsharing:\n  timeSlicing:\n    resources:\n      - name: nvidia.com/gpu\n        replicas: 2\n        color: red\n"); err == nil {
-		t.Error("device plugin config with an unknown field accepted")
+	const ts = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n      - name: nvidia.com/gpu\n        replicas: 2\n"
+	for _, tc := range []struct{ name, text, want string }{
+		{"unknown field", ts + "        color: red\n", "not found"},
+		{"rename", ts + "        rename: nvidia.com/gpu.small\n", "ignores"},
+		{"devices", ts + "        devices: [0, 1]\n", "ignores"},
+		{"twice", ts + "      - name: nvidia.com/gpu\n        replicas: 4\n", "twice"},
+		{"one replica", "version: v1\nsharing:\n  timeSlicing:\n    resources:\n      - name: nvidia.com/gpu\n        replicas: 1\n", "replicas ≥ 2"},
+	} {
+		if _, err := parseDevicePlugin(tc.text); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("device plugin config, %s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+	if c, err := parseDevicePlugin(ts + "        devices: all\n"); err != nil || c.Replicas["nvidia.com/gpu"] != 2 {
+		t.Errorf("devices: all: %+v, %v; want nvidia.com/gpu ×2", c, err)
 	}
 	if _, err := strictDecode[kueueSpec]("apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: a}\nspec: {cohort: x}\n"); err == nil {
 		t.Error("Kueue v1beta1 `cohort` accepted")

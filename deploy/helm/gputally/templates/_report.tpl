@@ -14,6 +14,15 @@ Call with (dict "ctx" $ "format" "md" "url" URL "webhook" true "httpConfig" true
     - --prometheus.http-config.file=/etc/gputally/http-config/{{ $r.httpConfig.secretKey }}
     {{- end }}
     - --range={{ $r.range }}
+    {{- $source := $r.source | default "ledger" }}
+    {{- if not (has $source (list "ledger" "dcgm-exporter")) }}
+    {{- fail (printf "report.source %q: want ledger or dcgm-exporter" $source) }}
+    {{- end }}
+    - --source={{ $source }}
+    {{- if eq $source "dcgm-exporter" }}
+    - --grid={{ $r.grid | default "30s" }}
+    - --cost.price-book=/etc/gputally/price-book/price-book.yaml
+    {{- end }}
     - --format={{ .format }}
     - --out=/reports/gputally-report-$(JOB_NAME).{{ .format }}
     {{- if .webhook }}
@@ -42,6 +51,11 @@ Call with (dict "ctx" $ "format" "md" "url" URL "webhook" true "httpConfig" true
     {{- if .httpConfig }}
     - name: http-config
       mountPath: /etc/gputally/http-config
+      readOnly: true
+    {{- end }}
+    {{- if eq ($r.source | default "ledger") "dcgm-exporter" }}
+    - name: price-book
+      mountPath: /etc/gputally/price-book
       readOnly: true
     {{- end }}
 {{- end }}

@@ -1,0 +1,98 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/gputally/gputally/report/model"
+)
+
+// TestBusyAtOnce plays two hours of an exporter (scrapes every 30 s, 13 s
+// off the minute; stopped from 1:00:12 to 1:01) into the embedded engine and reads how many
+// devices each namespace kept busy at the same time. Every pod is a device
+// of its own, busy while it runs. By hand:
+//
+//   - ci: build-n runs 2 min every 10 min from 0:00:07, lint-n 90 s every
+//     10 min from 0:01:07: each build overlaps one lint (0:01:07–0:02:07) and
+//     no two builds or lints overlap, so at most 2 at once — while an hour
+//     sees 12 of its pods;
+//   - ml: a 0:05–0:50, b 0:40–1:30, e 0:55–0:58, c 1:01:01–1:50 and d
+//     1:01:02–1:01:12: two at once but in the interval that ends at 1:01:30,
+//     the first after the exporter's restart at 1:01, where b, c and d are
+//     busy: 3. b's counter was reset there (read as X < P) and d was scraped
+//     once (at 1:01:13, a new series); ml/idle, which appears then with a
+//     busy counter at 0 and stays at 0, is never busy;
+//   - short: one 20 s job between two scrapes: 1.
+func TestBusyAtOnce(t *testing.T) {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	end := start.Add(2 * time.Hour)
+	const scrape, offset = 30 * time.Second, 13 * time.Second
+	at := func(h, m, s int) time.Time {
+		return start.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(s)*time.Second)
+	}
+	var runs []holdingRun
+	runs = append(runs, jobs("ci", "build", at(0, 0, 7), end, 10*time.Minute, 2*time.Minute)...)
+	runs = append(runs, jobs("ci", "lint", at(0, 1, 7), end, 10*time.Minute, 90*time.Second)...)
+	runs = append(runs,
+		holdingRun{ns: "ml", pod: "a", from: at(0, 5, 0), to: at(0, 50, 0)},
+		holdingRun{ns: "ml", pod: "b", from: at(0, 40, 0), to: at(1, 30, 0)},
+		holdingRun{ns: "ml", pod: "e", from: at(0, 55, 0), to: at(0, 58, 0)},
+		holdingRun{ns: "ml", pod: "c", from: at(1, 1, 1), to: at(1, 50, 0)},
+		holdingRun{ns: "ml", pod: "d", from: at(1, 1, 2), to: at(1, 1, 12)},
+		holdingRun{ns: "short", pod: "blip", from: at(1, 40, 15), to: at(1, 40, 35)},
+	)
+	procs := []process{{start.Add(-time.Hour), at(1, 0, 12)}, {at(1, 1, 0), end.Add(time.Hour)}}
+	for _, withUp := range []bool{true, false} {
+		t.Run(fmt.Sprintf("gputally_up %v", withUp), func(t *testing.T) {
+			b := NewStoreBuilder()
+			play(t, b, procs, runs, scrape, offset, start, end, nil)
+			// ml/idle holds a device from the restart on and is never busy: its
+			// busy counter is 0 from its first scrape, and it is not counted.
+			for ts := at(1, 1, 13); ts.Before(end); ts = ts.Add(scrape) {
+				appendLedger(t, b, []string{"UUID", "GPU-idle", "gpu", "0", "Hostname", "node-0", "modelName", "NVIDIA H100 80GB HBM3",
+					"namespace", "ml", "pod", "idle", "container", "main", "state", "busy"}, ts, 0)
+			}
+			if withUp {
+				for _, p := range procs {
+					for ts := p.from.Truncate(scrape).Add(offset); ts.Before(p.to); ts = ts.Add(scrape) {
+						if err := b.Append(labels.FromStrings("__name__", "gputally_up", "backend", "sim"), ts.UnixMilli(), 1); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+			d := model.NewDataset(model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute})
+			c := &collector{run: &rangeRunner{q: NewEngineQuerier(b.Store(), time.Minute, discard()), maxPoints: 1000}}
+			if err := c.concurrency(context.Background(), d); err != nil {
+				t.Fatal(err)
+			}
+			cc := d.Concurrency
+			peak := map[string]int{}
+			for k, busy := range cc.Busy {
+				for _, n := range busy {
+					peak[k.Namespace+"/"+k.Profile] = max(peak[k.Namespace+"/"+k.Profile], n)
+				}
+			}
+			want := map[string]int{"ci/": 2, "ml/": 3, "short/": 1}
+			if !withUp {
+				// Without gputally_up the reading falls back to the resolution and
+				// says it is not the scrape interval.
+				if cc.Scraped || cc.Interval != 5*time.Minute {
+					t.Errorf("interval %s scraped %v, want the 5m resolution, not scraped", cc.Interval, cc.Scraped)
+				}
+				return
+			}
+			if !cc.Scraped || cc.Interval != scrape {
+				t.Errorf("interval %s scraped %v, want the 30s scrape interval", cc.Interval, cc.Scraped)
+			}
+			if !maps.Equal(peak, want) {
+				t.Errorf("devices busy at once per namespace %v, want %v", peak, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,326 @@
+package source
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/report/model"
+)
+
+// dcgmAccount prices the classified grid points with the exporter's own
+// ledger (cost.Ledger: the rates, the idle threshold, the MIG split by
+// mig_weight, time-sliced shares, lost GPUs) and turns its totals into the
+// dataset, bucket by bucket. Only the goroutine of Collect uses it.
+type dcgmAccount struct {
+	d         *model.Dataset
+	book      *cost.Book
+	grid      time.Duration
+	perBucket int // grid points per step bucket
+	perRes    int // grid points per resolution step
+	ledger    *cost.Ledger
+
+	devices map[string]dcgmDevice       // by the ledger's device UUID (a MIG instance's is "GPU-…/GI")
+	gpus    map[string]*dcgmGPU         // by UUID
+	prev    map[dcgmTotalKey][2]float64 // the ledger's totals at the last bucket end: seconds, EUR
+	shared  map[string]bool             // UUIDs of GPUs split by allocation share at some grid point
+	points  map[model.HoldingKey]int    // grid points each pod-labelled holding was seen at
+	usage   map[model.HoldingKey]*dcgmUsage
+	states  []cost.GPUState
+	totals  []cost.Total
+	noCap   map[string]bool // nodes with devices but no kube_node_status_capacity
+	anyCap  bool
+	// whole are the GPUs out of MIG mode seen so far, by node, and
+	// wholeSeen how many (classify's argument).
+	whole     map[string]map[string]bool
+	wholeSeen map[string]int
+}
+
+// dcgmDevice is a device of the ledger: its key in the dataset and labels.
+type dcgmDevice struct {
+	key              model.DeviceKey
+	model, host, gpu string
+	profile          string
+}
+
+// dcgmGPU is what the grid saw of one GPU so far.
+type dcgmGPU struct {
+	model, host, gpu string
+	last             int     // the last grid point with a sample; 0: none yet
+	powerW           float64 // the last power read, W; NaN: none (or lost)
+	mig              bool    // MIG mode at the last sample
+}
+
+type dcgmTotalKey struct {
+	device string
+	holder cost.HolderKey
+	state  cost.State
+}
+
+// dcgmUsage accumulates one holding's activity and framebuffer over the grid
+// points of one resolution step.
+type dcgmUsage struct {
+	step  int // resolution step; -1: none yet
+	sum   float64
+	n     int
+	fb    float64
+	hasFB bool
+}
+
+func newDCGMAccount(d *model.Dataset, book *cost.Book, grid time.Duration) *dcgmAccount {
+	perBucket := int(d.Step / grid)
+	return &dcgmAccount{
+		d: d, book: book, grid: grid, perBucket: perBucket, perRes: int(d.Resolution / grid),
+		// A series gone longer than a bucket and a bit has been read at a
+		// bucket end: it may go.
+		ledger:  cost.NewLedger(staticBook{book}, cost.WithRetention(d.Step+4*grid)),
+		devices: map[string]dcgmDevice{}, gpus: map[string]*dcgmGPU{}, prev: map[dcgmTotalKey][2]float64{},
+		whole: map[string]map[string]bool{}, wholeSeen: map[string]int{},
+		shared: map[string]bool{}, points: map[model.HoldingKey]int{}, usage: map[model.HoldingKey]*dcgmUsage{}, noCap: map[string]bool{},
+	}
+}
+
+// staticBook is a cost.BookSource of one book.
+type staticBook struct{ b *cost.Book }
+
+func (s staticBook) Book() *cost.Book { return s.b }
+
+// point prices grid point j (1…), at d.Start + j × grid, from its samples:
+// every GPU with a sample there is charged the grid step before it at its
+// state; a GPU without one between two that have one is unknown there.
+func (a *dcgmAccount) point(j int, p *gridPoint) {
+	if len(p.capacity) > 0 {
+		a.anyCap = true
+	}
+	devs := classify(p, a.wholeSeen)
+	a.states = a.states[:0]
+	for i := range devs {
+		pd := &devs[i]
+		g := a.gpuOf(pd)
+		if g.last > 0 && j-g.last > 1 {
+			a.gap(pd.uuid, g, g.last+1, j-1)
+		}
+		g.last, g.mig = j, pd.state.MIG
+		switch {
+		case pd.state.Lost:
+			g.powerW = math.NaN()
+		case pd.state.PowerW >= 0 && pd.state.PowerW <= cost.MaxPowerW:
+			g.powerW = pd.state.PowerW
+		}
+		if pd.shared {
+			a.shared[pd.uuid] = true
+		}
+		if !pd.state.MIG {
+			if a.whole[g.host] == nil {
+				a.whole[g.host] = map[string]bool{}
+			}
+			a.whole[g.host][pd.uuid] = true
+			a.wholeSeen[g.host] = len(a.whole[g.host])
+		}
+		if _, ok := p.capacity[g.host]; !ok && len(p.capacity) > 0 {
+			a.noCap[g.host] = true
+		}
+		for n, part := range pd.parts {
+			dev := part.reading.id.dev
+			if pd.state.MIG {
+				in := pd.state.Instances[n]
+				a.devices[in.UUID] = dcgmDevice{key: dev, model: g.model, host: g.host, gpu: g.gpu, profile: part.reading.id.profile}
+			}
+			k := model.HoldingKey{Dev: dev, Holder: part.holder}
+			if part.holder != (model.HolderKey{}) {
+				a.points[k]++
+			}
+			a.sample(k, j, part.reading.activity(), part.reading.fb)
+		}
+		a.states = append(a.states, pd.state)
+	}
+	a.ledger.Advance(a.grid, a.states)
+	if j%a.perBucket == 0 {
+		a.endBucket(j/a.perBucket - 1)
+	}
+}
+
+// gpuOf returns what the grid saw of pd's GPU, registering it.
+func (a *dcgmAccount) gpuOf(pd *pointDevice) *dcgmGPU {
+	g := a.gpus[pd.uuid]
+	if g == nil {
+		g = &dcgmGPU{model: pd.state.Model, host: pd.id.host, gpu: pd.id.gpu, powerW: math.NaN()}
+		a.gpus[pd.uuid] = g
+		a.devices[pd.uuid] = dcgmDevice{key: model.DeviceKey{UUID: pd.uuid}, model: g.model, host: g.host, gpu: g.gpu}
+	}
+	return g
+}
+
+// gap charges grid points from…to (inclusive), where GPU uuid had no sample,
+// as unknown with no holder: the whole GPU at its last rate.
+func (a *dcgmAccount) gap(uuid string, g *dcgmGPU, from, to int) {
+	rate := 0.0
+	if price := a.book.Price(g.model); price != nil {
+		rate = price.Rate(g.powerW).Total()
+	}
+	sec := a.grid.Seconds()
+	for j := from; j <= to; j++ {
+		a.add((j-1)/a.perBucket, a.devices[uuid], model.HolderKey{}, model.StateUnknown, sec, rate*sec/3600)
+	}
+}
+
+// endBucket adds what the ledger accrued since the last bucket end to bucket b.
+func (a *dcgmAccount) endBucket(b int) {
+	a.totals = a.ledger.AppendTotals(a.totals[:0])
+	cur := make(map[dcgmTotalKey][2]float64, len(a.totals))
+	for _, t := range a.totals {
+		k := dcgmTotalKey{t.Device, t.Holder, t.State}
+		cur[k] = [2]float64{t.Seconds, t.EUR}
+		p := a.prev[k]
+		if t.Seconds < p[0]-1e-6 { // dropped and begun again
+			p = [2]float64{}
+		}
+		sec, eur := t.Seconds-p[0], t.EUR-p[1]
+		if sec == 0 && eur == 0 {
+			continue
+		}
+		st, _ := model.StateIndex(t.State.String())
+		h := model.HolderKey{Namespace: t.Holder.Namespace, Pod: t.Holder.Pod, Container: t.Holder.Container}
+		a.add(b, a.devices[t.Device], h, st, sec, eur)
+	}
+	a.prev = cur
+}
+
+// add adds seconds and EUR of one state to the holding (dev, h) in bucket b.
+func (a *dcgmAccount) add(b int, dev dcgmDevice, h model.HolderKey, st int, sec, eur float64) {
+	d := a.d
+	k := model.HoldingKey{Dev: dev.key, Holder: h}
+	e := d.Ledger[k]
+	if e == nil {
+		if d.Ledger == nil {
+			d.Ledger = map[model.HoldingKey]*model.LedgerEntry{}
+		}
+		e = &model.LedgerEntry{Model: dev.model, Host: dev.host, Profile: dev.profile, GPU: dev.gpu, Last: -1, BusyPerBucket: make([]float32, d.Buckets)}
+		d.Ledger[k] = e
+	}
+	e.Seconds[st] += sec
+	e.EUR[st] += eur
+	g := d.GPUs[dev.key.UUID]
+	if g == nil {
+		g = &model.GPUSeen{Host: dev.host, GPU: dev.gpu, Seen: make([]float64, d.Buckets), Unknown: make([]float64, d.Buckets), FirstLost: -1}
+		d.GPUs[dev.key.UUID] = g
+	}
+	d.Present[b] = true
+	if sec > 0 {
+		e.Last = max(e.Last, b)
+	}
+	d.Timeline[b][st] += sec
+	g.Seen[b] += sec
+	switch {
+	case st == model.StateUnknown:
+		g.Unknown[b] += sec
+	case st == model.StateLost && sec > 0 && (g.FirstLost < 0 || b < g.FirstLost):
+		g.FirstLost = b
+	case st == model.StateBusy:
+		e.BusyPerBucket[b] += float32(sec)
+	}
+}
+
+// sample adds one grid point's activity and framebuffer of holding k.
+func (a *dcgmAccount) sample(k model.HoldingKey, j int, act, fb float64) {
+	u := a.usage[k]
+	if u == nil {
+		u = &dcgmUsage{step: -1}
+		a.usage[k] = u
+	}
+	step := (j - 1) / a.perRes
+	if u.step != step {
+		a.flush(k, u)
+		*u = dcgmUsage{step: step}
+	}
+	if !math.IsNaN(act) {
+		u.sum += act
+		u.n++
+	}
+	if !math.IsNaN(fb) {
+		u.fb = max(u.fb, fb)
+		u.hasFB = true
+	}
+}
+
+// flush adds the resolution step u accumulated to the dataset's activity,
+// heatmap and framebuffer samples.
+func (a *dcgmAccount) flush(k model.HoldingKey, u *dcgmUsage) {
+	d := a.d
+	if u.step < 0 {
+		return
+	}
+	if u.n > 0 {
+		v := u.sum / float64(u.n)
+		d.Activity[k] = append(d.Activity[k], float32(v))
+		t := d.Start.Add(time.Duration(u.step)*d.Resolution + d.Resolution/2).UTC()
+		h := &d.Heat[t.Weekday()][t.Hour()]
+		h.Sum += v
+		h.N++
+	}
+	if u.hasFB {
+		d.FBMiB[k] = append(d.FBMiB[k], float32(u.fb))
+	}
+}
+
+// finish flushes the usage, marks each entry's kind, and fills the
+// allocations, MIG modes and the statement of the grid's resolution.
+func (a *dcgmAccount) finish() {
+	d := a.d
+	for _, k := range slices.SortedFunc(maps.Keys(a.usage), compareHoldings) {
+		a.flush(k, a.usage[k])
+	}
+	for k, e := range d.Ledger {
+		e.Kind = model.Sampled
+		if a.shared[k.Dev.UUID] {
+			e.Kind = model.AllocationShare
+		}
+		if k.Holder == (model.HolderKey{}) {
+			continue
+		}
+		switch {
+		case a.shared[k.Dev.UUID]:
+			d.Alloc[k] = model.Alloc{Resource: "nvidia.com/gpu.shared", Sharing: "time-slicing"}
+		case k.Dev.GI != "":
+			d.Alloc[k] = model.Alloc{Resource: "nvidia.com/mig-" + e.Profile, Sharing: "mig"}
+		default:
+			d.Alloc[k] = model.Alloc{Resource: "nvidia.com/gpu", Sharing: "exclusive"}
+		}
+	}
+	for uuid, g := range a.gpus {
+		d.MIGMode[uuid] = "disabled"
+		if g.mig {
+			d.MIGMode[uuid] = "enabled"
+		}
+	}
+	short := 0
+	for _, n := range a.points {
+		if n < 2 {
+			short++
+		}
+	}
+	d.Sampling = &model.Sampling{Grid: a.grid, Statement: fmt.Sprintf(
+		"Sampled on a %s grid: each device has one state per grid point, from the last dcgm-exporter and kube-state-metrics sample in the %s before it, so a holding's time is known to within %s at each start and end; a job shorter than two grid steps (%s) counts only at the grid points that caught it (%d holding(s) here were seen at fewer than two). Time-sliced GPUs are split by the replicas their pods requested (allocation share, not usage).",
+		a.grid, a.grid, a.grid, 2*a.grid, short)}
+}
+
+// warnings are what the source could not tell from the data.
+func (a *dcgmAccount) warnings() []string {
+	var out []string
+	if !a.anyCap && len(a.gpus) > 0 {
+		out = append(out, "no kube-state-metrics kube_node_status_capacity series for nvidia.com resources: devices without pod labels count as unallocated, and time-sliced or DRA-held GPUs cannot be told from free ones")
+	}
+	for _, n := range slices.Sorted(maps.Keys(a.noCap)) {
+		out = append(out, fmt.Sprintf("node %s has no kube_node_status_capacity for nvidia.com resources: its devices without pod labels count as unallocated", n))
+	}
+	return out
+}
+
+func compareHoldings(a, b model.HoldingKey) int {
+	return cmp.Or(cmp.Compare(a.Dev.UUID, b.Dev.UUID), cmp.Compare(a.Dev.GI, b.Dev.GI), cmp.Compare(a.Holder.Namespace, b.Holder.Namespace),
+		cmp.Compare(a.Holder.Pod, b.Holder.Pod), cmp.Compare(a.Holder.Container, b.Holder.Container))
+}

@@ -1,0 +1,383 @@
+package source
+
+import (
+	"cmp"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	pmodel "github.com/prometheus/common/model"
+
+	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/mig"
+	"github.com/gputally/gputally/report/model"
+)
+
+// The state rules of the dcgm-exporter source (docs/report.md, "Report from
+// existing dcgm-exporter data"): what one grid point's samples of
+// dcgm-exporter and kube-state-metrics say of each device, as the
+// cost.GPUState the ledger's own formulas price.
+//
+//   - A device labelled with exactly one container (namespace, pod, container,
+//     or their exported_ forms when Prometheus scraped without honor_labels)
+//     is held by it: busy or idle by its activity against the price book's
+//     idle threshold. Activity is DCGM_FI_PROF_GR_ENGINE_ACTIVE, else
+//     DCGM_FI_DEV_GPU_UTIL / 100 — never on a MIG instance, where GPU_UTIL is
+//     not supported; without either it is unknown.
+//   - Several containers labelled on one device at one grid point: who holds
+//     it cannot be known from this data: unknown.
+//   - A device without pod labels is unallocated — unless the node's
+//     kube-state-metrics capacity says it is not the device plugin's to hand
+//     out as a whole device: a time-sliced GPU (the node offers
+//     nvidia_com_gpu_shared replicas; dcgm-exporter labels no pod on it) is
+//     split by the replicas its running pods requested over the replicas
+//     offered, the free replicas unallocated (allocation share); a device the
+//     node's capacity does not count at all is handed out by something else
+//     (DRA without dcgm-exporter's dra_* labels): unknown.
+//   - A GPU whose DCGM_FI_DEV_XID_ERRORS is 79 fell off the bus: lost.
+//   - Power is the parent GPU's DCGM_FI_DEV_POWER_USAGE, counted once per GPU
+//     however many MIG instances older releases repeat it on.
+
+// xidFallenOffTheBus is the XID of a GPU that fell off the bus.
+const xidFallenOffTheBus = 79
+
+// dcgmSeries is what the labels of one DCGM_* series say.
+type dcgmSeries struct {
+	dev     model.DeviceKey
+	gpu     string // index on the node
+	model   string // modelName
+	host    string
+	profile string // GPU_I_PROFILE
+	holder  model.HolderKey
+}
+
+// parseDCGMSeries reads the labels of a DCGM_* series. exported says that
+// Prometheus scraped dcgm-exporter without honor_labels: the holder's labels
+// are then exported_namespace, exported_pod and exported_container, and
+// namespace and pod name the exporter's own pod.
+func parseDCGMSeries(m pmodel.Metric, exported bool) dcgmSeries {
+	s := dcgmSeries{
+		dev:   model.DeviceKey{UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"])},
+		gpu:   string(m["gpu"]),
+		model: string(m["modelName"]),
+		host:  hostOf(m),
+		// GPU_I_PROFILE only on MIG instances.
+		profile: string(m["GPU_I_PROFILE"]),
+	}
+	prefix := ""
+	if exported {
+		prefix = "exported_"
+	}
+	s.holder = model.HolderKey{Namespace: string(m[pmodel.LabelName(prefix+"namespace")]), Pod: string(m[pmodel.LabelName(prefix+"pod")]),
+		Container: string(m[pmodel.LabelName(prefix+"container")])}
+	if s.holder.Pod == "" {
+		s.holder = model.HolderKey{}
+	}
+	return s
+}
+
+// deviceReading is what one grid point sampled of one GPU or MIG instance.
+type deviceReading struct {
+	id      *dcgmSeries // the first series seen: identity, model, host
+	holders []model.HolderKey
+	gr      float64 // DCGM_FI_PROF_GR_ENGINE_ACTIVE, 0–1; NaN: none
+	util    float64 // DCGM_FI_DEV_GPU_UTIL, %; NaN: none
+	fb      float64 // DCGM_FI_DEV_FB_USED, MiB; NaN: none
+	power   float64 // DCGM_FI_DEV_POWER_USAGE, W; NaN: none
+	xid     float64 // DCGM_FI_DEV_XID_ERRORS; NaN: none
+}
+
+func newDeviceReading(s *dcgmSeries) *deviceReading {
+	nan := math.NaN()
+	return &deviceReading{id: s, gr: nan, util: nan, fb: nan, power: nan, xid: nan}
+}
+
+// activity is the device's activity ratio: GR engine, else GPU utilization
+// (never on a MIG instance); NaN without either.
+func (r *deviceReading) activity() float64 {
+	if !math.IsNaN(r.gr) {
+		return r.gr
+	}
+	if r.id.dev.GI == "" && !math.IsNaN(r.util) {
+		return r.util / 100
+	}
+	return math.NaN()
+}
+
+func (r *deviceReading) addHolder(h model.HolderKey) {
+	if h != (model.HolderKey{}) && !slices.Contains(r.holders, h) {
+		r.holders = append(r.holders, h)
+	}
+}
+
+// maxNaN returns the larger of a and b, ignoring NaN.
+func maxNaN(a, b float64) float64 {
+	if math.IsNaN(a) || b > a {
+		return b
+	}
+	return a
+}
+
+// ksmRequest is one container's request of an nvidia.com resource
+// (kube_pod_container_resource_requests).
+type ksmRequest struct {
+	holder   model.HolderKey
+	node     string
+	resource string // as kube-state-metrics writes it: nvidia_com_gpu_shared
+	value    float64
+}
+
+// gridPoint is everything one grid point sampled.
+type gridPoint struct {
+	devices  map[model.DeviceKey]*deviceReading
+	requests []ksmRequest
+	running  map[model.HolderKey]bool      // pods (Container empty) in phase Running
+	capacity map[string]map[string]float64 // by node and resource: kube_node_status_capacity
+}
+
+func newGridPoint() *gridPoint {
+	return &gridPoint{devices: map[model.DeviceKey]*deviceReading{}, running: map[model.HolderKey]bool{}, capacity: map[string]map[string]float64{}}
+}
+
+// device returns the reading of the device of s, created if new.
+func (p *gridPoint) device(s *dcgmSeries) *deviceReading {
+	r := p.devices[s.dev]
+	if r == nil {
+		r = newDeviceReading(s)
+		p.devices[s.dev] = r
+	}
+	return r
+}
+
+// The kube-state-metrics resource names the rules read.
+const (
+	ksmGPU       = "nvidia_com_gpu"
+	ksmGPUShared = "nvidia_com_gpu_shared"
+	ksmMIGPrefix = "nvidia_com_mig_"
+)
+
+// ksmMIGResource returns the kube-state-metrics name of the device plugin's
+// resource for a MIG profile (mixed strategy): nvidia_com_mig_3g_40gb.
+func ksmMIGResource(profile string) string {
+	return ksmMIGPrefix + strings.NewReplacer(".", "_", "-", "_", "+", "_").Replace(profile)
+}
+
+// pointDevice is one GPU of a grid point as the rules classified it, with
+// the ledger input that prices it.
+type pointDevice struct {
+	uuid  string
+	id    *dcgmSeries // the GPU's identity: node, index, model
+	state cost.GPUState
+	// shared: a time-sliced GPU split by requested replicas (allocation share).
+	shared bool
+	// Per device of the GPU (the GPU itself, or each MIG instance, in the
+	// order of state.Instances): its reading and the holder whose activity
+	// and framebuffer it is (zero: none).
+	parts []pointPart
+}
+
+type pointPart struct {
+	reading *deviceReading
+	holder  model.HolderKey
+}
+
+// classify applies the state rules to one grid point: the ledger input of
+// every GPU with a sample there, sorted by UUID. wholeSeen is, per node, how
+// many GPUs out of MIG mode the grid has seen there so far: a GPU without a
+// sample at this point still counts against the node's capacity.
+func classify(p *gridPoint, wholeSeen map[string]int) []pointDevice {
+	gpus := map[string]*deviceReading{}
+	instances := map[string][]*deviceReading{}
+	for k, r := range p.devices {
+		if k.GI == "" {
+			gpus[k.UUID] = r
+		} else {
+			instances[k.UUID] = append(instances[k.UUID], r)
+		}
+	}
+	// A MIG instance's GPU may have no series of its own (older releases
+	// repeat the GPU's fields on each instance): its first instance stands in.
+	for uuid, ins := range instances {
+		slices.SortFunc(ins, func(a, b *deviceReading) int { return cmpGI(a.id.dev.GI, b.id.dev.GI) })
+		if gpus[uuid] == nil {
+			g := newDeviceReading(&dcgmSeries{dev: model.DeviceKey{UUID: uuid}, gpu: ins[0].id.gpu, model: ins[0].id.model, host: ins[0].id.host})
+			gpus[uuid] = g
+		}
+		// Power counted once per GPU: the GPU's own, else the instances' (the same value repeated).
+		if g := gpus[uuid]; math.IsNaN(g.power) {
+			for _, in := range ins {
+				g.power = maxNaN(g.power, in.power)
+			}
+		}
+	}
+	byNode := map[string][]string{}
+	for uuid, g := range gpus {
+		byNode[g.id.host] = append(byNode[g.id.host], uuid)
+	}
+	var out []pointDevice
+	for _, node := range slices.Sorted(maps.Keys(byNode)) {
+		uuids := byNode[node]
+		slices.Sort(uuids)
+		out = append(out, classifyNode(p, node, uuids, gpus, instances, wholeSeen[node])...)
+	}
+	slices.SortFunc(out, func(a, b pointDevice) int { return cmp.Compare(a.uuid, b.uuid) })
+	return out
+}
+
+// cmpGI orders GPU_I_IDs as numbers.
+func cmpGI(a, b string) int { return model.CompareGPUIndex(a, b) }
+
+// classifyNode classifies the GPUs of one node.
+func classifyNode(p *gridPoint, node string, uuids []string, gpus map[string]*deviceReading, instances map[string][]*deviceReading, wholeSeen int) []pointDevice {
+	capacity, known := p.capacity[node]
+	var out []pointDevice
+	var unlabelled []int // whole, healthy GPUs without a pod: indices into out
+	whole := 0           // whole GPUs of the node, lost ones included: the device plugin still counts them
+	migFree := map[string][]pointPartRef{}
+	migHeld := map[string]int{}
+	for _, uuid := range uuids {
+		g := gpus[uuid]
+		d := pointDevice{uuid: uuid, id: g.id, state: cost.GPUState{UUID: uuid, Model: g.id.model, PowerW: g.power, Activity: g.activity()}}
+		ins := instances[uuid]
+		switch {
+		case g.xid == xidFallenOffTheBus:
+			d.state.Lost = true
+			d.state.PowerW = math.NaN()
+			if len(ins) == 0 {
+				whole++
+			}
+		case len(ins) > 0:
+			d.state.MIG = true
+			d.state.Activity = math.NaN()
+			layout := make([]string, len(ins))
+			for j, in := range ins {
+				layout[j] = in.id.profile
+				cs, ms := migSlices(g.id.model, in.id.profile)
+				inst := cost.Instance{UUID: uuid + "/" + in.id.dev.GI, ComputeSlices: cs, MemorySlices: ms, Activity: in.activity(), HoldersKnown: true}
+				part := pointPart{reading: in}
+				switch len(in.holders) {
+				case 0:
+					migFree[in.id.profile] = append(migFree[in.id.profile], pointPartRef{len(out), j})
+				case 1:
+					inst.Holders = []cost.Holder{{Key: costHolder(in.holders[0]), Share: 1, Activity: math.NaN()}}
+					part.holder = in.holders[0]
+					migHeld[in.id.profile]++
+				default:
+					inst.HoldersKnown = false
+				}
+				d.state.Instances = append(d.state.Instances, inst)
+				d.parts = append(d.parts, part)
+			}
+			d.state.Hostable = hostable(g.id.model, layout)
+		default:
+			whole++
+			d.state.HoldersKnown = true
+			part := pointPart{reading: g}
+			switch len(g.holders) {
+			case 0:
+				unlabelled = append(unlabelled, len(out))
+			case 1:
+				d.state.Holders = []cost.Holder{{Key: costHolder(g.holders[0]), Share: 1, Activity: math.NaN()}}
+				part.holder = g.holders[0]
+			default:
+				d.state.HoldersKnown = false
+			}
+			d.parts = []pointPart{part}
+		}
+		out = append(out, d)
+	}
+	if !known {
+		return out // no capacity: every unlabelled device counts unallocated
+	}
+	whole = max(whole, wholeSeen)
+	// Whole GPUs: the first of the unlabelled ones, by framebuffer in use
+	// (a GPU whose memory is in use while no pod is labelled on it is held
+	// by pods dcgm-exporter does not map), are the time-sliced ones, then
+	// those the device plugin does not offer; the rest are unallocated.
+	slices.SortStableFunc(unlabelled, func(a, b int) int {
+		fa, fb := out[a].parts[0].reading.fb, out[b].parts[0].reading.fb
+		return cmp.Compare(nanAsZero(fb), nanAsZero(fa))
+	})
+	replicas := capacity[ksmGPUShared]
+	sharedGPUs := 0
+	if replicas > 0 {
+		sharedGPUs = max(0, whole-int(capacity[ksmGPU]))
+	}
+	unoffered := max(0, whole-int(capacity[ksmGPU])-sharedGPUs)
+	var shareHolders []cost.Holder
+	if sharedGPUs > 0 {
+		for _, rq := range p.requests {
+			if rq.node == node && rq.resource == ksmGPUShared && p.running[model.HolderKey{Namespace: rq.holder.Namespace, Pod: rq.holder.Pod}] {
+				shareHolders = append(shareHolders, cost.Holder{Key: costHolder(rq.holder), Share: rq.value / replicas, Activity: math.NaN()})
+			}
+		}
+		slices.SortFunc(shareHolders, func(a, b cost.Holder) int {
+			return cmp.Or(cmp.Compare(a.Key.Namespace, b.Key.Namespace), cmp.Compare(a.Key.Pod, b.Key.Pod), cmp.Compare(a.Key.Container, b.Key.Container))
+		})
+	}
+	for n, i := range unlabelled {
+		switch {
+		case n < sharedGPUs:
+			out[i].shared = true
+			out[i].state.Holders = shareHolders
+		case n < sharedGPUs+unoffered:
+			out[i].state.HoldersKnown = false
+		}
+	}
+	// MIG instances beyond what the device plugin offers of their profile
+	// are handed out by something else: unknown.
+	for profile, free := range migFree {
+		extra := len(free) + migHeld[profile] - int(capacity[ksmMIGResource(profile)])
+		for n := 0; n < extra && n < len(free); n++ {
+			ref := free[len(free)-1-n]
+			out[ref.gpu].state.Instances[ref.instance].HoldersKnown = false
+		}
+	}
+	return out
+}
+
+type pointPartRef struct{ gpu, instance int }
+
+func nanAsZero(v float64) float64 {
+	if math.IsNaN(v) {
+		return 0
+	}
+	return v
+}
+
+func costHolder(h model.HolderKey) cost.HolderKey {
+	return cost.HolderKey{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container}
+}
+
+// migSlices returns the compute (of 7) and memory (of 8) slices of a MIG
+// profile of a GPU model: from the mig tables, else the compute slices its
+// name begins with ("3g.40gb": 3) and no memory slices.
+func migSlices(modelName, profile string) (compute, memory int) {
+	if m, ok := mig.ForModel(modelName); ok {
+		if p, ok := m.Profile(profile); ok {
+			return p.ComputeSlices, p.MemorySlices
+		}
+	}
+	if i := strings.Index(profile, "g."); i > 0 {
+		if n, err := strconv.Atoi(profile[:i]); err == nil {
+			return n, 0
+		}
+	}
+	return 0, 0
+}
+
+// hostable returns which free slices of a MIG layout could still host an
+// instance, as the exporter computes it.
+func hostable(modelName string, layout []string) cost.HostableSlices {
+	m, ok := mig.ForModel(modelName)
+	if !ok {
+		return cost.HostableSlices{}
+	}
+	c, mem, err := m.Hostable(layout)
+	if err != nil {
+		return cost.HostableSlices{}
+	}
+	return cost.HostableSlices{Known: true, Compute: c, Memory: mem}
+}

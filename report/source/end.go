@@ -1,0 +1,71 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	pmodel "github.com/prometheus/common/model"
+
+	"github.com/gputally/gputally/report/model"
+)
+
+// The range's end: what the advice needs to know of the holdings as the
+// range ends — their last bucket's ledger, and the shares of time-sliced
+// devices — read apart from the ledger's buckets (read.go) in small
+// readings of their own.
+
+// lastBucket fills d.EndSeconds: per holding, the device-seconds per state
+// the ledger counted in the range's last step bucket, read exactly as every
+// bucket is (increase.go). The advice releases only a holding still idle
+// there.
+func (c *collector) lastBucket(ctx context.Context, d *model.Dataset) error {
+	secs, isNew, err := c.seconds(ctx, "gputally_gpu_seconds_total (last bucket)", d.End.Add(-d.Step), d.End, d.Step)
+	if err != nil {
+		return err
+	}
+	d.EndSeconds = map[model.HoldingKey][model.NumStates]float64{}
+	for _, s := range secs.sorted() {
+		st, ok := model.StateIndex(string(s.metric["state"]))
+		if !ok {
+			continue
+		}
+		k := holdingOf(s.metric)
+		for _, v := range s.increases(isNew[s.metric.Fingerprint()]) {
+			if !math.IsNaN(v) {
+				e := d.EndSeconds[k]
+				e[st] += v
+				d.EndSeconds[k] = e
+			}
+		}
+	}
+	return nil
+}
+
+// endRequests is the number of requests lastBucket and shares make.
+func (c *collector) endRequests(d *model.Dataset) int {
+	return 2*c.run.requests(d.End.Add(-d.Step), d.End, d.Step) + c.run.requests(d.Start.Add(d.Step), d.End, d.Step)
+}
+
+// shares fills d.Shares from gputally_gpu_allocation: the share of its device
+// each time-sliced or MPS holding had at its last sample in the range, with
+// the bucket of that sample. A share is the replicas the holding holds over
+// the replicas its device offers, so the shares of a device's holders tell
+// how many replicas it offers (analysis).
+func (c *collector) shares(ctx context.Context, d *model.Dataset) error {
+	return c.run.run(ctx, "gputally_gpu_allocation (shares)", fmt.Sprintf(
+		`max by (%s, resource, sharing) (last_over_time(gputally_gpu_allocation{sharing=~"time-slicing|mps"}[%s]))`, byDevice, c.win.of(d.Step)),
+		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
+			for _, s := range m {
+				if sh := s.Metric["sharing"]; sh != "time-slicing" && sh != "mps" || len(s.Values) == 0 {
+					continue
+				}
+				p := s.Values[len(s.Values)-1]
+				b := int(p.Timestamp.Time().Sub(d.Start)/d.Step) - 1
+				k := holdingOf(s.Metric)
+				if old, ok := d.Shares[k]; !ok || b >= old.Bucket {
+					d.Shares[k] = model.Share{Share: float64(p.Value), Bucket: b}
+				}
+			}
+		})
+}

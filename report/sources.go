@@ -1,0 +1,60 @@
+package report
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gputally/gputally/report/source"
+)
+
+// The sources a report reads (Config.Source).
+const (
+	// SourceLedger reads gputally's own ledger counters, exactly (the default).
+	SourceLedger = "ledger"
+	// SourceDCGMExporter reads the history a cluster already has:
+	// dcgm-exporter's device series and kube-state-metrics, sampled on the
+	// Config.Grid (docs/report.md, "Report from existing dcgm-exporter data").
+	SourceDCGMExporter = "dcgm-exporter"
+)
+
+// validateSource checks Source and, for the dcgm-exporter source, Grid.
+func (c *Config) validateSource() error {
+	switch c.Source {
+	case "", SourceLedger:
+		return nil
+	case SourceDCGMExporter:
+		g := c.grid()
+		if g < time.Second || c.Step%g != 0 || c.Resolution%g != 0 {
+			return fmt.Errorf("grid %s must be at least 1s and divide the step %s and the resolution %s", g, c.Step, c.Resolution)
+		}
+		return nil
+	}
+	return fmt.Errorf("source %q: want %s or %s", c.Source, SourceLedger, SourceDCGMExporter)
+}
+
+func (c *Config) grid() time.Duration {
+	if c.Grid > 0 {
+		return c.Grid
+	}
+	return source.DefaultGrid
+}
+
+// source returns the Source cfg names, reading through q with cfg's team
+// label, request bounds and progress writer: the same Querier, so the same
+// HTTP client, for every source.
+func (c *Config) source(q source.Querier) Source {
+	if c.Source == SourceDCGMExporter {
+		return source.NewDCGMExporter(q, source.DCGMExporterOptions{Book: c.PriceBook, Grid: c.grid(), TeamLabel: c.TeamLabel,
+			MaxPointsPerQuery: c.MaxPointsPerQuery, MaxSamplesPerQuery: c.MaxSamplesPerQuery, DedupeLabels: c.DedupeLabels, Progress: NewProgress(c.Progress)})
+	}
+	return c.ledger(q)
+}
+
+// sourceName is what the report names as its source: where, and through
+// which source when it is not the ledger.
+func (c *Config) sourceName(where string) string {
+	if c.Source == SourceDCGMExporter {
+		return where + " (dcgm-exporter and kube-state-metrics series, sampled every " + c.grid().String() + ")"
+	}
+	return where
+}
