@@ -47,14 +47,21 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 			first = s.metric
 		}
 	}
+	// The window probe: ranges exclude their start, as Prometheus 3's.
+	if strings.Contains(q, "vector(1)") {
+		return model.Matrix{{Metric: model.Metric{}, Values: []model.SamplePair{{Timestamp: model.TimeFromUnixNano(start.UnixNano()), Value: 2}}}}, nil, nil
+	}
 	// The fake delivers every series once: the search for copies finds none.
 	if strings.HasPrefix(q, "count without (") {
 		return nil, nil, nil
 	}
 	// The ledger counters' last_over_time is their cumulative value: the
 	// per-bucket values summed from fakeOrigin (read through the dedupe's
-	// `max without (…)` or not); a gauge's last_over_time is its value.
+	// `max without (…)` or not), each landing at its bucket's end (so a read
+	// of a bucket at a finer step sees the counter flat, then its bucket's
+	// value at the end); they never reset. A gauge's last_over_time is its value.
 	cumulative := strings.Contains(q, "last_over_time(gputally_gpu_seconds_total") || strings.Contains(q, "last_over_time(gputally_cost_eur_total")
+	resets := strings.Contains(q, "resets(gputally_")
 	var m model.Matrix
 	for _, s := range f.series {
 		if s.metric != first {
@@ -66,13 +73,22 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 		}
 		for t := start; !t.After(end); t = t.Add(step) {
 			v := s.at(t)
-			if !math.IsNaN(v) && cumulative {
-				v = 0
-				for u := t; u.After(fakeOrigin); u = u.Add(-step) {
-					if w := s.at(u); !math.IsNaN(w) {
-						v += w
+			switch {
+			case cumulative:
+				// The bucket of t is the one ending at the first whole
+				// fakeBucket from fakeOrigin at or after t.
+				bucketEnd := fakeOrigin.Add((t.Sub(fakeOrigin) + fakeBucket - 1) / fakeBucket * fakeBucket)
+				v = s.at(bucketEnd)
+				if !math.IsNaN(v) {
+					v = 0
+					for u := bucketEnd; u.After(fakeOrigin); u = u.Add(-fakeBucket) {
+						if w := s.at(u); !math.IsNaN(w) && !u.After(t) {
+							v += w
+						}
 					}
 				}
+			case resets && !math.IsNaN(v):
+				v = 0
 			}
 			if !math.IsNaN(v) {
 				ss.Values = append(ss.Values, model.SamplePair{Timestamp: model.TimeFromUnixNano(t.UnixNano()), Value: model.SampleValue(v)})
@@ -125,6 +141,10 @@ func (f *fakeQuerier) busyAtOnce(start, end time.Time, step time.Duration) model
 // fakeOrigin is where the fake ledger counters start from 0: before any
 // range the tests ask for.
 var fakeOrigin = testEnd.Add(-30 * 24 * time.Hour)
+
+// fakeBucket is the step the fake ledger counters' per-bucket values are of:
+// every fake fleet is read in hours.
+const fakeBucket = time.Hour
 
 // metricAt returns where q first selects metric, -1 if nowhere.
 func metricAt(q, metric string) int {

@@ -50,7 +50,7 @@ func TestBusyAtOnce(t *testing.T) {
 	for _, withUp := range []bool{true, false} {
 		t.Run(fmt.Sprintf("gputally_up %v", withUp), func(t *testing.T) {
 			b := NewStoreBuilder()
-			play(t, b, procs, runs, scrape, offset, start, end)
+			play(t, b, procs, runs, scrape, offset, start, end, nil)
 			// ml/idle holds a device from the restart on and is never busy: its
 			// busy counter is 0 from its first scrape, and it is not counted.
 			for ts := at(1, 1, 13); ts.Before(end); ts = ts.Add(scrape) {

@@ -48,7 +48,7 @@ func NewLedger(q Querier, opts LedgerOptions) *Ledger { return &Ledger{q: q, opt
 // dataset's Warnings are the annotations the queries returned, and Requests
 // the requests made.
 func (l *Ledger) Collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
-	run := &rangeRunner{q: l.q, maxPoints: l.opts.MaxPointsPerQuery, maxSamples: l.opts.MaxSamplesPerQuery, progress: l.opts.Progress}
+	run := &rangeRunner{q: inclusiveEnd{l.q}, maxPoints: l.opts.MaxPointsPerQuery, maxSamples: l.opts.MaxSamplesPerQuery, progress: l.opts.Progress}
 	c := &collector{run: run, teamLabel: l.opts.TeamLabel, dedupe: deduper{l.opts.DedupeLabels}}
 	d, err := c.collect(ctx, r)
 	if err != nil {
@@ -86,13 +86,15 @@ type collector struct {
 	run       *rangeRunner
 	teamLabel string
 	dedupe    deduper
+	win       windows // how the engine bounds a range selector (probeWindows)
 }
 
 func (c *collector) plan(d *model.Dataset) {
 	first := d.Start.Add(d.Step)
-	// Each ledger counter: two queries from the bucket ending at the start, for
-	// this period and the previous one.
-	n := c.run.requests(first, d.End, d.Step) + 4*c.run.requests(d.Start, d.End, d.Step) + 4*c.run.requests(d.Start.Add(-d.End.Sub(d.Start)), d.Start, d.Step)
+	// The window probe; each ledger counter: two queries from the bucket
+	// ending at the start, for this period and the previous one (and the
+	// second reads of buckets with resets or gaps, counted when planned).
+	n := 1 + c.run.requests(first, d.End, d.Step) + 4*c.run.requests(d.Start, d.End, d.Step) + 4*c.run.requests(d.Start.Add(-d.End.Sub(d.Start)), d.Start, d.Step)
 	n += c.run.requests(first, d.End, d.Step) // migModes
 	n += c.endRequests(d)
 	n += c.concurrencyRequests(d)
@@ -106,15 +108,18 @@ func (c *collector) plan(d *model.Dataset) {
 	c.run.total = n
 }
 
-// collect runs every query over (r.Start, r.End], in this order: the ledger,
-// the previous period's ledger, the allocations, the MIG modes, the pods'
-// team labels, the activity and framebuffer samples, the last bucket's
-// ledger and the time-sliced shares (end.go) and the devices busy at once
-// (concurrency.go).
+// collect runs every query over (r.Start, r.End], in this order: the window
+// probe, the ledger, the previous period's ledger, the allocations, the MIG
+// modes, the pods' team labels, the activity and framebuffer samples, the last
+// bucket's ledger and the time-sliced shares (end.go) and the devices busy at
+// once (concurrency.go).
 func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
 	d := model.NewDataset(r)
 	c.plan(d)
 	defer c.run.finish()
+	if err := c.probeWindows(ctx, d.End); err != nil {
+		return nil, err
+	}
 	for _, step := range []func(context.Context, *model.Dataset) error{
 		c.thisPeriod, c.previous, c.allocations, c.migModes, c.podTeams, c.usage, c.lastBucket, c.shares, c.concurrency,
 	} {
@@ -128,7 +133,7 @@ func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset,
 // allocations fills d.Alloc from gputally_gpu_allocation.
 func (c *collector) allocations(ctx context.Context, d *model.Dataset) error {
 	return c.run.run(ctx, "allocation", fmt.Sprintf(
-		"max by (%s, resource, sharing) (max_over_time(gputally_gpu_allocation[%s]))", byDevice, pmodel.Duration(d.Step)),
+		"max by (%s, resource, sharing) (max_over_time(gputally_gpu_allocation[%s]))", byDevice, c.win.of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
 				d.Alloc[holdingOf(s.Metric)] = model.Alloc{Resource: string(s.Metric["resource"]), Sharing: string(s.Metric["sharing"])}
@@ -143,7 +148,7 @@ func (c *collector) podTeams(ctx context.Context, d *model.Dataset) error {
 	}
 	label := "label_" + sanitizeLabel(c.teamLabel)
 	return c.run.run(ctx, "kube_pod_labels", fmt.Sprintf(
-		"max by (namespace, pod, %s) (max_over_time(kube_pod_labels{%s!=\"\"}[%s]))", label, label, pmodel.Duration(d.Step)),
+		"max by (namespace, pod, %s) (max_over_time(kube_pod_labels{%s!=\"\"}[%s]))", label, label, c.win.of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
 				d.PodTeams[model.HolderKey{Namespace: string(s.Metric["namespace"]), Pod: string(s.Metric["pod"])}] = string(s.Metric[pmodel.LabelName(label)])
@@ -168,7 +173,7 @@ func sanitizeLabel(s string) string {
 func (c *collector) migModes(ctx context.Context, d *model.Dataset) error {
 	latest := map[string]pmodel.Time{}
 	return c.run.run(ctx, "gputally_gpu_info", fmt.Sprintf(
-		`max by (UUID, GPU_I_ID, mig_mode) (max_over_time(gputally_gpu_info{GPU_I_ID=""}[%s]))`, pmodel.Duration(d.Step)),
+		`max by (UUID, GPU_I_ID, mig_mode) (max_over_time(gputally_gpu_info{GPU_I_ID=""}[%s]))`, c.win.of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
 				uuid := string(s.Metric["UUID"])

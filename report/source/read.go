@@ -28,6 +28,11 @@ func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end tim
 	if !fill {
 		suffix = " (previous period)"
 	}
+	return c.ledgerOf(ctx, d, start, end, fill, suffix)
+}
+
+// ledgerOf is ledger, its queries named with suffix in the progress line.
+func (c *collector) ledgerOf(ctx context.Context, d *model.Dataset, start, end time.Time, fill bool, suffix string) (map[model.HoldingKey]*model.LedgerEntry, error) {
 	// Buckets from the one ending at start: its values are the base of the first.
 	secs, err := c.counters(ctx, "gputally_gpu_seconds_total"+suffix, "gputally_gpu_seconds_total", start, end, d.Step)
 	if err != nil {
@@ -37,12 +42,46 @@ func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end tim
 	if err != nil {
 		return nil, err
 	}
+	// Which buckets to read again, sample by sample: a seconds series' first
+	// bucket is plainly new when its counter is small; an EUR series' when its
+	// seconds series' is, and that one is not read again there.
+	limit := (d.Step + newSeriesSlack).Seconds()
+	for _, s := range secs {
+		s.plan(func(i int) bool { return s.last[i] <= limit })
+	}
+	for fp, s := range eurs {
+		sec := secs[fp]
+		s.plan(func(i int) bool { return sec == nil || !sec.want[i] && sec.last[i] <= limit })
+	}
+	if err := c.refine(ctx, "gputally_gpu_seconds_total"+suffix, "gputally_gpu_seconds_total", secs, start, d.Step); err != nil {
+		return nil, err
+	}
+	if err := c.refine(ctx, "gputally_cost_eur_total"+suffix, "gputally_cost_eur_total", eurs, start, d.Step); err != nil {
+		return nil, err
+	}
+	// A series is new when its seconds counter's first sample in its first
+	// bucket is small: it started from 0 in the bucket.
+	isNew := map[pmodel.Fingerprint]bool{}
+	for fp, s := range secs {
+		if i := s.firstBucket(); i > 0 {
+			first := s.last[i]
+			if v := s.fine[i]; len(v) > 0 {
+				first = v[0]
+			}
+			isNew[fp] = first <= limit
+		}
+	}
 	l := &ledgerReading{d: d, fill: fill, out: map[model.HoldingKey]*model.LedgerEntry{}}
 	for _, s := range secs.sorted() {
-		l.addSeconds(s)
+		l.addSeconds(s, isNew[s.metric.Fingerprint()])
 	}
 	for _, s := range eurs.sorted() {
-		l.addEUR(s, secs)
+		fp := s.metric.Fingerprint()
+		n := true // no seconds series to tell: counted from 0, as a new series
+		if _, has := secs[fp]; has {
+			n = isNew[fp]
+		}
+		l.addEUR(s, n)
 	}
 	return l.out, nil
 }
@@ -74,8 +113,9 @@ func (l *ledgerReading) entry(m pmodel.Metric) (*model.LedgerEntry, int, bool) {
 	return e, st, true
 }
 
-// addSeconds adds the device-seconds of one gputally_gpu_seconds_total series.
-func (l *ledgerReading) addSeconds(s *counterSeries) {
+// addSeconds adds the device-seconds of one gputally_gpu_seconds_total series;
+// isNew tells whether its first bucket counts from 0.
+func (l *ledgerReading) addSeconds(s *counterSeries, isNew bool) {
 	d := l.d
 	e, st, ok := l.entry(s.metric)
 	if !ok {
@@ -85,7 +125,7 @@ func (l *ledgerReading) addSeconds(s *counterSeries) {
 	if l.fill {
 		g = gpuOf(d, string(s.metric["UUID"]), e)
 	}
-	for b, v := range s.increases(s.last, d.Step) {
+	for b, v := range s.increases(isNew) {
 		if math.IsNaN(v) {
 			continue
 		}
@@ -111,18 +151,14 @@ func (l *ledgerReading) addSeconds(s *counterSeries) {
 	}
 }
 
-// addEUR adds the EUR of one gputally_cost_eur_total series; secs are the
-// seconds series, which tell its new series.
-func (l *ledgerReading) addEUR(s *counterSeries, secs counterSet) {
+// addEUR adds the EUR of one gputally_cost_eur_total series; isNew tells
+// whether its first bucket counts from 0 (its seconds series says so).
+func (l *ledgerReading) addEUR(s *counterSeries, isNew bool) {
 	e, st, ok := l.entry(s.metric)
 	if !ok {
 		return
 	}
-	var seconds []float64
-	if sec := secs[s.metric.Fingerprint()]; sec != nil {
-		seconds = sec.last
-	}
-	for _, v := range s.increases(seconds, l.d.Step) {
+	for _, v := range s.increases(isNew) {
 		if !math.IsNaN(v) {
 			e.EUR[st] += v
 		}

@@ -13,7 +13,7 @@ import (
 // usage fills d.Activity, d.Heat and d.FBMiB, per resolution step. Device
 // activity is the GR engine where DCGM or GPM has it, else GPU utilization.
 func (c *collector) usage(ctx context.Context, d *model.Dataset) error {
-	res := pmodel.Duration(d.Resolution)
+	res := c.win.of(d.Resolution)
 	gr := map[model.DeviceKey]bool{} // devices with GR engine activity
 	queries := []struct {
 		name, query string

@@ -234,9 +234,21 @@ func promBackfilled(t *testing.T, promtool, prometheus, om, dir string) string {
 // backfilled in turn into the same data directory.
 func promBackfilledFiles(t *testing.T, promtool, prometheus, dir string, oms ...string) string {
 	t.Helper()
+	return promBackfilledBlocks(t, promtool, prometheus, dir, "", oms...)
+}
+
+// promBackfilledBlocks is promBackfilledFiles with blocks of at most maxBlock
+// (promtool's --max-block-duration; "": its default of 2h). Day-long blocks
+// backfill a day about four times faster.
+func promBackfilledBlocks(t *testing.T, promtool, prometheus, dir, maxBlock string, oms ...string) string {
+	t.Helper()
 	data := filepath.Join(dir, "prometheus")
 	for _, om := range oms {
-		runTool(t, promtool, "tsdb", "create-blocks-from", "openmetrics", om, data)
+		args := []string{"tsdb", "create-blocks-from", "openmetrics"}
+		if maxBlock != "" {
+			args = append(args, "--max-block-duration="+maxBlock)
+		}
+		runTool(t, promtool, append(args, om, data)...)
 	}
 	config := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(config, []byte("global: {}\n"), 0o600); err != nil {

@@ -1,0 +1,321 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	pmodel "github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/gputally/gputally/report/model"
+)
+
+// The engines' semantics that differ for the report, played on the embedded
+// engine (Prometheus 3: a range (t−w, t], increase() extrapolated) by
+// rewriting the queries. The end-to-end tests hold the report to the real
+// Prometheus 2 and VictoriaMetrics; these let a unit test show a reading that
+// depends on them.
+
+// rangeRe matches a range [d] or a subquery's range [d:s] of a query.
+var rangeRe = regexp.MustCompile(`\[([0-9a-z]+)(:[0-9a-z]*)?\]`)
+
+// prometheus2 reads ranges as Prometheus 2 does, including their start
+// [t−w, t]: every range is asked 1 ms longer of the embedded engine, whose
+// ranges exclude their start.
+type prometheus2 struct{ Querier }
+
+func (p prometheus2) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
+	var bad error
+	q = rangeRe.ReplaceAllStringFunc(q, func(r string) string {
+		m := rangeRe.FindStringSubmatch(r)
+		d, err := pmodel.ParseDuration(m[1])
+		if err != nil {
+			bad = err
+			return r
+		}
+		return "[" + (d + pmodel.Duration(time.Millisecond)).String() + m[2] + "]"
+	})
+	if bad != nil {
+		return nil, nil, bad
+	}
+	return p.Querier.QueryRange(ctx, q, start, end, step)
+}
+
+// increaseRe and resetsRe match increase(SELECTOR[RANGE]) and resets(…).
+var (
+	increaseRe = regexp.MustCompile(`increase\(([^\[]+)\[([0-9a-z]+)\]\)`)
+	resetsRe   = regexp.MustCompile(`resets\(([^\[]+)\[([0-9a-z]+)\]\)`)
+)
+
+// victoriaMetrics reads counters as VictoriaMetrics does: increase() counts
+// from the last sample before the window, however old, without
+// extrapolating (and, without one, from the window's first sample), and
+// resets() also counts the step into the window from the sample before it
+// (played as resets over a window half as long again, which counts that step
+// and more). Its ranges exclude their start, as the embedded engine's.
+type victoriaMetrics struct{ Querier }
+
+func (v victoriaMetrics) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
+	q = increaseRe.ReplaceAllString(q, `((last_over_time($1[$2]) - last_over_time($1[1w] offset $2)) or (last_over_time($1[$2]) - min_over_time($1[$2])))`)
+	q = resetsRe.ReplaceAllStringFunc(q, func(r string) string {
+		m := resetsRe.FindStringSubmatch(r)
+		d, err := pmodel.ParseDuration(m[2])
+		if err != nil {
+			return r
+		}
+		return fmt.Sprintf("resets(%s[%s])", m[1], d+d/2)
+	})
+	return v.Querier.QueryRange(ctx, q, start, end, step)
+}
+
+// engines returns the embedded engine over st and its plays of Prometheus 2
+// and VictoriaMetrics.
+func engines(st *Store) []struct {
+	name string
+	q    Querier
+} {
+	q := NewEngineQuerier(st, time.Minute, discard())
+	return []struct {
+		name string
+		q    Querier
+	}{{"prometheus 3", q}, {"prometheus 2", prometheus2{q}}, {"victoria-metrics", victoriaMetrics{q}}}
+}
+
+// TestWindowProbe: the probe tells the embedded engine's ranges (without
+// their start) from Prometheus 2's (with it), and the windows asked for then
+// select (t−w, t] on both.
+func TestWindowProbe(t *testing.T) {
+	st := NewStoreBuilder().Store()
+	for _, e := range engines(st) {
+		c := &collector{run: &rangeRunner{q: e.q, maxPoints: 1000}}
+		if err := c.probeWindows(context.Background(), time.Date(2026, 1, 5, 0, 0, 0, 300_000_000, time.UTC)); err != nil {
+			t.Fatal(err)
+		}
+		want := e.name == "prometheus 2"
+		if c.win.closedStart != want || len(c.run.warnings) > 0 {
+			t.Errorf("%s: closed start %v (warnings %q), want %v", e.name, c.win.closedStart, c.run.warnings, want)
+		}
+		if got, want := c.win.of(time.Hour), map[bool]string{false: "1h", true: "59m59s999ms"}[want]; got != want {
+			t.Errorf("%s: window of 1h %q, want %q", e.name, got, want)
+		}
+	}
+	// An answer that is neither leaves the windows half-open and says so.
+	c := &collector{run: &rangeRunner{q: &answerOf{v: 7}, maxPoints: 1000}}
+	if err := c.probeWindows(context.Background(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if c.win.closedStart || len(c.run.warnings) != 1 || !strings.Contains(c.run.warnings[0], "neither 2") {
+		t.Errorf("odd answer: closed start %v, warnings %q", c.win.closedStart, c.run.warnings)
+	}
+}
+
+// answerOf answers every query with one series of value v at the start.
+type answerOf struct{ v float64 }
+
+func (a *answerOf) QueryRange(_ context.Context, _ string, start, _ time.Time, _ time.Duration) (pmodel.Matrix, []string, error) {
+	return pmodel.Matrix{{Metric: pmodel.Metric{}, Values: []pmodel.SamplePair{{Timestamp: pmodel.TimeFromUnixNano(start.UnixNano()), Value: pmodel.SampleValue(a.v)}}}}, nil, nil
+}
+
+// TestLedgerOnEveryEngine (issue 21, rows 1 and 6) plays six hours of an
+// exporter scraped every 30 s on the minute — samples on every bucket's edge —
+// that restarts twice without a gap in its scrapes, once inside a bucket
+// (2h20m10s) and once on a bucket's edge (3h), beside holdings younger than an
+// hour at the restarts, whose new counters climb past the value they had at the
+// bucket before; and nobody scrapes the node from just after 4h to 5h. Read
+// through the embedded engine, Prometheus 2's ranges and VictoriaMetrics'
+// counter functions, every holding's device-seconds and EUR are the ones
+// computed by hand below, the same on every engine, and the GPUs' buckets are
+// what coverage needs.
+//
+// Hand-computed, device-seconds within (0, 6h], per holding (1 s/s each):
+//
+//	ledger           what a restart loses: the accrual after the stopping
+//	                 process's last scrape (2h20m00s → 2h20m10s: 10 s;
+//	                 2h59m30s → 3h: 30 s)
+//	                 the gap: from the last scrape before it (4h) to the
+//	                 first after it (5h00m30s), 3,630 s, which stays a gap
+//	long       (−2h → 7h)        21,600 − 10 − 30 − 3,630 = 17,930
+//	young-mid  (1h50m07s → 7h)   14,993 − 10 − 30 − 3,630 = 11,323
+//	young-edge (2h30m07s → 7h)   12,593 − 30 − 3,630      =  8,933
+//	ended      (0h30m07s → 1h30m07s)                         3,600
+//	blip       (1h10m03s → 1h10m23s), shorter than a scrape     20
+//	last       (5h59m50s → 7h): its only sample, 10, at the range's end  10
+//
+// young-mid reads 593 at 2h, climbs to 1,793 by 2h20m00s, restarts from 0 and
+// reads 2,360 at 2h59m30s, past 593: a reading that takes the bucket as
+// 2,360 − 593 = 1,767 loses 1,793 s. young-edge reads 1,763 at 2h59m30s and
+// 3,600 at 4h, past it: taken as 3,600 − 1,763 = 1,837 it loses 1,763 s.
+func TestLedgerOnEveryEngine(t *testing.T) {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	end := start.Add(6 * time.Hour)
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	const step, scrape = time.Hour, 30 * time.Second
+	procs := []process{
+		{at(-3 * time.Hour), at(2*time.Hour + 20*time.Minute + 10*time.Second)},
+		{at(2*time.Hour + 20*time.Minute + 10*time.Second), at(3 * time.Hour)},
+		{at(3 * time.Hour), at(8 * time.Hour)},
+	}
+	runs := []holdingRun{
+		{"long", "long", at(-2 * time.Hour), at(7 * time.Hour)},
+		{"young-mid", "young-mid", at(time.Hour + 50*time.Minute + 7*time.Second), at(7 * time.Hour)},
+		{"young-edge", "young-edge", at(2*time.Hour + 30*time.Minute + 7*time.Second), at(7 * time.Hour)},
+		{"ended", "ended", at(30*time.Minute + 7*time.Second), at(time.Hour + 30*time.Minute + 7*time.Second)},
+		{"blip", "blip", at(time.Hour + 10*time.Minute + 3*time.Second), at(time.Hour + 10*time.Minute + 23*time.Second)},
+		{"last", "last", at(5*time.Hour + 59*time.Minute + 50*time.Second), at(7 * time.Hour)},
+	}
+	unscraped := func(ts time.Time) bool { return ts.After(at(4*time.Hour)) && !ts.After(at(5*time.Hour)) }
+	b := NewStoreBuilder()
+	play(t, b, procs, runs, scrape, 0, start, end, unscraped)
+	st := b.Store()
+	want := map[string]float64{"long": 17930, "young-mid": 11323, "young-edge": 8933, "ended": 3600, "blip": 20, "last": 10}
+	// long's GPU per bucket ending 1h…6h: whole; whole; less the restarts' 40 s;
+	// whole (from 0 after the restart at 3h); not scraped; from 5h00m30s.
+	wantLong := []float64{3600, 3600, 3560, 3600, 0, 3570}
+	for _, e := range engines(st) {
+		t.Run(e.name, func(t *testing.T) {
+			d, l := ledgerOver(t, e.q, start, end, step)
+			seconds, eur := map[string]float64{}, map[string]float64{}
+			for k, le := range l {
+				for s := range model.NumStates {
+					seconds[k.Holder.Namespace] += le.Seconds[s]
+					eur[k.Holder.Namespace] += le.EUR[s]
+				}
+			}
+			for ns, w := range want {
+				if math.Abs(seconds[ns]-w) > 1e-6 {
+					t.Errorf("%s: %.3f device-seconds, want %.0f", ns, seconds[ns], w)
+				}
+				if math.Abs(eur[ns]-w*eurPerSecond) > 1e-9 {
+					t.Errorf("%s: %.6f EUR, want %.6f", ns, eur[ns], w*eurPerSecond)
+				}
+			}
+			g := d.GPUs["GPU-long"]
+			if g == nil {
+				t.Fatal("GPU-long not seen")
+			}
+			for i, w := range wantLong {
+				if math.Abs(g.Seen[i]-w) > 1e-6 {
+					t.Errorf("GPU-long, bucket ending %dh: %.1f device-seconds, want %.0f", i+1, g.Seen[i], w)
+				}
+			}
+		})
+	}
+}
+
+// TestUsageOnEveryEngine (issue 21, row 7): activity and framebuffer scraped
+// every 30 s on the minute — a sample on every 5-minute edge — read through
+// the embedded engine and Prometheus 2's ranges give the same samples, each
+// of one 5-minute step (t−5m, t]: 10 scrapes. Activity cycles 0, 0.1, …, 0.9
+// over the 10 scrapes of a step, so every step's average is 0.45 (Prometheus 2
+// over [t−5m, t] averaged 11 scrapes: 0.409 or 0.5); the framebuffer peaks at
+// 6,000 MiB at every 10-minute scrape and is 1,000 MiB otherwise, so the steps
+// ending on the 10 minutes read 6,000 and the others 1,000 (Prometheus 2 read
+// 6,000 everywhere). The p95 of activity and p99 of framebuffer the advice
+// reads follow from these samples alone.
+func TestUsageOnEveryEngine(t *testing.T) {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	end := start.Add(time.Hour)
+	b := NewStoreBuilder()
+	dev := []string{"UUID", "GPU-0", "gpu", "0", "hostname", "node-0", "modelName", "NVIDIA A100-SXM4-80GB",
+		"namespace", "ml", "pod", "p", "container", "c"}
+	for k := 0; k <= 120; k++ {
+		ts := start.Add(time.Duration(k) * 30 * time.Second).UnixMilli()
+		fb := 1000.0
+		if k%20 == 0 {
+			fb = 6000
+		}
+		for _, s := range []struct {
+			name string
+			v    float64
+		}{{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", float64(k%10) / 10}, {"DCGM_FI_DEV_FB_USED", fb}} {
+			if err := b.Append(labels.FromStrings(append([]string{"__name__", s.name}, dev...)...), ts, s.v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st := b.Store()
+	for _, e := range engines(st) {
+		t.Run(e.name, func(t *testing.T) {
+			d := model.NewDataset(model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute})
+			c := &collector{run: &rangeRunner{q: e.q, maxPoints: 1000}}
+			if err := c.probeWindows(context.Background(), end); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.usage(context.Background(), d); err != nil {
+				t.Fatal(err)
+			}
+			var act, fb []float32
+			for _, v := range d.Activity {
+				act = append(act, v...)
+			}
+			for _, v := range d.FBMiB {
+				fb = append(fb, v...)
+			}
+			if len(act) != 12 || len(fb) != 12 {
+				t.Fatalf("%d activity and %d framebuffer samples, want 12 each (one per 5 minutes)", len(act), len(fb))
+			}
+			for i := range 12 {
+				if math.Abs(float64(act[i])-0.45) > 1e-6 {
+					t.Errorf("activity of the step ending %dm: %.4f, want 0.45", 5*(i+1), act[i])
+				}
+				if want := map[bool]float32{true: 6000, false: 1000}[i%2 == 1]; fb[i] != want {
+					t.Errorf("framebuffer of the step ending %dm: %.0f MiB, want %.0f", 5*(i+1), fb[i], want)
+				}
+			}
+		})
+	}
+}
+
+// TestUUIDMatcher: a second read selects its GPUs' series by a quoted regular
+// expression of their UUIDs, or every series when there are more than
+// maxFineUUIDs.
+func TestUUIDMatcher(t *testing.T) {
+	if got, want := uuidMatcher(map[string]bool{"GPU-b": true, "MIG-a.1": true}), `{UUID=~"GPU-b|MIG-a\\.1"}`; got != want {
+		t.Errorf("matcher %s, want %s", got, want)
+	}
+	many := map[string]bool{}
+	for i := range maxFineUUIDs + 1 {
+		many[fmt.Sprint("GPU-", i)] = true
+	}
+	if got := uuidMatcher(many); got != "" {
+		t.Errorf("matcher of %d GPUs %q, want none", len(many), got)
+	}
+}
+
+// endRecorder answers every query with one series with a point at each step
+// from start to end rounded up to a whole step, as VictoriaMetrics' response
+// cache does, and records the ends it was asked for.
+type endRecorder struct{ ends []time.Time }
+
+func (r *endRecorder) QueryRange(_ context.Context, _ string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
+	r.ends = append(r.ends, end)
+	s := &pmodel.SampleStream{Metric: pmodel.Metric{"a": "b"}}
+	for t := start; t.Before(end.Add(step)); t = t.Add(step) {
+		s.Values = append(s.Values, pmodel.SamplePair{Timestamp: pmodel.TimeFromUnixNano(t.UnixNano()), Value: 1})
+	}
+	return pmodel.Matrix{s}, nil, nil
+}
+
+// TestInclusiveEnd: every request asks for 1 ms past its end (so that
+// VictoriaMetrics finds a series whose only sample lies exactly at a midnight
+// end; test/e2e holds it to the real one), and a point past the end, which an
+// engine that rounds the end up to a step returns, is dropped.
+func TestInclusiveEnd(t *testing.T) {
+	end := time.Date(2026, 1, 6, 0, 0, 0, 0, time.UTC)
+	r := &endRecorder{}
+	m, _, err := inclusiveEnd{r}.QueryRange(context.Background(), "q", end.Add(-2*time.Hour), end, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.ends) != 1 || !r.ends[0].Equal(end.Add(time.Millisecond)) {
+		t.Errorf("asked for ends %v, want %s", r.ends, end.Add(time.Millisecond))
+	}
+	if len(m) != 1 || len(m[0].Values) != 3 || !m[0].Values[2].Timestamp.Time().Equal(end) {
+		t.Errorf("answer %v, want the points at −2h, −1h and the end", m)
+	}
+}

@@ -1,0 +1,81 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	pmodel "github.com/prometheus/common/model"
+)
+
+// Every window the report asks for is the half-open interval (t−w, t] at each
+// evaluation time t, so that consecutive buckets share no sample and every
+// engine reads the same samples into each: last_over_time, min, max and
+// avg_over_time and resets then mean the same on every engine.
+//
+// Prometheus 3 and VictoriaMetrics bound a range selector [w] so; Prometheus 2
+// (and the Thanos, Cortex and Mimir releases built on it) include its start,
+// [t−w, t]. Scrapes aligned to whole seconds (a simulated history, an exporter
+// scraped on the minute) then put one sample in two buckets, or 11 samples into
+// a 5-minute average of 30 s scrapes where the others read 10. The report asks
+// the engine once which it does (windowProbe) and, on an engine that includes
+// the start, asks for w − 1 ms: samples carry millisecond timestamps, so
+// [t−w+1ms, t] holds exactly the samples of (t−w, t].
+
+// windowProbe tells how the engine bounds a range: the subquery [2s:1s],
+// evaluated at a whole second t, holds the inner evaluations at t−1s and t
+// where the range excludes its start (count 2), and also the one at t−2s where
+// it includes it (count 3). It reads no series.
+const windowProbe = "count_over_time(vector(1)[2s:1s])"
+
+// windows is how the engine bounds a range selector.
+type windows struct {
+	closedStart bool // [t−w, t]: the engine includes the range's start
+}
+
+// of returns the PromQL range that selects the samples in (t−w, t].
+func (w windows) of(d time.Duration) string {
+	if w.closedStart {
+		d -= time.Millisecond
+	}
+	return pmodel.Duration(d).String()
+}
+
+// probeWindows asks the engine how it bounds a range selector (windowProbe) at
+// the whole second at or before at. An answer other than 2 or 3, or an error
+// other than ctx's, leaves the windows half-open, with a warning that says so.
+func (c *collector) probeWindows(ctx context.Context, at time.Time) error {
+	at = at.Truncate(time.Second)
+	got := math.NaN()
+	series := c.run.series
+	err := c.run.run(ctx, "range selectors", windowProbe, at, at, time.Second, func(m pmodel.Matrix) {
+		if len(m) == 1 && len(m[0].Values) == 1 {
+			got = float64(m[0].Values[0].Value)
+		}
+	})
+	// The probe's single series must not size the requests that follow it.
+	c.run.series = series
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// An engine that cannot answer the probe may still answer the
+		// report's queries: read them as the other engines mean them.
+		c.win = windows{}
+		c.run.warnings = append(c.run.warnings, fmt.Sprintf("windows are read as (t−w, t]: %v", err))
+		return nil
+	}
+	switch got {
+	case 2:
+		c.win = windows{}
+	case 3:
+		c.win = windows{closedStart: true}
+	default:
+		c.win = windows{}
+		c.run.warnings = append(c.run.warnings, fmt.Sprintf(
+			"the engine answered %s with %v, neither 2 (a range excludes its start) nor 3 (it includes it): "+
+				"windows are read as (t−w, t]; a sample exactly at a bucket's start may then count in two buckets", windowProbe, got))
+	}
+	return nil
+}
