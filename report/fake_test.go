@@ -59,8 +59,7 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 	// per-bucket values summed from fakeOrigin (read through the dedupe's
 	// `max without (…)` or not), each landing at its bucket's end (so a read
 	// of a bucket at a finer step sees the counter flat, then its bucket's
-	// value at the end); they never reset. A gauge's last_over_time is its
-	// value.
+	// value at the end); they never reset. A gauge's last_over_time is its value.
 	cumulative := strings.Contains(q, "last_over_time(gputally_gpu_seconds_total") || strings.Contains(q, "last_over_time(gputally_cost_eur_total")
 	resets := strings.Contains(q, "resets(gputally_")
 	var m model.Matrix

@@ -3,7 +3,6 @@ package source
 import (
 	"context"
 	"fmt"
-	"math"
 
 	pmodel "github.com/prometheus/common/model"
 
@@ -17,34 +16,23 @@ import (
 
 // lastBucket fills d.EndSeconds: per holding, the device-seconds per state
 // the ledger counted in the range's last step bucket, read exactly as every
-// bucket is (increase.go). The advice releases only a holding still idle
-// there.
+// bucket is (read.go, increase.go). The advice releases only a holding still
+// idle there.
 func (c *collector) lastBucket(ctx context.Context, d *model.Dataset) error {
-	secs, isNew, err := c.seconds(ctx, "gputally_gpu_seconds_total (last bucket)", d.End.Add(-d.Step), d.End, d.Step)
+	l, err := c.ledgerOf(ctx, d, d.End.Add(-d.Step), d.End, false, " (last bucket)")
 	if err != nil {
 		return err
 	}
 	d.EndSeconds = map[model.HoldingKey][model.NumStates]float64{}
-	for _, s := range secs.sorted() {
-		st, ok := model.StateIndex(string(s.metric["state"]))
-		if !ok {
-			continue
-		}
-		k := holdingOf(s.metric)
-		for _, v := range s.increases(isNew[s.metric.Fingerprint()]) {
-			if !math.IsNaN(v) {
-				e := d.EndSeconds[k]
-				e[st] += v
-				d.EndSeconds[k] = e
-			}
-		}
+	for k, e := range l {
+		d.EndSeconds[k] = e.Seconds
 	}
 	return nil
 }
 
 // endRequests is the number of requests lastBucket and shares make.
 func (c *collector) endRequests(d *model.Dataset) int {
-	return 2*c.run.requests(d.End.Add(-d.Step), d.End, d.Step) + c.run.requests(d.Start.Add(d.Step), d.End, d.Step)
+	return 4*c.run.requests(d.End.Add(-d.Step), d.End, d.Step) + c.run.requests(d.Start.Add(d.Step), d.End, d.Step)
 }
 
 // shares fills d.Shares from gputally_gpu_allocation: the share of its device
@@ -54,7 +42,7 @@ func (c *collector) endRequests(d *model.Dataset) int {
 // how many replicas it offers (analysis).
 func (c *collector) shares(ctx context.Context, d *model.Dataset) error {
 	return c.run.run(ctx, "gputally_gpu_allocation (shares)", fmt.Sprintf(
-		`max by (%s, resource, sharing) (last_over_time(gputally_gpu_allocation{sharing=~"time-slicing|mps"}[%s]))`, byDevice, c.win.of(d.Step)),
+		`max by (%s, resource, sharing) (last_over_time(gputally_gpu_allocation{sharing=~"time-slicing|mps"}[%s]))`, byDevice, pmodel.Duration(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
 				if sh := s.Metric["sharing"]; sh != "time-slicing" && sh != "mps" || len(s.Values) == 0 {

@@ -110,9 +110,9 @@ func (c *collector) plan(d *model.Dataset) {
 
 // collect runs every query over (r.Start, r.End], in this order: the window
 // probe, the ledger, the previous period's ledger, the allocations, the MIG
-// modes, the pods' team labels, the activity and framebuffer samples, the
-// last bucket's ledger and the time-sliced shares (end.go) and the devices
-// busy at once (concurrency.go).
+// modes, the pods' team labels, the activity and framebuffer samples, the last
+// bucket's ledger and the time-sliced shares (end.go) and the devices busy at
+// once (concurrency.go).
 func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
 	d := model.NewDataset(r)
 	c.plan(d)

@@ -28,8 +28,13 @@ func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end tim
 	if !fill {
 		suffix = " (previous period)"
 	}
+	return c.ledgerOf(ctx, d, start, end, fill, suffix)
+}
+
+// ledgerOf is ledger, its queries named with suffix in the progress line.
+func (c *collector) ledgerOf(ctx context.Context, d *model.Dataset, start, end time.Time, fill bool, suffix string) (map[model.HoldingKey]*model.LedgerEntry, error) {
 	// Buckets from the one ending at start: its values are the base of the first.
-	secs, isNew, err := c.seconds(ctx, "gputally_gpu_seconds_total"+suffix, start, end, d.Step)
+	secs, err := c.counters(ctx, "gputally_gpu_seconds_total"+suffix, "gputally_gpu_seconds_total", start, end, d.Step)
 	if err != nil {
 		return nil, err
 	}
@@ -37,15 +42,34 @@ func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end tim
 	if err != nil {
 		return nil, err
 	}
-	// An EUR series' first bucket is plainly new when its seconds series'
-	// is, and that one was not read again there.
+	// Which buckets to read again, sample by sample: a seconds series' first
+	// bucket is plainly new when its counter is small; an EUR series' when its
+	// seconds series' is, and that one is not read again there.
 	limit := (d.Step + newSeriesSlack).Seconds()
+	for _, s := range secs {
+		s.plan(func(i int) bool { return s.last[i] <= limit })
+	}
 	for fp, s := range eurs {
 		sec := secs[fp]
 		s.plan(func(i int) bool { return sec == nil || !sec.want[i] && sec.last[i] <= limit })
 	}
+	if err := c.refine(ctx, "gputally_gpu_seconds_total"+suffix, "gputally_gpu_seconds_total", secs, start, d.Step); err != nil {
+		return nil, err
+	}
 	if err := c.refine(ctx, "gputally_cost_eur_total"+suffix, "gputally_cost_eur_total", eurs, start, d.Step); err != nil {
 		return nil, err
+	}
+	// A series is new when its seconds counter's first sample in its first
+	// bucket is small: it started from 0 in the bucket.
+	isNew := map[pmodel.Fingerprint]bool{}
+	for fp, s := range secs {
+		if i := s.firstBucket(); i > 0 {
+			first := s.last[i]
+			if v := s.fine[i]; len(v) > 0 {
+				first = v[0]
+			}
+			isNew[fp] = first <= limit
+		}
 	}
 	l := &ledgerReading{d: d, fill: fill, out: map[model.HoldingKey]*model.LedgerEntry{}}
 	for _, s := range secs.sorted() {
@@ -60,37 +84,6 @@ func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end tim
 		l.addEUR(s, n)
 	}
 	return l.out, nil
-}
-
-// seconds reads gputally_gpu_seconds_total over buckets of step ending at
-// start, start+step, …, end (increase.go): the series, with the buckets the
-// bulk read cannot tell read again sample by sample, and whether each series
-// is new — its counter's first sample in its first bucket (after the one
-// ending at start) at most the bucket + newSeriesSlack: it started from 0
-// there.
-func (c *collector) seconds(ctx context.Context, name string, start, end time.Time, step time.Duration) (counterSet, map[pmodel.Fingerprint]bool, error) {
-	secs, err := c.counters(ctx, name, "gputally_gpu_seconds_total", start, end, step)
-	if err != nil {
-		return nil, nil, err
-	}
-	limit := (step + newSeriesSlack).Seconds()
-	for _, s := range secs {
-		s.plan(func(i int) bool { return s.last[i] <= limit })
-	}
-	if err := c.refine(ctx, name, "gputally_gpu_seconds_total", secs, start, step); err != nil {
-		return nil, nil, err
-	}
-	isNew := map[pmodel.Fingerprint]bool{}
-	for fp, s := range secs {
-		if i := s.firstBucket(); i > 0 {
-			first := s.last[i]
-			if v := s.fine[i]; len(v) > 0 {
-				first = v[0]
-			}
-			isNew[fp] = first <= limit
-		}
-	}
-	return secs, isNew, nil
 }
 
 // ledgerReading is the ledger being read: the entries by holding and, with
