@@ -319,3 +319,37 @@ func TestInclusiveEnd(t *testing.T) {
 		t.Errorf("answer %v, want the points at −2h, −1h and the end", m)
 	}
 }
+
+// TestSharesOnEveryEngine: a time-sliced holding whose allocation's last
+// sample lies exactly on a bucket's edge (1h, scraped every 30 s from the
+// range's start) had its share in the bucket ending at 1h on the embedded
+// engine and in the one ending at 2h on Prometheus 2's ranges, which include
+// their start. Read through the probed windows, the share's bucket is the
+// first (index 0) on every engine.
+func TestSharesOnEveryEngine(t *testing.T) {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	end := start.Add(3 * time.Hour)
+	b := NewStoreBuilder()
+	lset := labels.FromStrings("__name__", "gputally_gpu_allocation", "UUID", "GPU-0", "GPU_I_ID", "", "namespace", "dev", "pod", "nb", "container", "c",
+		"resource", "nvidia.com/gpu.shared", "sharing", "time-slicing")
+	for ts := start.Add(30 * time.Second); !ts.After(start.Add(time.Hour)); ts = ts.Add(30 * time.Second) {
+		if err := b.Append(lset, ts.UnixMilli(), 0.25); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := b.Store()
+	for _, e := range engines(st) {
+		d := model.NewDataset(model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute})
+		c := &collector{run: &rangeRunner{q: e.q, maxPoints: 1000}}
+		if err := c.probeWindows(context.Background(), end); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.shares(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+		k := model.HoldingKey{Dev: model.DeviceKey{UUID: "GPU-0"}, Holder: model.HolderKey{Namespace: "dev", Pod: "nb", Container: "c"}}
+		if got, ok := d.Shares[k]; !ok || got.Share != 0.25 || got.Bucket != 0 {
+			t.Errorf("%s: share %+v (found %v), want 0.25 in bucket 0", e.name, got, ok)
+		}
+	}
+}
