@@ -49,89 +49,138 @@ type quotaTarget struct{ team, resource string }
 // team's holdings of the resource busy in one step bucket. A source without
 // that reading falls back to the devices busy in one step bucket.
 func (a *adviser) quotas(d *model.Dataset) ([]quota, string) {
-	namespaces := map[string]map[string]bool{}                 // team → its namespaces
-	targets := map[model.ConcurrencyKey]map[quotaTarget]bool{} // what a namespace's count feeds
-	perBucket := map[quotaTarget][]int{}                       // the fallback: devices busy per bucket
-	for k, e := range d.Ledger {
-		if k.Holder == (model.HolderKey{}) || e.Seconds[model.StateBusy]+e.Seconds[model.StateIdle] <= 0 {
-			continue
-		}
-		res := d.Alloc[k].Resource
-		if res == "" {
-			res = "nvidia.com/gpu"
-			if e.Profile != "" {
-				res = "nvidia.com/mig-" + e.Profile
-			}
-		}
-		qt := quotaTarget{analysis.Team(d, a.teams, k.Holder), res}
-		if namespaces[qt.team] == nil {
-			namespaces[qt.team] = map[string]bool{}
-		}
-		namespaces[qt.team][k.Holder.Namespace] = true
-		ck := model.ConcurrencyKey{Namespace: k.Holder.Namespace, Profile: k.Dev.Profile}
-		if targets[ck] == nil {
-			targets[ck] = map[quotaTarget]bool{}
-		}
-		targets[ck][qt] = true
-		if perBucket[qt] == nil {
-			perBucket[qt] = make([]int, d.Buckets)
-		}
-		for b, s := range e.BusyPerBucket {
-			if s > 0 {
-				perBucket[qt][b]++
-			}
-		}
-	}
-	peaks := map[quotaTarget]int{}
-	whole := map[quotaTarget][]string{}
-	bounded := map[quotaTarget]bool{} // the per-bucket count was the lower bound
-	how := fmt.Sprintf("in one %s bucket: the source has no finer reading", pmodel.Duration(d.Step))
+	h := a.quotaHoldings(d)
+	var peaks map[quotaTarget]int
+	var whole map[quotaTarget][]string
+	var bounded map[quotaTarget]bool // the per-bucket count was the lower bound
 	if cc := d.Concurrency; cc != nil {
-		how = fmt.Sprintf("in one %s scrape interval", pmodel.Duration(cc.Interval))
-		if !cc.Scraped {
-			how = fmt.Sprintf("in one %s step: the scrape interval could not be read (no gputally_up)", pmodel.Duration(cc.Interval))
-		}
-		sums := map[quotaTarget]map[int64]int{}
-		for _, ck := range slices.SortedFunc(maps.Keys(cc.Busy), func(x, y model.ConcurrencyKey) int {
-			return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Profile, y.Profile))
-		}) {
-			ts := targets[ck]
-			for qt := range ts {
-				if len(ts) > 1 && !slices.Contains(whole[qt], ck.Namespace) {
-					whole[qt] = append(whole[qt], ck.Namespace)
-				}
-				if sums[qt] == nil {
-					sums[qt] = map[int64]int{}
-				}
-				for t, n := range cc.Busy[ck] {
-					sums[qt][t] += n
-				}
-			}
-		}
-		for qt, counts := range perBucket {
-			peaks[qt] = 0
-			for _, n := range sums[qt] {
-				peaks[qt] = max(peaks[qt], n)
-			}
-			// A namespace counted whole for several teams or resources is
-			// bounded, too, by the team's holdings of the resource busy in
-			// one bucket: both are at least the devices busy at once.
-			if b := slices.Max(append(counts, 0)); b < peaks[qt] {
-				peaks[qt], bounded[qt] = b, true
-			}
-		}
+		peaks, whole, bounded = h.concurrentPeaks(cc)
 	} else {
-		for qt, counts := range perBucket {
-			peaks[qt] = slices.Max(append(counts, 0))
-		}
+		peaks = h.perBucketPeaks()
 	}
 	var out []quota
 	for qt, p := range peaks {
 		out = append(out, quota{team: qt.team, resource: qt.resource, peak: p, devices: quotaOf(p, a.headroom),
-			namespaces: slices.Sorted(maps.Keys(namespaces[qt.team])), whole: whole[qt], bounded: bounded[qt]})
+			namespaces: slices.Sorted(maps.Keys(h.namespaces[qt.team])), whole: whole[qt], bounded: bounded[qt]})
 	}
 	slices.SortFunc(out, func(x, y quota) int { return cmp.Or(cmp.Compare(x.team, y.team), cmp.Compare(x.resource, y.resource)) })
-	return out, how
+	return out, quotaReading(d)
+}
+
+// teamHoldings is what the ledger says of the teams' holdings: the
+// namespaces of each team, what each namespace's concurrency count feeds,
+// and the fallback count of devices busy per step bucket.
+type teamHoldings struct {
+	namespaces map[string]map[string]bool                    // team → its namespaces
+	targets    map[model.ConcurrencyKey]map[quotaTarget]bool // what a namespace's count feeds
+	perBucket  map[quotaTarget][]int                         // the fallback: devices busy per bucket
+}
+
+// quotaHoldings reads the ledger's held, used devices into the holdings of
+// each team and resource.
+func (a *adviser) quotaHoldings(d *model.Dataset) teamHoldings {
+	h := teamHoldings{
+		namespaces: map[string]map[string]bool{},
+		targets:    map[model.ConcurrencyKey]map[quotaTarget]bool{},
+		perBucket:  map[quotaTarget][]int{},
+	}
+	for k, e := range d.Ledger {
+		if k.Holder == (model.HolderKey{}) || e.Seconds[model.StateBusy]+e.Seconds[model.StateIdle] <= 0 {
+			continue
+		}
+		qt := quotaTarget{analysis.Team(d, a.teams, k.Holder), quotaResource(d.Alloc[k].Resource, e.Profile)}
+		if h.namespaces[qt.team] == nil {
+			h.namespaces[qt.team] = map[string]bool{}
+		}
+		h.namespaces[qt.team][k.Holder.Namespace] = true
+		ck := model.ConcurrencyKey{Namespace: k.Holder.Namespace, Profile: k.Dev.Profile}
+		if h.targets[ck] == nil {
+			h.targets[ck] = map[quotaTarget]bool{}
+		}
+		h.targets[ck][qt] = true
+		if h.perBucket[qt] == nil {
+			h.perBucket[qt] = make([]int, d.Buckets)
+		}
+		for b, s := range e.BusyPerBucket {
+			if s > 0 {
+				h.perBucket[qt][b]++
+			}
+		}
+	}
+	return h
+}
+
+// quotaResource is the extended resource a holding counts against: the one
+// allocated, else the whole GPU or the MIG profile's resource.
+func quotaResource(allocated, profile string) string {
+	if allocated != "" {
+		return allocated
+	}
+	if profile != "" {
+		return "nvidia.com/mig-" + profile
+	}
+	return "nvidia.com/gpu"
+}
+
+// quotaReading says what interval the peaks were read in.
+func quotaReading(d *model.Dataset) string {
+	cc := d.Concurrency
+	switch {
+	case cc == nil:
+		return fmt.Sprintf("in one %s bucket: the source has no finer reading", pmodel.Duration(d.Step))
+	case !cc.Scraped:
+		return fmt.Sprintf("in one %s step: the scrape interval could not be read (no gputally_up)", pmodel.Duration(cc.Interval))
+	default:
+		return fmt.Sprintf("in one %s scrape interval", pmodel.Duration(cc.Interval))
+	}
+}
+
+// perBucketPeaks is the fallback peak: the most devices busy in one step
+// bucket.
+func (h teamHoldings) perBucketPeaks() map[quotaTarget]int {
+	peaks := map[quotaTarget]int{}
+	for qt, counts := range h.perBucket {
+		peaks[qt] = slices.Max(append(counts, 0))
+	}
+	return peaks
+}
+
+// concurrentPeaks is the peak from the scrape-interval reading: the devices
+// busy at once, summed over the team's namespaces interval by interval. It
+// also says which namespaces were counted whole for several targets, and
+// which peaks the per-bucket count bounded.
+func (h teamHoldings) concurrentPeaks(cc *model.Concurrency) (peaks map[quotaTarget]int, whole map[quotaTarget][]string, bounded map[quotaTarget]bool) {
+	peaks, whole, bounded = map[quotaTarget]int{}, map[quotaTarget][]string{}, map[quotaTarget]bool{}
+	sums := map[quotaTarget]map[int64]int{}
+	for _, ck := range slices.SortedFunc(maps.Keys(cc.Busy), func(x, y model.ConcurrencyKey) int {
+		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Profile, y.Profile))
+	}) {
+		ts := h.targets[ck]
+		for qt := range ts {
+			if len(ts) > 1 && !slices.Contains(whole[qt], ck.Namespace) {
+				whole[qt] = append(whole[qt], ck.Namespace)
+			}
+			if sums[qt] == nil {
+				sums[qt] = map[int64]int{}
+			}
+			for t, n := range cc.Busy[ck] {
+				sums[qt][t] += n
+			}
+		}
+	}
+	for qt, counts := range h.perBucket {
+		peaks[qt] = 0
+		for _, n := range sums[qt] {
+			peaks[qt] = max(peaks[qt], n)
+		}
+		// A namespace counted whole for several teams or resources is
+		// bounded, too, by the team's holdings of the resource busy in
+		// one bucket: both are at least the devices busy at once.
+		if b := slices.Max(append(counts, 0)); b < peaks[qt] {
+			peaks[qt], bounded[qt] = b, true
+		}
+	}
+	return peaks, whole, bounded
 }
 
 // quotaOf is the quota for a peak of busy devices: peak × headroom rounded
