@@ -71,6 +71,14 @@ func promBuildGputally(t *testing.T) string {
 // tail is printed.
 func promStartProcess(t *testing.T, name string, args ...string) {
 	t.Helper()
+	promStartStoppable(t, name, args...)
+}
+
+// promStartStoppable is promStartProcess for a process the test may also stop
+// itself: stop interrupts it (kill after 10 s) and waits; cleanup calls it
+// too, and calls after the first do nothing.
+func promStartStoppable(t *testing.T, name string, args ...string) (stop func()) {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), filepath.Base(name)+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -83,7 +91,12 @@ func promStartProcess(t *testing.T, name string, args ...string) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-exited:
@@ -91,6 +104,9 @@ func promStartProcess(t *testing.T, name string, args ...string) {
 			_ = cmd.Process.Kill()
 			<-exited
 		}
+	}
+	t.Cleanup(func() {
+		stop()
 		_ = logFile.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
@@ -100,6 +116,7 @@ func promStartProcess(t *testing.T, name string, args ...string) {
 			t.Logf("%s %s log tail:\n%s", filepath.Base(name), strings.Join(args, " "), b)
 		}
 	})
+	return stop
 }
 
 // promEventually calls check every interval until it returns true or timeout

@@ -58,51 +58,6 @@ func thanosBinary(t *testing.T) string {
 	return bin
 }
 
-// thanosStartStoppable is promStartProcess for a process the test stops
-// itself: stop interrupts it (kill after 10 s) and waits; it is also called at
-// cleanup, and more calls do nothing.
-func thanosStartStoppable(t *testing.T, name string, args ...string) (stop func()) {
-	t.Helper()
-	logPath := filepath.Join(t.TempDir(), filepath.Base(name)+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}
-	t.Cleanup(func() {
-		stop()
-		_ = logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			if len(b) > 4000 {
-				b = b[len(b)-4000:]
-			}
-			t.Logf("%s %s log tail:\n%s", filepath.Base(name), strings.Join(args, " "), b)
-		}
-	})
-	return stop
-}
-
 // thanosReady waits until base+path answers 200.
 func thanosReady(t *testing.T, what, base, path string) {
 	t.Helper()
@@ -140,7 +95,7 @@ func thanosStoreOf(t *testing.T, prometheus, thanos, dir, name, replica string, 
 		"--web.listen-address="+promAddr)
 	thanosReady(t, "prometheus "+name, "http://"+promAddr, "/-/ready")
 	grpcAddr, httpAddr := promFreeAddr(t), promFreeAddr(t)
-	stop := thanosStartStoppable(t, thanos, "sidecar", "--prometheus.url=http://"+promAddr, "--tsdb.path="+data,
+	stop := promStartStoppable(t, thanos, "sidecar", "--prometheus.url=http://"+promAddr, "--tsdb.path="+data,
 		"--grpc-address="+grpcAddr, "--http-address="+httpAddr, "--grpc-grace-period=0s", "--http-grace-period=0s")
 	thanosReady(t, "sidecar "+name, "http://"+httpAddr, "/-/ready")
 	return thanosStore{grpc: grpcAddr, stopSidecar: stop}
