@@ -190,3 +190,35 @@ func SortedKeys(m map[HoldingKey]*LedgerEntry) []HoldingKey {
 	})
 	return keys
 }
+
+// GPU returns what the range saw of the GPU uuid, which entry e is on: made,
+// with e's node and index, the first time.
+func (d *Dataset) GPU(uuid string, e *LedgerEntry) *GPUSeen {
+	g := d.GPUs[uuid]
+	if g == nil {
+		g = &GPUSeen{Host: e.Host, GPU: e.GPU, Seen: make([]float64, d.Buckets), Unknown: make([]float64, d.Buckets), FirstLost: -1}
+		d.GPUs[uuid] = g
+	}
+	return g
+}
+
+// AddSeconds books v device-seconds of state st in step bucket b to entry e
+// on GPU g: the bucket's presence and the fleet's timeline, the GPU's seen and
+// unknown seconds and its first lost bucket, the entry's last bucket with
+// seconds and its busy seconds per bucket. e.Seconds is the caller's.
+func (d *Dataset) AddSeconds(e *LedgerEntry, g *GPUSeen, b, st int, v float64) {
+	d.Present[b] = true
+	if v > 0 {
+		e.Last = max(e.Last, b)
+	}
+	d.Timeline[b][st] += v
+	g.Seen[b] += v
+	switch {
+	case st == StateUnknown:
+		g.Unknown[b] += v
+	case st == StateLost && v > 0 && (g.FirstLost < 0 || b < g.FirstLost):
+		g.FirstLost = b
+	case st == StateBusy:
+		e.BusyPerBucket[b] += float32(v)
+	}
+}

@@ -204,25 +204,7 @@ func (a *dcgmAccount) add(b int, dev dcgmDevice, h model.HolderKey, st int, sec,
 	}
 	e.Seconds[st] += sec
 	e.EUR[st] += eur
-	g := d.GPUs[dev.key.UUID]
-	if g == nil {
-		g = &model.GPUSeen{Host: dev.host, GPU: dev.gpu, Seen: make([]float64, d.Buckets), Unknown: make([]float64, d.Buckets), FirstLost: -1}
-		d.GPUs[dev.key.UUID] = g
-	}
-	d.Present[b] = true
-	if sec > 0 {
-		e.Last = max(e.Last, b)
-	}
-	d.Timeline[b][st] += sec
-	g.Seen[b] += sec
-	switch {
-	case st == model.StateUnknown:
-		g.Unknown[b] += sec
-	case st == model.StateLost && sec > 0 && (g.FirstLost < 0 || b < g.FirstLost):
-		g.FirstLost = b
-	case st == model.StateBusy:
-		e.BusyPerBucket[b] += float32(sec)
-	}
+	d.AddSeconds(e, d.GPU(dev.key.UUID, e), b, st, sec)
 }
 
 // sample adds one grid point's activity and framebuffer of holding k.

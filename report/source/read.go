@@ -123,30 +123,15 @@ func (l *ledgerReading) addSeconds(s *counterSeries, isNew bool) {
 	}
 	var g *model.GPUSeen
 	if l.fill {
-		g = gpuOf(d, string(s.metric["UUID"]), e)
+		g = d.GPU(string(s.metric["UUID"]), e)
 	}
 	for b, v := range s.increases(isNew) {
 		if math.IsNaN(v) {
 			continue
 		}
 		e.Seconds[st] += v
-		if !l.fill || b >= d.Buckets {
-			continue
-		}
-		d.Present[b] = true
-		if v > 0 {
-			e.Last = max(e.Last, b)
-		}
-		d.Timeline[b][st] += v
-		g.Seen[b] += v
-		switch {
-		case st == model.StateUnknown:
-			g.Unknown[b] += v
-		case st == model.StateLost && v > 0 && (g.FirstLost < 0 || b < g.FirstLost):
-			g.FirstLost = b
-		}
-		if st == model.StateBusy {
-			e.BusyPerBucket[b] += float32(v)
+		if l.fill && b < d.Buckets {
+			d.AddSeconds(e, g, b, st, v)
 		}
 	}
 }
@@ -163,16 +148,6 @@ func (l *ledgerReading) addEUR(s *counterSeries, isNew bool) {
 			e.EUR[st] += v
 		}
 	}
-}
-
-// gpuOf returns what the range saw of the GPU uuid, which e is on.
-func gpuOf(d *model.Dataset, uuid string, e *model.LedgerEntry) *model.GPUSeen {
-	g := d.GPUs[uuid]
-	if g == nil {
-		g = &model.GPUSeen{Host: e.Host, GPU: e.GPU, Seen: make([]float64, d.Buckets), Unknown: make([]float64, d.Buckets), FirstLost: -1}
-		d.GPUs[uuid] = g
-	}
-	return g
 }
 
 // previous fills d.Previous from the ledger counters over the period of the
