@@ -90,24 +90,7 @@ func readFile(t *testing.T, dir, name string) string {
 // node-k, GPU 1, held by a busy pod (or unallocated when pod is ""), present
 // from from (zero: the start) until until (zero: the end).
 func migInstance(gi, profile, pod string, from, until time.Time) []fakeSeries {
-	g := fakeGPU{uuid: "GPU-K1", index: "1", model: h100Name, host: "node-k", ns: "shop", pod: pod, container: "c", rateEURPerHour: 1.5,
-		busyShare: 1, activity: 0.5, fbMiB: 30000, hasActivity: true, hasFB: true, resource: "nvidia.com/mig-" + profile, sharing: "mig", from: from}
-	if pod == "" {
-		g.ns, g.container = "", ""
-	}
-	ss := fakeSeriesFor(g, time.Hour)
-	for i := range ss {
-		ss[i].labels = with(ss[i].labels, "GPU_I_ID", gi, "GPU_I_PROFILE", profile)
-		if at := ss[i].at; !until.IsZero() {
-			ss[i].at = func(t time.Time) float64 {
-				if t.After(until) {
-					return math.NaN()
-				}
-				return at(t)
-			}
-		}
-	}
-	return ss
+	return migSeries("GPU-K1", "1", "node-k", gi, profile, pod, 1, from, until)
 }
 
 // TestMIGPartedKeepsTheEndLayout: a kept GPU repartitioned mid-range (a
