@@ -41,6 +41,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	pmodel "github.com/prometheus/common/model"
@@ -145,6 +146,11 @@ type Config struct {
 	// when the engine delivers it twice (HA pairs, a second scrape job): each
 	// is counted once. Empty: every series counts.
 	DedupeLabels []string
+	// ClusterLabel is the label that names a series' cluster when one engine
+	// holds several (source.DefaultClusterLabel): a GPU is its cluster and
+	// UUID, nodes are grouped per cluster, and the advice and its
+	// configuration are per cluster. Empty: one cluster.
+	ClusterLabel string
 	// Progress (optional) receives a progress line; usually os.Stderr.
 	Progress io.Writer
 	// Now (optional) is the clock; nil means time.Now.
@@ -183,6 +189,7 @@ func DefaultConfig() Config {
 		MaxPointsPerQuery:  1000,
 		MaxSamplesPerQuery: 500_000,
 		DedupeLabels:       source.DefaultDedupeLabels,
+		ClusterLabel:       source.DefaultClusterLabel,
 	}
 }
 
@@ -211,6 +218,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max points per query %d must be between 2 and %d (the engines' limit per series)", c.MaxPointsPerQuery, MaxPointsPerSeries)
 	case c.MaxSamplesPerQuery < 0:
 		return fmt.Errorf("max samples per query %d must not be negative", c.MaxSamplesPerQuery)
+	case c.ClusterLabel != "" && !pmodel.LegacyValidation.IsValidLabelName(c.ClusterLabel):
+		return fmt.Errorf("cluster label %q is not a label name", c.ClusterLabel)
+	case slices.Contains(c.DedupeLabels, c.ClusterLabel) && c.ClusterLabel != "":
+		return fmt.Errorf("cluster label %q is also a dedupe label: copies that differ in it would be counted once, and the clusters merged", c.ClusterLabel)
 	}
 	return c.validateSource()
 }
@@ -324,7 +335,7 @@ func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) 
 // cfg's team label, request bounds and progress writer.
 func (c *Config) ledger(q source.Querier) Source {
 	return source.NewLedger(q, source.LedgerOptions{TeamLabel: c.TeamLabel, MaxPointsPerQuery: c.MaxPointsPerQuery,
-		MaxSamplesPerQuery: c.MaxSamplesPerQuery, DedupeLabels: c.DedupeLabels, Progress: NewProgress(c.Progress)})
+		MaxSamplesPerQuery: c.MaxSamplesPerQuery, DedupeLabels: c.DedupeLabels, ClusterLabel: c.ClusterLabel, Progress: NewProgress(c.Progress)})
 }
 
 func generateAndWrite(ctx context.Context, cfg Config, src Source, name string, logger *slog.Logger) error {

@@ -62,6 +62,8 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("query.max-samples", "About the most samples (series × steps) one range query's answer holds; requests are sized by the series of the previous answer; 0: no bound.").Default("500000").IntVar(&c.cfg.MaxSamplesPerQuery)
 	cmd.Flag("report.dedupe-labels", "Labels by which copies of one ledger series differ when the engine delivers it twice (an HA pair without deduplication, a second scrape job); each is counted once. Comma-separated; empty: count every series.").
 		Default(strings.Join(source.DefaultDedupeLabels, ",")).StringVar(&c.dedupe)
+	cmd.Flag("report.cluster-label", "Label naming a series' cluster when one engine holds several (the usual external label): a GPU is its cluster and UUID, nodes are grouped per cluster, advice and --apply-dir are per cluster; empty: one cluster.").
+		Default(source.DefaultClusterLabel).StringVar(&c.cfg.ClusterLabel)
 	cmd.Flag("demo", "Report on a simulated week through an embedded PromQL engine instead of a Prometheus.").BoolVar(&c.demo)
 	cmd.Flag("demo.scenario", "Scenario of a simulated node for --demo, or a directory of them (a fleet); repeat for several nodes; none: the built-in scenario.").StringsVar(&c.demoScenarios)
 	cmd.Flag("cost.price-book", "Price book the exporters use (its mig_weight splits MIG costs in the advice; --demo also prices the simulation with it); empty: the built-in book.").StringVar(&c.priceBook)

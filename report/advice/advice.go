@@ -68,6 +68,7 @@ type Advice struct {
 // layout): real, but only money once other work fills it.
 type Recommendation struct {
 	Kind                   string   `json:"kind"` // "release", "time-slicing", "mig", "drain"
+	Cluster                string   `json:"cluster,omitempty"` // the cluster of its nodes, by the report's cluster label
 	Target                 string   `json:"target"`
 	Model                  string   `json:"model,omitempty"`
 	Profile                string   `json:"mig_profile,omitempty"` // "mig": the profiles, e.g. "1g.10gb ×2"
@@ -84,12 +85,39 @@ type Recommendation struct {
 // drain, release, time-slicing and MIG, in that order, each among the
 // holdings and GPUs no earlier recommendation covers, most EUR freed first;
 // the headline; and the configuration to apply them. A broken GPU's
-// holdings, and holdings with too much unknown time, get none. It only reads a
-// and d.
+// holdings, and holdings with too much unknown time, get none. A fleet in
+// several clusters is advised one cluster at a time: no change packs pods of
+// two clusters together, and each cluster gets its own configuration
+// (Apply.Clusters). It only reads a and d.
 func Advise(a *analysis.Result, d *model.Dataset, s Settings) *Advice {
-	out := &Advice{}
 	ad := &adviser{teams: s.Teams, headroom: s.Headroom, release: s.ReleaseBelow, lowDuty: s.LowDutyBelow, drain: s.DrainAbove, migWeight: s.MIGWeight}
-	ad.recommend(&draft{Result: a, Advice: out}, d)
+	clusters := d.Clusters()
+	if len(clusters) <= 1 {
+		out := &Advice{}
+		ad.recommend(&draft{Result: a, Advice: out}, d)
+		out.Apply.Cluster = a.ClusterOf()
+		return out
+	}
+	out := &Advice{HoursPerMonth: model.HoursPerMonth}
+	for _, c := range clusters {
+		part := &Advice{}
+		ad.recommend(&draft{Result: a.OfCluster(c), Advice: part}, d.OfCluster(c))
+		for i := range part.Recommendations {
+			part.Recommendations[i].Cluster = c
+		}
+		out.Recommendations = append(out.Recommendations, part.Recommendations...)
+		for i := range part.Packing {
+			part.Packing[i].Cluster = c
+		}
+		out.Packing = append(out.Packing, part.Packing...)
+		out.FreedEURPerMonth += part.FreedEURPerMonth
+		out.ReclaimableEURPerMonth += part.ReclaimableEURPerMonth
+		if part.Apply.Any() {
+			part.Apply.Cluster = c
+			out.Apply.Clusters = append(out.Apply.Clusters, part.Apply)
+		}
+	}
+	slices.SortStableFunc(out.Recommendations, byFreed)
 	return out
 }
 
@@ -120,10 +148,7 @@ func (a *adviser) recommend(r *draft, d *model.Dataset) {
 	a.releaseIdle(r, p)
 	ts := a.timeSlicing(r, p)
 	layouts := a.migSizing(r, p)
-	slices.SortStableFunc(r.Recommendations, func(x, y Recommendation) int {
-		return cmp.Or(cmp.Compare(y.FreedEURPerMonth, x.FreedEURPerMonth), cmp.Compare(y.ReclaimableEURPerMonth, x.ReclaimableEURPerMonth),
-			cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Target, y.Target))
-	})
+	slices.SortStableFunc(r.Recommendations, byFreed)
 	for _, rec := range r.Recommendations {
 		r.FreedEURPerMonth += rec.FreedEURPerMonth
 		r.ReclaimableEURPerMonth += rec.ReclaimableEURPerMonth
@@ -132,4 +157,11 @@ func (a *adviser) recommend(r *draft, d *model.Dataset) {
 	r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels, r.Apply.TimeSlicingSharing = timeSlicingConfig(r, p, ts)
 	qs, how := a.quotas(d)
 	r.Apply.Kueue = kueueYAML(qs, a.headroom, how)
+}
+
+// byFreed orders recommendations by EUR freed, then reclaimable, most first,
+// then by kind, cluster and target.
+func byFreed(x, y Recommendation) int {
+	return cmp.Or(cmp.Compare(y.FreedEURPerMonth, x.FreedEURPerMonth), cmp.Compare(y.ReclaimableEURPerMonth, x.ReclaimableEURPerMonth),
+		cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Cluster, y.Cluster), cmp.Compare(x.Target, y.Target))
 }

@@ -11,8 +11,12 @@ import (
 )
 
 // Apply holds the configuration that implements the recommendations: YAML
-// files and the node labels that select them.
+// files and the node labels that select them. For a fleet in several
+// clusters it holds one Apply per cluster in Clusters, and nothing else.
 type Apply struct {
+	// Cluster is the cluster to apply it in, by the report's cluster label;
+	// empty without one.
+	Cluster string `json:"cluster,omitempty"`
 	// MIGParted is a mig-parted config file (version v1) with one config per
 	// node, gputally-<node>, that lists every GPU of the node by index:
 	// the ones the advice repartitions with their new layout, all others as
@@ -33,10 +37,24 @@ type Apply struct {
 	// Kueue is a ResourceFlavor, a ClusterQueue per team and a LocalQueue per
 	// namespace, kueue.x-k8s.io/v1beta2.
 	Kueue string `json:"kueue,omitempty"`
+	// Clusters are the configurations per cluster, sorted by cluster, of a
+	// fleet in several; only those with anything to apply.
+	Clusters []Apply `json:"clusters,omitempty"`
 }
 
 // Any reports whether there is anything to apply.
-func (a *Apply) Any() bool { return a.MIGParted != "" || a.TimeSlicing != "" || a.Kueue != "" }
+func (a *Apply) Any() bool {
+	return a.MIGParted != "" || a.TimeSlicing != "" || a.Kueue != "" || len(a.Clusters) > 0
+}
+
+// PerCluster returns the configurations to apply one at a time: a's
+// Clusters, or a alone.
+func (a *Apply) PerCluster() []Apply {
+	if len(a.Clusters) > 0 {
+		return a.Clusters
+	}
+	return []Apply{*a}
+}
 
 // dnsName turns s into a DNS-1123 label.
 func dnsName(s string) string {
@@ -78,14 +96,30 @@ const (
 // WriteApply writes the configuration of a into dir (created if missing): the
 // mig-parted config, the device plugin ConfigMap and the Kueue objects as
 // YAML files, and the node label commands as a shell script; files with
-// nothing to apply are not written.
+// nothing to apply are not written. A fleet in several clusters gets a
+// directory per cluster, named by it (dnsName), each written alike.
 func WriteApply(dir string, a *Apply) error {
+	dirs := map[string]string{} // directory → the cluster written there
+	for _, c := range a.Clusters {
+		sub := dnsName(c.Cluster)
+		if other, ok := dirs[sub]; ok {
+			return fmt.Errorf("write configuration: clusters %q and %q would both be written to %s", other, c.Cluster, filepath.Join(dir, sub))
+		}
+		dirs[sub] = c.Cluster
+		if err := WriteApply(filepath.Join(dir, sub), &c); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write configuration: %w", err)
 	}
 	var labels strings.Builder
 	if len(a.MIGPartedLabels)+len(a.TimeSlicingLabels) > 0 {
-		labels.WriteString("#!/bin/sh\n# Node labels that select the configuration gputally's report wrote next to this file.\nset -e\n")
+		labels.WriteString("#!/bin/sh\n# Node labels that select the configuration gputally's report wrote next to this file.\n")
+		if a.Cluster != "" {
+			labels.WriteString("# Run them against cluster " + a.Cluster + ".\n")
+		}
+		labels.WriteString("set -e\n")
 		for _, s := range a.TimeSlicingSharing {
 			labels.WriteString("# warning: " + s + "\n")
 		}

@@ -88,12 +88,12 @@ func (a *adviser) quotaHoldings(d *model.Dataset) teamHoldings {
 		if k.Holder == (model.HolderKey{}) || e.Seconds[model.StateBusy]+e.Seconds[model.StateIdle] <= 0 {
 			continue
 		}
-		qt := quotaTarget{analysis.Team(d, a.teams, k.Holder), quotaResource(d.Alloc[k].Resource, e.Profile)}
+		qt := quotaTarget{analysis.Team(d, a.teams, k), quotaResource(d.Alloc[k].Resource, e.Profile)}
 		if h.namespaces[qt.team] == nil {
 			h.namespaces[qt.team] = map[string]bool{}
 		}
 		h.namespaces[qt.team][k.Holder.Namespace] = true
-		ck := model.ConcurrencyKey{Namespace: k.Holder.Namespace, Profile: k.Dev.Profile}
+		ck := model.ConcurrencyKey{Cluster: k.Dev.Cluster, Namespace: k.Holder.Namespace, Profile: k.Dev.Profile}
 		if h.targets[ck] == nil {
 			h.targets[ck] = map[quotaTarget]bool{}
 		}
@@ -153,7 +153,7 @@ func (h teamHoldings) concurrentPeaks(cc *model.Concurrency) (peaks map[quotaTar
 	peaks, whole, bounded = map[quotaTarget]int{}, map[quotaTarget][]string{}, map[quotaTarget]bool{}
 	sums := map[quotaTarget]map[int64]int{}
 	for _, ck := range slices.SortedFunc(maps.Keys(cc.Busy), func(x, y model.ConcurrencyKey) int {
-		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Profile, y.Profile))
+		return cmp.Or(cmp.Compare(x.Cluster, y.Cluster), cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Profile, y.Profile))
 	}) {
 		ts := h.targets[ck]
 		for qt := range ts {

@@ -14,6 +14,7 @@ import (
 // Packing says how the workloads recommended for MIG on one GPU model fit
 // onto fewer GPUs.
 type Packing struct {
+	Cluster   string     `json:"cluster,omitempty"`
 	Model     string     `json:"model"`
 	Workloads int        `json:"workloads"`  // each alone on a whole GPU today
 	GPUsAfter int        `json:"gpus_after"` // GPUs their MIG instances need

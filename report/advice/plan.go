@@ -83,7 +83,7 @@ func newPlan(r *draft, d *model.Dataset) *plan {
 		e := d.Ledger[k]
 		g := p.gpus[k.Dev.UUID]
 		if g == nil {
-			g = &gpuInfo{uuid: k.Dev.UUID, node: e.Host, model: e.Model, index: e.GPU, layout: map[model.DeviceKey]bool{}, last: -1, migMode: d.MIGMode[k.Dev.UUID]}
+			g = &gpuInfo{uuid: k.Dev.UUID, node: e.Host, model: e.Model, index: e.GPU, layout: map[model.DeviceKey]bool{}, last: -1, migMode: d.MIGMode[k.Dev.GPU()]}
 			p.gpus[k.Dev.UUID] = g
 			p.nodes[e.Host] = append(p.nodes[e.Host], g)
 		}

@@ -14,7 +14,7 @@ import (
 func (a *adviser) drainNodes(r *draft, p *plan) {
 	for _, n := range r.Nodes {
 		t := n.Totals
-		if r.DrainBlocked(n.Name) || t.GPUHours <= 0 || t.UnallocatedHours/t.GPUHours < a.drain {
+		if r.DrainBlocked(n.Cluster, n.Name) || t.GPUHours <= 0 || t.UnallocatedHours/t.GPUHours < a.drain {
 			continue
 		}
 		target := n.Name

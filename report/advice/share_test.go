@@ -24,8 +24,8 @@ func TestAllocationShareFreesNothing(t *testing.T) {
 		e := &model.LedgerEntry{Model: "NVIDIA H100 80GB HBM3", Host: g.node, GPU: "0", Last: 0, Kind: g.kind, BusyPerBucket: make([]float32, 1)}
 		e.Seconds[model.StateUnallocated], e.EUR[model.StateUnallocated] = 86400, 10
 		d.Ledger[model.HoldingKey{Dev: model.DeviceKey{UUID: g.uuid}}] = e
-		d.GPUs[g.uuid] = &model.GPUSeen{Host: g.node, GPU: "0", Seen: []float64{86400}, Unknown: []float64{0}, FirstLost: -1}
-		d.MIGMode[g.uuid] = "disabled"
+		d.GPUs[model.GPUKey{UUID: g.uuid}] = &model.GPUSeen{Host: g.node, GPU: "0", Seen: []float64{86400}, Unknown: []float64{0}, FirstLost: -1}
+		d.MIGMode[model.GPUKey{UUID: g.uuid}] = "disabled"
 	}
 	d.Present[0] = true
 	a, err := analysis.Analyze(d, nil, false)

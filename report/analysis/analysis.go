@@ -27,18 +27,19 @@ type TeamMap interface {
 	Team(namespace string) (string, bool)
 }
 
-// Team returns the team of holder h: its pod's team label (d.PodTeams), else
-// the team teams maps its namespace to, else the namespace. teams may be nil.
-func Team(d *model.Dataset, teams TeamMap, h model.HolderKey) string {
-	if t, ok := d.PodTeams[model.HolderKey{Namespace: h.Namespace, Pod: h.Pod}]; ok {
+// Team returns the team of holding k's holder: its pod's team label
+// (d.PodTeams), else the team teams maps its namespace to, else the
+// namespace. teams may be nil.
+func Team(d *model.Dataset, teams TeamMap, k model.HoldingKey) string {
+	if t, ok := d.PodTeams[k.Pod()]; ok {
 		return t
 	}
 	if teams != nil {
-		if t, ok := teams.Team(h.Namespace); ok {
+		if t, ok := teams.Team(k.Holder.Namespace); ok {
 			return t
 		}
 	}
-	return h.Namespace
+	return k.Holder.Namespace
 }
 
 // Result is the analysis of one range: a plain value, read by the advice and
@@ -50,11 +51,14 @@ type Result struct {
 	Step       string // the step bucket, e.g. "1h"
 	// Partial is true when more than PartialAbove of the device-hours the
 	// range should hold are missing (no data) or unknown; Coverage says where.
-	Partial    bool
-	Coverage   Coverage
-	Warnings   []string
-	Fleet      Group
-	GPUs       int // physical GPUs seen in the range
+	Partial  bool
+	Coverage Coverage
+	Warnings []string
+	Fleet    Group
+	GPUs     int // physical GPUs seen in the range
+	// Clusters are the clusters the GPUs are in, sorted, by the report's
+	// cluster label; empty when no GPU has one.
+	Clusters   []string
 	Teams      []Group
 	Namespaces []Group
 	Models     []Group
@@ -179,19 +183,19 @@ func heatmap(d *model.Dataset) [7][24]float64 {
 // previous period's totals when d has one, and r.GPUs.
 func (a *analyzer) groups(r *Result, d *model.Dataset) {
 	fleet, teams, namespaces, models, nodes := groupSet{}, groupSet{}, groupSet{}, groupSet{}, groupSet{}
-	gpus := map[string]bool{}
+	gpus := map[model.GPUKey]bool{}
 	// groupsOf lists the groups an entry counts in: the fleet, its model and
-	// its node, and for a held entry its team and namespace.
+	// its node (in its cluster), and for a held entry its team and namespace.
 	groupsOf := func(k model.HoldingKey, e *model.LedgerEntry) []*groupAcc {
-		gs := []*groupAcc{fleet.get(""), models.get(e.Model), nodes.get(e.Host)}
+		gs := []*groupAcc{fleet.get(groupKey{}), models.get(groupKey{name: e.Model}), nodes.get(groupKey{k.Dev.Cluster, e.Host})}
 		if k.Holder != (model.HolderKey{}) {
-			gs = append(gs, teams.get(Team(d, a.teams, k.Holder)), namespaces.get(k.Holder.Namespace))
+			gs = append(gs, teams.get(groupKey{name: Team(d, a.teams, k)}), namespaces.get(groupKey{name: k.Holder.Namespace}))
 		}
 		return gs
 	}
 	for _, k := range model.SortedKeys(d.Ledger) {
 		e := d.Ledger[k]
-		gpus[k.Dev.UUID] = true
+		gpus[k.Dev.GPU()] = true
 		act, fb := d.Activity[k], d.FBMiB[k]
 		for _, g := range groupsOf(k, e) {
 			g.totals.add(e)
@@ -212,6 +216,11 @@ func (a *analyzer) groups(r *Result, d *model.Dataset) {
 	r.Fleet = fleet.groups(withPrev)[0]
 	r.Fleet.Name = "fleet"
 	r.GPUs = len(gpus)
+	for _, c := range d.Clusters() {
+		if c != "" {
+			r.Clusters = append(r.Clusters, c)
+		}
+	}
 	r.Teams = teams.groups(withPrev)
 	r.Namespaces = namespaces.groups(withPrev)
 	r.Models = models.groups(withPrev)

@@ -59,27 +59,30 @@ func (c CoverageOf) UnknownShare() float64 {
 
 // NodeCoverage is the coverage of one node's GPUs together.
 type NodeCoverage struct {
-	Node string `json:"node"`
-	GPUs int    `json:"gpus"`
+	Cluster string `json:"cluster,omitempty"`
+	Node    string `json:"node"`
+	GPUs    int    `json:"gpus"`
 	CoverageOf
 }
 
 // GPUCoverage is the coverage of one GPU.
 type GPUCoverage struct {
-	Node string `json:"node"`
-	UUID string `json:"uuid"`
-	GPU  string `json:"gpu"` // index on its node
+	Cluster string `json:"cluster,omitempty"`
+	Node    string `json:"node"`
+	UUID    string `json:"uuid"`
+	GPU     string `json:"gpu"` // index on its node
 	CoverageOf
 }
 
 // Gap is a span in which one GPU had (almost) no data.
 type Gap struct {
-	Node  string    `json:"node"`
-	UUID  string    `json:"uuid"`
-	GPU   string    `json:"gpu"`
-	From  time.Time `json:"from"`
-	To    time.Time `json:"to"`
-	Hours float64   `json:"hours"` // device-hours missing in [From, To)
+	Cluster string    `json:"cluster,omitempty"`
+	Node    string    `json:"node"`
+	UUID    string    `json:"uuid"`
+	GPU     string    `json:"gpu"`
+	From    time.Time `json:"from"`
+	To      time.Time `json:"to"`
+	Hours   float64   `json:"hours"` // device-hours missing in [From, To)
 }
 
 func (c *CoverageOf) add(o CoverageOf) {
@@ -99,17 +102,17 @@ func (c *CoverageOf) finish() {
 func coverageOf(d *model.Dataset) Coverage {
 	var cov Coverage
 	var fleet CoverageOf
-	nodes := map[string]*NodeCoverage{}
+	nodes := map[groupKey]*NodeCoverage{}
 	step := d.Step.Seconds()
-	for _, uuid := range slices.Sorted(maps.Keys(d.GPUs)) {
-		g := d.GPUs[uuid]
-		gc := GPUCoverage{Node: g.Host, UUID: uuid, GPU: g.GPU}
+	for _, k := range slices.SortedFunc(maps.Keys(d.GPUs), compareGPUKeys) {
+		g := d.GPUs[k]
+		gc := GPUCoverage{Cluster: k.Cluster, Node: g.Host, UUID: k.UUID, GPU: g.GPU}
 		gc.ExpectedHours = float64(d.Buckets) * step / 3600
 		run := -1 // first bucket of the current gap
 		var runHours float64
 		flush := func(end int) {
 			if run >= 0 {
-				cov.Gaps = append(cov.Gaps, Gap{Node: g.Host, UUID: uuid, GPU: g.GPU,
+				cov.Gaps = append(cov.Gaps, Gap{Cluster: k.Cluster, Node: g.Host, UUID: k.UUID, GPU: g.GPU,
 					From: d.Start.Add(time.Duration(run) * d.Step).UTC(), To: d.Start.Add(time.Duration(end) * d.Step).UTC(), Hours: runHours})
 			}
 			run, runHours = -1, 0
@@ -131,10 +134,10 @@ func coverageOf(d *model.Dataset) Coverage {
 		flush(d.Buckets)
 		gc.finish()
 		cov.GPUs = append(cov.GPUs, gc)
-		n := nodes[g.Host]
+		n := nodes[groupKey{k.Cluster, g.Host}]
 		if n == nil {
-			n = &NodeCoverage{Node: g.Host}
-			nodes[g.Host] = n
+			n = &NodeCoverage{Cluster: k.Cluster, Node: g.Host}
+			nodes[groupKey{k.Cluster, g.Host}] = n
 		}
 		n.GPUs++
 		n.add(gc.CoverageOf)
@@ -147,14 +150,20 @@ func coverageOf(d *model.Dataset) Coverage {
 	fleet.finish()
 	cov.Ratio, cov.ExpectedHours, cov.SeenHours, cov.MissingHours, cov.UnknownHours =
 		fleet.Ratio, fleet.ExpectedHours, fleet.SeenHours, fleet.MissingHours, fleet.UnknownHours
-	slices.SortFunc(cov.Nodes, func(a, b NodeCoverage) int { return cmp.Compare(a.Node, b.Node) })
+	slices.SortFunc(cov.Nodes, func(a, b NodeCoverage) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Node, b.Node))
+	})
 	slices.SortFunc(cov.GPUs, func(a, b GPUCoverage) int {
-		return cmp.Or(cmp.Compare(a.Node, b.Node), model.CompareGPUIndex(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID))
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Node, b.Node), model.CompareGPUIndex(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID))
 	})
 	slices.SortFunc(cov.Gaps, func(a, b Gap) int {
-		return cmp.Or(a.From.Compare(b.From), cmp.Compare(a.Node, b.Node), model.CompareGPUIndex(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID))
+		return cmp.Or(a.From.Compare(b.From), cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Node, b.Node), model.CompareGPUIndex(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID))
 	})
 	return cov
+}
+
+func compareGPUKeys(a, b model.GPUKey) int {
+	return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.UUID, b.UUID))
 }
 
 // partial reports whether more than PartialAbove of the expected device-hours
@@ -186,6 +195,6 @@ func (c *Coverage) summary() string {
 
 // String names the gap: node, GPU, from – to and hours.
 func (g Gap) String() string {
-	return fmt.Sprintf("%s GPU %s (%s) %s – %s (%s h)", g.Node, g.GPU, g.UUID,
+	return fmt.Sprintf("%s GPU %s (%s) %s – %s (%s h)", model.NodeName(g.Cluster, g.Node), g.GPU, g.UUID,
 		g.From.Format(time.RFC3339), g.To.Format(time.RFC3339), model.FormatHours(g.Hours))
 }

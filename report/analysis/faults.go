@@ -18,6 +18,7 @@ const unknownBlocksAdvice = 0.01
 // BrokenGPU is a GPU that fell off the bus (XID 79, GPU lost) during the range:
 // from then on its capital accrued as `lost`.
 type BrokenGPU struct {
+	Cluster   string    `json:"cluster,omitempty"`
 	Node      string    `json:"node"`
 	UUID      string    `json:"uuid"`
 	GPU       string    `json:"gpu"` // index on its node
@@ -30,40 +31,40 @@ type BrokenGPU struct {
 
 // Advice is the one thing to do about a broken GPU.
 func (b BrokenGPU) Advice() string {
-	return fmt.Sprintf("repair or replace GPU %s (gpu %s) on node %s: %s EUR this period", b.UUID, b.GPU, b.Node, model.FormatEUR(b.LostEUR))
+	return fmt.Sprintf("repair or replace GPU %s (gpu %s) on node %s: %s EUR this period", b.UUID, b.GPU, model.NodeName(b.Cluster, b.Node), model.FormatEUR(b.LostEUR))
 }
 
 // brokenGPUs lists the GPUs with lost time, most EUR first.
 func brokenGPUs(d *model.Dataset) []BrokenGPU {
-	byUUID := map[string]*BrokenGPU{}
+	byGPU := map[model.GPUKey]*BrokenGPU{}
 	for _, k := range model.SortedKeys(d.Ledger) {
 		e := d.Ledger[k]
 		if e.Seconds[model.StateLost] <= 0 {
 			continue
 		}
-		b := byUUID[k.Dev.UUID]
+		b := byGPU[k.Dev.GPU()]
 		if b == nil {
-			b = &BrokenGPU{Node: e.Host, UUID: k.Dev.UUID, GPU: e.GPU, Model: e.Model}
-			if g := d.GPUs[k.Dev.UUID]; g != nil && g.FirstLost >= 0 {
+			b = &BrokenGPU{Cluster: k.Dev.Cluster, Node: e.Host, UUID: k.Dev.UUID, GPU: e.GPU, Model: e.Model}
+			if g := d.GPUs[k.Dev.GPU()]; g != nil && g.FirstLost >= 0 {
 				b.Since = d.Start.Add(time.Duration(g.FirstLost) * d.Step).UTC()
 			}
-			byUUID[k.Dev.UUID] = b
+			byGPU[k.Dev.GPU()] = b
 		}
 		b.LostHours += e.Seconds[model.StateLost] / 3600
 		b.LostEUR += e.EUR[model.StateLost]
 	}
 	for _, k := range model.SortedKeys(d.Ledger) {
-		if b := byUUID[k.Dev.UUID]; b != nil && k.Holder != (model.HolderKey{}) {
+		if b := byGPU[k.Dev.GPU()]; b != nil && k.Holder != (model.HolderKey{}) {
 			b.Holdings = append(b.Holdings, k.Holder.Namespace+"/"+k.Holder.Pod+"/"+k.Holder.Container)
 		}
 	}
-	out := make([]BrokenGPU, 0, len(byUUID))
-	for _, b := range byUUID {
+	out := make([]BrokenGPU, 0, len(byGPU))
+	for _, b := range byGPU {
 		b.Holdings = slices.Compact(b.Holdings)
 		out = append(out, *b)
 	}
 	slices.SortFunc(out, func(x, y BrokenGPU) int {
-		return cmp.Or(cmp.Compare(y.LostEUR, x.LostEUR), cmp.Compare(x.Node, y.Node), cmp.Compare(x.UUID, y.UUID))
+		return cmp.Or(cmp.Compare(y.LostEUR, x.LostEUR), cmp.Compare(x.Cluster, y.Cluster), cmp.Compare(x.Node, y.Node), cmp.Compare(x.UUID, y.UUID))
 	})
 	return out
 }
@@ -74,7 +75,7 @@ func brokenGPUs(d *model.Dataset) []BrokenGPU {
 // share reads only measured hours, so unknown time would pass for idle.
 func (r *Result) UnknownBlocked(h *Holding) bool {
 	share, _ := holdingUnknown(h)
-	return tooUnknown(share) || r.DrainBlocked(h.Node)
+	return tooUnknown(share) || r.DrainBlocked(h.Cluster, h.Node)
 }
 
 // holdingUnknown returns the share of holding h's hours that is unknown, 0
@@ -100,17 +101,17 @@ func unknownHoldingWarnings(r *Result) []string {
 		h := &r.Holdings[i]
 		if share, all := holdingUnknown(h); tooUnknown(share) {
 			out = append(out, fmt.Sprintf("holding %s on %s (%s): %s of %s hours unknown (%s, above %s); no release, time-slicing or MIG advice for it",
-				h.Name(), h.Node, h.UUID, model.FormatHours(h.Totals.UnknownHours), model.FormatHours(all), model.FormatPct(share), model.FormatPct(unknownBlocksAdvice)))
+				h.Name(), h.Place(), h.UUID, model.FormatHours(h.Totals.UnknownHours), model.FormatHours(all), model.FormatPct(share), model.FormatPct(unknownBlocksAdvice)))
 		}
 	}
 	return out
 }
 
-// DrainBlocked reports whether node has too much unknown time (more than
-// 1 % of its device-hours) for drain advice.
-func (r *Result) DrainBlocked(node string) bool {
+// DrainBlocked reports whether node of cluster has too much unknown time
+// (more than 1 % of its device-hours) for drain advice.
+func (r *Result) DrainBlocked(cluster, node string) bool {
 	for _, n := range r.Coverage.Nodes {
-		if n.Node == node {
+		if n.Cluster == cluster && n.Node == node {
 			return tooUnknown(n.UnknownShare())
 		}
 	}
@@ -123,7 +124,7 @@ func unknownNodeWarnings(r *Result) []string {
 	for _, n := range r.Coverage.Nodes {
 		if tooUnknown(n.UnknownShare()) {
 			out = append(out, fmt.Sprintf("node %s: %s of %s device-hours unknown (%s, above %s): who held its GPUs or how busy they were was not measured; no drain advice for it",
-				n.Node, model.FormatHours(n.UnknownHours), model.FormatHours(n.SeenHours), model.FormatPct(n.UnknownShare()), model.FormatPct(unknownBlocksAdvice)))
+				model.NodeName(n.Cluster, n.Node), model.FormatHours(n.UnknownHours), model.FormatHours(n.SeenHours), model.FormatPct(n.UnknownShare()), model.FormatPct(unknownBlocksAdvice)))
 		}
 	}
 	return out

@@ -65,6 +65,9 @@ type Usage struct {
 // Group is one row of a table: a team, namespace, GPU model or node.
 type Group struct {
 	Name string `json:"name"`
+	// Cluster is a node's cluster; empty for other groups and without a
+	// cluster label.
+	Cluster string `json:"cluster,omitempty"`
 	// Kind is which kind of number its totals are: "exact" (gputally's
 	// ledger), "sampled" (the dcgm-exporter source, whole devices),
 	// "allocation share" (the dcgm-exporter source, shared devices), or
@@ -82,6 +85,7 @@ type Holding struct {
 	Pod       string `json:"pod"`
 	Container string `json:"container"`
 	Team      string `json:"team"`
+	Cluster   string `json:"cluster,omitempty"` // its device's, by the report's cluster label
 	Node      string `json:"node"`
 	Model     string `json:"model"`
 	UUID      string `json:"uuid"`
@@ -108,6 +112,9 @@ type Holding struct {
 
 // Name names the holding: namespace/pod/container.
 func (h *Holding) Name() string { return h.Namespace + "/" + h.Pod + "/" + h.Container }
+
+// Place names where the holding is, for people: its node (in its cluster).
+func (h *Holding) Place() string { return model.NodeName(h.Cluster, h.Node) }
 
 // TimelinePoint is the fleet's device-hours in one step bucket ending at Time.
 type TimelinePoint struct {
@@ -161,22 +168,26 @@ type groupAcc struct {
 	kinds        model.Kinds
 }
 
-type groupSet map[string]*groupAcc
+// groupKey names a group: a node in its cluster, or a team, namespace or
+// model (cluster empty).
+type groupKey struct{ cluster, name string }
 
-func (g groupSet) get(name string) *groupAcc {
-	a := g[name]
+type groupSet map[groupKey]*groupAcc
+
+func (g groupSet) get(k groupKey) *groupAcc {
+	a := g[k]
 	if a == nil {
 		a = &groupAcc{}
-		g[name] = a
+		g[k] = a
 	}
 	return a
 }
 
 func (g groupSet) groups(withPrev bool) []Group {
 	out := make([]Group, 0, len(g))
-	for name, a := range g {
+	for k, a := range g {
 		a.totals.finish()
-		gr := Group{Name: name, Kind: a.kinds.String(), Totals: a.totals, Usage: usageOf(slices.Concat(a.act...), slices.Concat(a.fb...))}
+		gr := Group{Name: k.name, Cluster: k.cluster, Kind: a.kinds.String(), Totals: a.totals, Usage: usageOf(slices.Concat(a.act...), slices.Concat(a.fb...))}
 		if withPrev {
 			a.prev.finish()
 			p := a.prev
@@ -185,10 +196,7 @@ func (g groupSet) groups(withPrev bool) []Group {
 		out = append(out, gr)
 	}
 	slices.SortFunc(out, func(a, b Group) int {
-		if c := cmp.Compare(b.Totals.CostEUR, a.Totals.CostEUR); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Name, b.Name)
+		return cmp.Or(cmp.Compare(b.Totals.CostEUR, a.Totals.CostEUR), cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Name, b.Name))
 	})
 	return out
 }
@@ -207,14 +215,14 @@ func (a *analyzer) holdings(d *model.Dataset) []Holding {
 		al := d.Alloc[k]
 		out = append(out, Holding{
 			Namespace: k.Holder.Namespace, Pod: k.Holder.Pod, Container: k.Holder.Container,
-			Team: Team(d, a.teams, k.Holder), Node: e.Host, Model: e.Model, UUID: k.Dev.UUID, MIGID: k.Dev.GI,
+			Team: Team(d, a.teams, k), Cluster: k.Dev.Cluster, Node: e.Host, Model: e.Model, UUID: k.Dev.UUID, MIGID: k.Dev.GI,
 			Profile: e.Profile, Resource: al.Resource, Sharing: al.Sharing, Kind: e.Kind.String(),
 			Totals: t, Usage: usageOf(d.Activity[k], d.FBMiB[k]),
 			AtEnd: e.Last >= 0 && e.Last == d.Buckets-1, EndBusyShare: endBusyShare(d, k), Replicas: replicas[k.Dev],
 		})
 	}
 	slices.SortFunc(out, func(a, b Holding) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
 			cmp.Compare(a.Container, b.Container), cmp.Compare(a.UUID, b.UUID), cmp.Compare(a.MIGID, b.MIGID), cmp.Compare(a.Profile, b.Profile))
 	})
 	return out
@@ -243,7 +251,7 @@ const maxReplicas = 64
 func replicasOf(d *model.Dataset) map[model.DeviceKey]int {
 	last := map[model.DeviceKey]int{}
 	shares := map[model.DeviceKey][]float64{}
-	for _, k := range slices.SortedFunc(maps.Keys(d.Shares), compareHoldingKeys) {
+	for _, k := range slices.SortedFunc(maps.Keys(d.Shares), model.CompareHoldingKeys) {
 		s := d.Shares[k]
 		switch b, ok := last[k.Dev]; {
 		case !ok || s.Bucket > b:
@@ -265,9 +273,4 @@ func replicasOf(d *model.Dataset) map[model.DeviceKey]int {
 		}
 	}
 	return out
-}
-
-func compareHoldingKeys(a, b model.HoldingKey) int {
-	return cmp.Or(cmp.Compare(a.Dev.UUID, b.Dev.UUID), cmp.Compare(a.Dev.GI, b.Dev.GI), cmp.Compare(a.Dev.Profile, b.Dev.Profile),
-		cmp.Compare(a.Holder.Namespace, b.Holder.Namespace), cmp.Compare(a.Holder.Pod, b.Holder.Pod), cmp.Compare(a.Holder.Container, b.Holder.Container))
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"time"
 )
@@ -35,14 +36,40 @@ func StateIndex(s string) (int, bool) {
 	return 0, false
 }
 
+// GPUKey names a physical GPU: its UUID in its cluster, the value of the
+// report's cluster label ("" without one). The same UUID in two clusters is
+// two GPUs, as the same node name is two nodes.
+type GPUKey struct{ Cluster, UUID string }
+
 // DeviceKey names a physical GPU (GI and Profile empty) or one of its MIG
 // instances: GI is its GPU_I_ID and Profile its GPU_I_PROFILE. An instance
 // id the GPU reuses with another profile after a reconfiguration is another
 // device.
-type DeviceKey struct{ UUID, GI, Profile string }
+type DeviceKey struct{ Cluster, UUID, GI, Profile string }
 
-// HolderKey names a container; the zero value is no one (unallocated).
+// GPU returns the physical GPU the device is or is part of.
+func (k DeviceKey) GPU() GPUKey { return GPUKey{Cluster: k.Cluster, UUID: k.UUID} }
+
+// HolderKey names a container; the zero value is no one (unallocated). Its
+// cluster is its device's.
 type HolderKey struct{ Namespace, Pod, Container string }
+
+// PodKey names a pod in a cluster.
+type PodKey struct{ Cluster, Namespace, Pod string }
+
+// Pod returns the pod of holding k's container.
+func (k HoldingKey) Pod() PodKey {
+	return PodKey{Cluster: k.Dev.Cluster, Namespace: k.Holder.Namespace, Pod: k.Holder.Pod}
+}
+
+// NodeName names a node for people: "cluster/node", or the node alone
+// without a cluster.
+func NodeName(cluster, node string) string {
+	if cluster == "" {
+		return node
+	}
+	return cluster + "/" + node
+}
 
 // HoldingKey is one container on one device.
 type HoldingKey struct {
@@ -96,9 +123,9 @@ type Concurrency struct {
 	Busy map[ConcurrencyKey]map[int64]int
 }
 
-// ConcurrencyKey is a namespace and a MIG profile ("" for whole GPUs and
-// time-sliced shares of them).
-type ConcurrencyKey struct{ Namespace, Profile string }
+// ConcurrencyKey is a namespace in a cluster and a MIG profile ("" for whole
+// GPUs and time-sliced shares of them).
+type ConcurrencyKey struct{ Cluster, Namespace, Profile string }
 
 // HeatCell sums the device activity ratios (0–1) sampled in one hour of the
 // week.
@@ -128,10 +155,10 @@ type Dataset struct {
 	Activity map[HoldingKey][]float32    // activity ratio (0–1) per resolution step
 	FBMiB    map[HoldingKey][]float32    // peak framebuffer (MiB) per resolution step
 	Heat     [7][24]HeatCell             // device activity by weekday (0 = Sunday) and hour, UTC
-	PodTeams map[HolderKey]string        // team label per pod (Container empty), from kube_pod_labels
+	PodTeams map[PodKey]string           // team label per pod, from kube_pod_labels
 	Previous map[HoldingKey]*LedgerEntry // the period before; nil when it has no data to compare with
-	GPUs     map[string]*GPUSeen         // by UUID: what the range saw of each GPU
-	MIGMode  map[string]string           // by UUID: gputally_gpu_info's mig_mode at the GPU's last sample; absent: not known
+	GPUs     map[GPUKey]*GPUSeen         // what the range saw of each GPU
+	MIGMode  map[GPUKey]string           // gputally_gpu_info's mig_mode at the GPU's last sample; absent: not known
 	// EndSeconds are the device-seconds per state each holding had in the
 	// range's last step bucket; nil when the source does not read that
 	// bucket apart (the advice then cannot tell whether a holding is still
@@ -165,11 +192,11 @@ func NewDataset(r Range) *Dataset {
 		Range:    r,
 		Buckets:  int(r.End.Sub(r.Start) / r.Step),
 		Alloc:    map[HoldingKey]Alloc{},
-		MIGMode:  map[string]string{},
+		MIGMode:  map[GPUKey]string{},
 		Activity: map[HoldingKey][]float32{},
 		FBMiB:    map[HoldingKey][]float32{},
-		PodTeams: map[HolderKey]string{},
-		GPUs:     map[string]*GPUSeen{},
+		PodTeams: map[PodKey]string{},
+		GPUs:     map[GPUKey]*GPUSeen{},
 		Shares:   map[HoldingKey]Share{},
 	}
 	d.Present = make([]bool, d.Buckets)
@@ -185,19 +212,26 @@ func SortedKeys(m map[HoldingKey]*LedgerEntry) []HoldingKey {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b HoldingKey) int {
-		return cmp.Or(cmp.Compare(a.Dev.UUID, b.Dev.UUID), cmp.Compare(a.Dev.GI, b.Dev.GI), cmp.Compare(a.Dev.Profile, b.Dev.Profile), cmp.Compare(a.Holder.Namespace, b.Holder.Namespace),
-			cmp.Compare(a.Holder.Pod, b.Holder.Pod), cmp.Compare(a.Holder.Container, b.Holder.Container))
+		return CompareHoldingKeys(a, b)
 	})
 	return keys
 }
 
-// GPU returns what the range saw of the GPU uuid, which entry e is on: made,
-// with e's node and index, the first time.
-func (d *Dataset) GPU(uuid string, e *LedgerEntry) *GPUSeen {
-	g := d.GPUs[uuid]
+// CompareHoldingKeys orders holdings by cluster, UUID, instance, profile and
+// holder.
+func CompareHoldingKeys(a, b HoldingKey) int {
+	return cmp.Or(cmp.Compare(a.Dev.Cluster, b.Dev.Cluster), cmp.Compare(a.Dev.UUID, b.Dev.UUID), cmp.Compare(a.Dev.GI, b.Dev.GI),
+		cmp.Compare(a.Dev.Profile, b.Dev.Profile), cmp.Compare(a.Holder.Namespace, b.Holder.Namespace),
+		cmp.Compare(a.Holder.Pod, b.Holder.Pod), cmp.Compare(a.Holder.Container, b.Holder.Container))
+}
+
+// GPU returns what the range saw of GPU k, which entry e is on: made, with
+// e's node and index, the first time.
+func (d *Dataset) GPU(k GPUKey, e *LedgerEntry) *GPUSeen {
+	g := d.GPUs[k]
 	if g == nil {
 		g = &GPUSeen{Host: e.Host, GPU: e.GPU, Seen: make([]float64, d.Buckets), Unknown: make([]float64, d.Buckets), FirstLost: -1}
-		d.GPUs[uuid] = g
+		d.GPUs[k] = g
 	}
 	return g
 }
@@ -221,4 +255,54 @@ func (d *Dataset) AddSeconds(e *LedgerEntry, g *GPUSeen, b, st int, v float64) {
 	case st == StateBusy:
 		e.BusyPerBucket[b] += float32(v)
 	}
+}
+
+// Clusters returns the clusters of the ledger's devices, sorted; [""] for a
+// ledger without a cluster label.
+func (d *Dataset) Clusters() []string {
+	seen := map[string]bool{}
+	for k := range d.Ledger {
+		seen[k.Dev.Cluster] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// OfCluster returns the part of d in cluster c: every map keyed by device,
+// holding, GPU, pod or namespace holds only c's keys; the per-bucket fleet
+// figures and the source's words stay d's. The advice reads it once per
+// cluster, so that no change it makes spans two clusters. It shares nothing
+// it filters with d.
+func (d *Dataset) OfCluster(c string) *Dataset {
+	out := *d
+	holding := func(k HoldingKey) bool { return k.Dev.Cluster == c }
+	out.Ledger = keep(d.Ledger, holding)
+	out.Previous = keep(d.Previous, holding)
+	out.Alloc = keep(d.Alloc, holding)
+	out.Activity = keep(d.Activity, holding)
+	out.FBMiB = keep(d.FBMiB, holding)
+	out.EndSeconds = keep(d.EndSeconds, holding)
+	out.Shares = keep(d.Shares, holding)
+	out.GPUs = keep(d.GPUs, func(k GPUKey) bool { return k.Cluster == c })
+	out.MIGMode = keep(d.MIGMode, func(k GPUKey) bool { return k.Cluster == c })
+	out.PodTeams = keep(d.PodTeams, func(k PodKey) bool { return k.Cluster == c })
+	if d.Concurrency != nil {
+		cc := *d.Concurrency
+		cc.Busy = keep(d.Concurrency.Busy, func(k ConcurrencyKey) bool { return k.Cluster == c })
+		out.Concurrency = &cc
+	}
+	return &out
+}
+
+// keep returns the entries of m whose key ok accepts; nil for a nil m.
+func keep[K comparable, V any](m map[K]V, ok func(K) bool) map[K]V {
+	if m == nil {
+		return nil
+	}
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		if ok(k) {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -38,9 +38,9 @@ func (c *collector) concurrency(ctx context.Context, d *model.Dataset) error {
 	c.run.total += c.run.requests(first, d.End, interval) - c.run.requests(d.Start.Add(d.Resolution), d.End, d.Resolution)
 	cc := &model.Concurrency{Interval: interval, Scraped: scraped, Busy: map[model.ConcurrencyKey]map[int64]int{}}
 	d.Concurrency = cc
-	return c.run.run(ctx, "devices busy at once", busyAtOnceQuery(interval), first, d.End, interval, func(m pmodel.Matrix) {
+	return c.run.run(ctx, "devices busy at once", c.id.busyAtOnceQuery(interval), first, d.End, interval, func(m pmodel.Matrix) {
 		for _, s := range m {
-			k := model.ConcurrencyKey{Namespace: string(s.Metric["namespace"]), Profile: string(s.Metric["GPU_I_PROFILE"])}
+			k := model.ConcurrencyKey{Cluster: c.id.clusterOf(s.Metric), Namespace: string(s.Metric["namespace"]), Profile: string(s.Metric["GPU_I_PROFILE"])}
 			if k.Namespace == "" {
 				continue
 			}
@@ -74,10 +74,10 @@ func (c *collector) concurrencyRequests(d *model.Dataset) int {
 // duplicate scrape jobs, both spellings of the node label) count once. The
 // counter is selected three times, not six as with one branch per case: the
 // query runs at every scrape interval of the range.
-func busyAtOnceQuery(s time.Duration) string {
+func (id identity) busyAtOnceQuery(s time.Duration) string {
 	const busy = `gputally_gpu_seconds_total{state="busy",namespace!=""}`
-	return fmt.Sprintf("count by (namespace, GPU_I_PROFILE) (max by (%s) (%[2]s > 0 unless %[2]s == %[2]s offset %[3]s))",
-		byDevice, busy, pmodel.Duration(s))
+	return fmt.Sprintf("count by (%s) (max by (%s) (%[3]s > 0 unless %[3]s == %[3]s offset %[4]s))",
+		id.by("namespace, GPU_I_PROFILE"), id.byDevice(), busy, pmodel.Duration(s))
 }
 
 // scrapeInterval returns the scrape interval of gputally's exporters over

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -35,6 +36,9 @@ type DCGMExporterOptions struct {
 	// MaxPointsPerQuery and MaxSamplesPerQuery bound the requests as for
 	// the Ledger.
 	MaxPointsPerQuery, MaxSamplesPerQuery int
+	// ClusterLabel (optional) names a series' cluster, as for the Ledger:
+	// each cluster's grid points are classified and priced apart.
+	ClusterLabel string
 	// DedupeLabels (optional) are labels by which copies of one series differ
 	// (an HA pair of Prometheus servers, DefaultDedupeLabels): every query
 	// takes the max over them, as it does over instance and job.
@@ -97,11 +101,11 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	}
 	defer run.finish()
 	d := model.NewDataset(r)
-	acc := newDCGMAccount(d, s.opts.Book, g)
+	id := identity{pmodel.LabelName(s.opts.ClusterLabel)}
 	perBucket := int(r.Step / g)
 	bucketsPerChunk := max(1, run.maxPoints/perBucket)
 	chunks := ceilDiv(d.Buckets, bucketsPerChunk)
-	run.total = 1 + run.requests(r.Start.Add(r.Step), r.End, r.Step) + chunks*len(dcgmQueries(g, false, nil))
+	run.total = 1 + run.requests(r.Start.Add(r.Step), r.End, r.Step) + chunks*len(dcgmQueries(g, false, nil, id))
 	if s.opts.TeamLabel != "" {
 		run.total += run.requests(r.Start.Add(r.Step), r.End, r.Step)
 	}
@@ -113,25 +117,42 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	if err != nil {
 		return nil, err
 	}
-	queries := dcgmQueries(g, exported, s.opts.DedupeLabels)
+	queries := dcgmQueries(g, exported, s.opts.DedupeLabels, id)
 	series := map[pmodel.Fingerprint]*dcgmSeries{}
+	accounts := map[string]*dcgmAccount{} // by cluster
 	for b := 0; b < d.Buckets; b += bucketsPerChunk {
 		first := b*perBucket + 1 // grid point j is at r.Start + j × g
 		last := min(b+bucketsPerChunk, d.Buckets) * perBucket
-		points := make([]*gridPoint, last-first+1)
-		for i := range points {
-			points[i] = newGridPoint()
+		// Every cluster seen so far gets every point of the chunk, with data or not.
+		points := map[string][]*gridPoint{}
+		of := func(cluster string) []*gridPoint {
+			ps := points[cluster]
+			if ps == nil {
+				ps = make([]*gridPoint, last-first+1)
+				for i := range ps {
+					ps[i] = newGridPoint()
+				}
+				points[cluster] = ps
+			}
+			return ps
+		}
+		for c := range accounts {
+			of(c)
 		}
 		from, to := r.Start.Add(time.Duration(first)*g), r.Start.Add(time.Duration(last)*g)
 		for _, q := range queries {
 			err := run.run(ctx, q.name, q.query, from, to, g, func(m pmodel.Matrix) {
 				for _, st := range m {
+					var ps []*gridPoint
 					for _, p := range st.Values {
 						i := int(math.Round(float64(p.Timestamp.Time().Sub(from)) / float64(g)))
-						if i < 0 || i >= len(points) || math.IsNaN(float64(p.Value)) {
+						if i < 0 || i >= last-first+1 || math.IsNaN(float64(p.Value)) {
 							continue
 						}
-						q.fill(points[i], st.Metric, series, float64(p.Value))
+						if ps == nil {
+							ps = of(id.clusterOf(st.Metric))
+						}
+						q.fill(ps[i], st.Metric, series, float64(p.Value))
 					}
 				}
 			})
@@ -139,20 +160,31 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 				return nil, err
 			}
 		}
-		for i, p := range points {
-			acc.point(first+i, p)
+		for _, c := range slices.Sorted(maps.Keys(points)) {
+			acc := accounts[c]
+			if acc == nil {
+				acc = newDCGMAccount(d, s.opts.Book, g, c)
+				accounts[c] = acc
+			}
+			for i, p := range points[c] {
+				acc.point(first+i, p)
+			}
 		}
 	}
-	acc.finish()
+	for _, c := range slices.Sorted(maps.Keys(accounts)) {
+		accounts[c].finish()
+	}
 	if len(d.Ledger) == 0 {
 		return nil, fmt.Errorf("no GPU data: no dcgm-exporter samples (DCGM_FI_DEV_FB_USED, DCGM_FI_PROF_GR_ENGINE_ACTIVE, …) with a UUID label between %s and %s (is dcgm-exporter scraped, and is the range right?)",
 			r.Start.UTC().Format(time.RFC3339), r.End.UTC().Format(time.RFC3339))
 	}
-	c := &collector{run: run, teamLabel: s.opts.TeamLabel}
+	c := &collector{run: run, teamLabel: s.opts.TeamLabel, id: id}
 	if err := c.podTeams(ctx, d); err != nil {
 		return nil, err
 	}
-	d.Notes = append(d.Notes, acc.warnings()...)
+	for _, c := range slices.Sorted(maps.Keys(accounts)) {
+		d.Notes = append(d.Notes, accounts[c].warnings()...)
+	}
 	if interval > g+g/2 {
 		d.Notes = append([]string{fmt.Sprintf("dcgm-exporter's series have a sample about every %s, more than the grid of %s: grid points without one are unknown; set --grid=%s",
 			interval.Round(time.Second), g, interval.Round(time.Second))}, d.Notes...)
@@ -213,7 +245,7 @@ type dcgmQuery struct {
 // and the nodes' capacity of nvidia.com resources (and of pods, which every
 // node has: a node without nvidia.com capacity offers no device plugin
 // resource at all).
-func dcgmQueries(g time.Duration, exported bool, dedupe []string) []dcgmQuery {
+func dcgmQueries(g time.Duration, exported bool, dedupe []string, id identity) []dcgmQuery {
 	// Each point reads the grid step before it, shifted a millisecond
 	// later: Prometheus 2 closes a range on both ends (a sample exactly one
 	// step before the point belongs to the point before), and
@@ -226,7 +258,7 @@ func dcgmQueries(g time.Duration, exported bool, dedupe []string) []dcgmQuery {
 				fp := m.Fingerprint()
 				s := series[fp]
 				if s == nil {
-					ps := parseDCGMSeries(m, exported)
+					ps := id.parseDCGMSeries(m, exported)
 					s = &ps
 					series[fp] = s
 				}
@@ -254,7 +286,7 @@ func dcgmQueries(g time.Duration, exported bool, dedupe []string) []dcgmQuery {
 				p.requests = append(p.requests, ksmRequest{holder: h, node: ksmLabel(m, "node"), resource: string(m["resource"]), value: v})
 			}},
 		{name: "kube_pod_status_phase",
-			query: fmt.Sprintf(`max by (namespace, pod) (last_over_time(kube_pod_status_phase{phase="Running"}[%s)) == 1 and on (namespace, pod) max by (namespace, pod) (last_over_time(kube_pod_container_resource_requests{resource=~"nvidia_com_.*_shared"}[%s))`, kw, kw),
+			query: fmt.Sprintf(`max by (%[1]s) (last_over_time(kube_pod_status_phase{phase="Running"}[%[2]s)) == 1 and on (%[1]s) max by (%[1]s) (last_over_time(kube_pod_container_resource_requests{resource=~"nvidia_com_.*_shared"}[%[2]s))`, id.by("namespace, pod"), kw),
 			fill: func(p *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				p.running[model.HolderKey{Namespace: string(m["namespace"]), Pod: string(m["pod"])}] = true
 			}},

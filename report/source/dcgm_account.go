@@ -1,7 +1,6 @@
 package source
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -15,9 +14,11 @@ import (
 // dcgmAccount prices the classified grid points with the exporter's own
 // ledger (cost.Ledger: the rates, the idle threshold, the MIG split by
 // mig_weight, time-sliced shares, lost GPUs) and turns its totals into the
-// dataset, bucket by bucket. Only the goroutine of Collect uses it.
+// dataset, bucket by bucket: the GPUs of one cluster. Only the goroutine of
+// Collect uses it.
 type dcgmAccount struct {
 	d         *model.Dataset
+	cluster   string
 	book      *cost.Book
 	grid      time.Duration
 	perBucket int // grid points per step bucket
@@ -71,10 +72,10 @@ type dcgmUsage struct {
 	hasFB bool
 }
 
-func newDCGMAccount(d *model.Dataset, book *cost.Book, grid time.Duration) *dcgmAccount {
+func newDCGMAccount(d *model.Dataset, book *cost.Book, grid time.Duration, cluster string) *dcgmAccount {
 	perBucket := int(d.Step / grid)
 	return &dcgmAccount{
-		d: d, book: book, grid: grid, perBucket: perBucket, perRes: int(d.Resolution / grid),
+		d: d, cluster: cluster, book: book, grid: grid, perBucket: perBucket, perRes: int(d.Resolution / grid),
 		// A series gone longer than a bucket and a bit has been read at a
 		// bucket end: it may go.
 		ledger:  cost.NewLedger(staticBook{book}, cost.WithRetention(d.Step+4*grid)),
@@ -150,7 +151,7 @@ func (a *dcgmAccount) gpuOf(pd *pointDevice) *dcgmGPU {
 	if g == nil {
 		g = &dcgmGPU{model: pd.state.Model, host: pd.id.host, gpu: pd.id.gpu, powerW: math.NaN()}
 		a.gpus[pd.uuid] = g
-		a.devices[pd.uuid] = dcgmDevice{key: model.DeviceKey{UUID: pd.uuid}, model: g.model, host: g.host, gpu: g.gpu}
+		a.devices[pd.uuid] = dcgmDevice{key: model.DeviceKey{Cluster: a.cluster, UUID: pd.uuid}, model: g.model, host: g.host, gpu: g.gpu}
 	}
 	return g
 }
@@ -204,7 +205,7 @@ func (a *dcgmAccount) add(b int, dev dcgmDevice, h model.HolderKey, st int, sec,
 	}
 	e.Seconds[st] += sec
 	e.EUR[st] += eur
-	d.AddSeconds(e, d.GPU(dev.key.UUID, e), b, st, sec)
+	d.AddSeconds(e, d.GPU(dev.key.GPU(), e), b, st, sec)
 }
 
 // sample adds one grid point's activity and framebuffer of holding k.
@@ -249,14 +250,18 @@ func (a *dcgmAccount) flush(k model.HoldingKey, u *dcgmUsage) {
 	}
 }
 
-// finish flushes the usage, marks each entry's kind, and fills the
-// allocations, MIG modes and the statement of the grid's resolution.
+// finish flushes the usage, marks the kind of each entry of its cluster, and
+// fills their allocations, the MIG modes and the statement of the grid's
+// resolution.
 func (a *dcgmAccount) finish() {
 	d := a.d
-	for _, k := range slices.SortedFunc(maps.Keys(a.usage), compareHoldings) {
+	for _, k := range slices.SortedFunc(maps.Keys(a.usage), model.CompareHoldingKeys) {
 		a.flush(k, a.usage[k])
 	}
 	for k, e := range d.Ledger {
+		if k.Dev.Cluster != a.cluster {
+			continue
+		}
 		e.Kind = model.Sampled
 		if a.shared[k.Dev.UUID] {
 			e.Kind = model.AllocationShare
@@ -274,9 +279,10 @@ func (a *dcgmAccount) finish() {
 		}
 	}
 	for uuid, g := range a.gpus {
-		d.MIGMode[uuid] = "disabled"
+		k := model.GPUKey{Cluster: a.cluster, UUID: uuid}
+		d.MIGMode[k] = "disabled"
 		if g.mig {
-			d.MIGMode[uuid] = "enabled"
+			d.MIGMode[k] = "enabled"
 		}
 	}
 	short := 0
@@ -294,15 +300,14 @@ func (a *dcgmAccount) finish() {
 func (a *dcgmAccount) warnings() []string {
 	var out []string
 	if !a.anyCap && len(a.gpus) > 0 {
-		out = append(out, "no kube-state-metrics kube_node_status_capacity series for nvidia.com resources: devices without pod labels count as unallocated, and time-sliced or DRA-held GPUs cannot be told from free ones")
+		where := ""
+		if a.cluster != "" {
+			where = " in cluster " + a.cluster
+		}
+		out = append(out, "no kube-state-metrics kube_node_status_capacity series for nvidia.com resources"+where+": devices without pod labels count as unallocated, and time-sliced or DRA-held GPUs cannot be told from free ones")
 	}
 	for _, n := range slices.Sorted(maps.Keys(a.noCap)) {
-		out = append(out, fmt.Sprintf("node %s has no kube_node_status_capacity for nvidia.com resources: its devices without pod labels count as unallocated", n))
+		out = append(out, fmt.Sprintf("node %s has no kube_node_status_capacity for nvidia.com resources: its devices without pod labels count as unallocated", model.NodeName(a.cluster, n)))
 	}
 	return out
-}
-
-func compareHoldings(a, b model.HoldingKey) int {
-	return cmp.Or(cmp.Compare(a.Dev.UUID, b.Dev.UUID), cmp.Compare(a.Dev.GI, b.Dev.GI), cmp.Compare(a.Holder.Namespace, b.Holder.Namespace),
-		cmp.Compare(a.Holder.Pod, b.Holder.Pod), cmp.Compare(a.Holder.Container, b.Holder.Container))
 }

@@ -57,9 +57,9 @@ type dcgmSeries struct {
 // Prometheus scraped dcgm-exporter without honor_labels: the holder's labels
 // are then exported_namespace, exported_pod and exported_container, and
 // namespace and pod name the exporter's own pod.
-func parseDCGMSeries(m pmodel.Metric, exported bool) dcgmSeries {
+func (id identity) parseDCGMSeries(m pmodel.Metric, exported bool) dcgmSeries {
 	s := dcgmSeries{
-		dev:   model.DeviceKey{UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"])},
+		dev:   model.DeviceKey{Cluster: id.clusterOf(m), UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"])},
 		gpu:   string(m["gpu"]),
 		model: string(m["modelName"]),
 		host:  hostOf(m),
@@ -202,7 +202,7 @@ func classify(p *gridPoint, wholeSeen map[string]int) []pointDevice {
 	for uuid, ins := range instances {
 		slices.SortFunc(ins, func(a, b *deviceReading) int { return cmpGI(a.id.dev.GI, b.id.dev.GI) })
 		if gpus[uuid] == nil {
-			g := newDeviceReading(&dcgmSeries{dev: model.DeviceKey{UUID: uuid}, gpu: ins[0].id.gpu, model: ins[0].id.model, host: ins[0].id.host})
+			g := newDeviceReading(&dcgmSeries{dev: model.DeviceKey{Cluster: ins[0].id.dev.Cluster, UUID: uuid}, gpu: ins[0].id.gpu, model: ins[0].id.model, host: ins[0].id.host})
 			gpus[uuid] = g
 		}
 		// Power counted once per GPU: the GPU's own, else the instances' (the same value repeated).

@@ -279,10 +279,10 @@ func TestDCGMExporterStateRules(t *testing.T) {
 		{"GPU-7", "", "", "", unknown, 3600, 0.70, sampled},
 		{"GPU-8", "", "d", "t", busy, 3600, 0.70, sampled},
 	})
-	if got := d.GPUs["GPU-5"]; got == nil || got.FirstLost != 0 || got.Host != "n2" {
+	if got := d.GPUs[model.GPUKey{UUID: "GPU-5"}]; got == nil || got.FirstLost != 0 || got.Host != "n2" {
 		t.Errorf("GPU-5 seen as %+v, want lost from bucket 0 on n2 (the legacy Hostname label)", got)
 	}
-	if d.MIGMode["GPU-3"] != "enabled" || d.MIGMode["GPU-0"] != "disabled" {
+	if d.MIGMode[model.GPUKey{UUID: "GPU-3"}] != "enabled" || d.MIGMode[model.GPUKey{UUID: "GPU-0"}] != "disabled" {
 		t.Errorf("MIG modes %v", d.MIGMode)
 	}
 	if a := d.Alloc[model.HoldingKey{Dev: model.DeviceKey{UUID: "GPU-2"}, Holder: model.HolderKey{Namespace: "b", Pod: "s0", Container: "c"}}]; a.Sharing != "time-slicing" {

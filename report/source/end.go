@@ -42,7 +42,7 @@ func (c *collector) endRequests(d *model.Dataset) int {
 // how many replicas it offers (analysis).
 func (c *collector) shares(ctx context.Context, d *model.Dataset) error {
 	return c.run.run(ctx, "gputally_gpu_allocation (shares)", fmt.Sprintf(
-		`max by (%s, resource, sharing) (last_over_time(gputally_gpu_allocation{sharing=~"time-slicing|mps"}[%s]))`, byDevice, c.win.of(d.Step)),
+		`max by (%s, resource, sharing) (last_over_time(gputally_gpu_allocation{sharing=~"time-slicing|mps"}[%s]))`, c.id.byDevice(), c.win.of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
 				if sh := s.Metric["sharing"]; sh != "time-slicing" && sh != "mps" || len(s.Values) == 0 {
@@ -50,7 +50,7 @@ func (c *collector) shares(ctx context.Context, d *model.Dataset) error {
 				}
 				p := s.Values[len(s.Values)-1]
 				b := int(p.Timestamp.Time().Sub(d.Start)/d.Step) - 1
-				k := holdingOf(s.Metric)
+				k := c.id.holdingOf(s.Metric)
 				if old, ok := d.Shares[k]; !ok || b >= old.Bucket {
 					d.Shares[k] = model.Share{Share: float64(p.Value), Bucket: b}
 				}

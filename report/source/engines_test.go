@@ -194,7 +194,7 @@ func TestLedgerOnEveryEngine(t *testing.T) {
 					t.Errorf("%s: %.6f EUR, want %.6f", ns, eur[ns], w*eurPerSecond)
 				}
 			}
-			g := d.GPUs["GPU-long"]
+			g := d.GPUs[model.GPUKey{UUID: "GPU-long"}]
 			if g == nil {
 				t.Fatal("GPU-long not seen")
 			}

@@ -220,7 +220,7 @@ func TestExactIncreaseScrapeGap(t *testing.T) {
 		}
 	}
 	d, _ := ledgerOver(t, NewEngineQuerier(b.Store(), time.Minute, discard()), start, end, time.Hour)
-	g := d.GPUs["GPU-0"]
+	g := d.GPUs[model.GPUKey{UUID: "GPU-0"}]
 	if g == nil {
 		t.Fatal("GPU-0 not seen")
 	}
@@ -287,7 +287,7 @@ func TestExactIncreaseSlowCounterGap(t *testing.T) {
 				appendLedger(t, b, base, ts, secs)
 			}
 			d, l := ledgerOver(t, NewEngineQuerier(b.Store(), time.Minute, discard()), start, end, time.Hour)
-			g := d.GPUs["GPU-0"]
+			g := d.GPUs[model.GPUKey{UUID: "GPU-0"}]
 			if g == nil {
 				t.Fatal("GPU-0 not seen")
 			}

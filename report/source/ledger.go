@@ -23,6 +23,10 @@ type LedgerOptions struct {
 	MaxSamplesPerQuery int
 	// Progress (optional) receives a line per request.
 	Progress Progress
+	// ClusterLabel (optional) is the label that names a series' cluster
+	// (DefaultClusterLabel): a GPU is its cluster and UUID, a node and a pod
+	// their cluster and name. Empty: one cluster.
+	ClusterLabel string
 	// DedupeLabels (optional) are the labels by which copies of one ledger
 	// series differ when the engine delivers it more than once (see
 	// DefaultDedupeLabels): they are counted once, and the report says so.
@@ -49,7 +53,7 @@ func NewLedger(q Querier, opts LedgerOptions) *Ledger { return &Ledger{q: q, opt
 // the requests made.
 func (l *Ledger) Collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
 	run := &rangeRunner{q: inclusiveEnd{l.q}, maxPoints: l.opts.MaxPointsPerQuery, maxSamples: l.opts.MaxSamplesPerQuery, progress: l.opts.Progress}
-	c := &collector{run: run, teamLabel: l.opts.TeamLabel, dedupe: deduper{l.opts.DedupeLabels}}
+	c := &collector{run: run, teamLabel: l.opts.TeamLabel, dedupe: deduper{l.opts.DedupeLabels}, id: identity{pmodel.LabelName(l.opts.ClusterLabel)}}
 	d, err := c.collect(ctx, r)
 	if err != nil {
 		return nil, err
@@ -60,8 +64,6 @@ func (l *Ledger) Collect(ctx context.Context, r model.Range) (*model.Dataset, er
 	d.Warnings, d.Requests = run.warnings, run.done
 	return d, nil
 }
-
-const byDevice = "UUID, GPU_I_ID, GPU_I_PROFILE, namespace, pod, container"
 
 // hostOf returns a device series' node: its `hostname` label, or the
 // `Hostname` that dcgm-exporter up to 4.8.2 and gputally's
@@ -74,15 +76,9 @@ func hostOf(m pmodel.Metric) string {
 	return string(m["Hostname"])
 }
 
-func holdingOf(m pmodel.Metric) model.HoldingKey {
-	return model.HoldingKey{
-		Dev:    model.DeviceKey{UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"]), Profile: string(m["GPU_I_PROFILE"])},
-		Holder: model.HolderKey{Namespace: string(m["namespace"]), Pod: string(m["pod"]), Container: string(m["container"])},
-	}
-}
-
 // collector runs the report's queries.
 type collector struct {
+	id        identity
 	run       *rangeRunner
 	teamLabel string
 	dedupe    deduper
@@ -133,10 +129,10 @@ func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset,
 // allocations fills d.Alloc from gputally_gpu_allocation.
 func (c *collector) allocations(ctx context.Context, d *model.Dataset) error {
 	return c.run.run(ctx, "allocation", fmt.Sprintf(
-		"max by (%s, resource, sharing) (max_over_time(gputally_gpu_allocation[%s]))", byDevice, c.win.of(d.Step)),
+		"max by (%s, resource, sharing) (max_over_time(gputally_gpu_allocation[%s]))", c.id.byDevice(), c.win.of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
-				d.Alloc[holdingOf(s.Metric)] = model.Alloc{Resource: string(s.Metric["resource"]), Sharing: string(s.Metric["sharing"])}
+				d.Alloc[c.id.holdingOf(s.Metric)] = model.Alloc{Resource: string(s.Metric["resource"]), Sharing: string(s.Metric["sharing"])}
 			}
 		})
 }
@@ -148,10 +144,11 @@ func (c *collector) podTeams(ctx context.Context, d *model.Dataset) error {
 	}
 	label := "label_" + sanitizeLabel(c.teamLabel)
 	return c.run.run(ctx, "kube_pod_labels", fmt.Sprintf(
-		"max by (namespace, pod, %s) (max_over_time(kube_pod_labels{%s!=\"\"}[%s]))", label, label, c.win.of(d.Step)),
+		"max by (%s) (max_over_time(kube_pod_labels{%s!=\"\"}[%s]))", c.id.by("namespace, pod, "+label), label, c.win.of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
-				d.PodTeams[model.HolderKey{Namespace: string(s.Metric["namespace"]), Pod: string(s.Metric["pod"])}] = string(s.Metric[pmodel.LabelName(label)])
+				pod := model.PodKey{Cluster: c.id.clusterOf(s.Metric), Namespace: string(s.Metric["namespace"]), Pod: string(s.Metric["pod"])}
+				d.PodTeams[pod] = string(s.Metric[pmodel.LabelName(label)])
 			}
 		})
 }
@@ -169,20 +166,20 @@ func sanitizeLabel(s string) string {
 }
 
 // migModes fills d.MIGMode from the physical GPUs' gputally_gpu_info series:
-// per UUID, the mig_mode of the series with the latest sample in the range.
+// per GPU, the mig_mode of the series with the latest sample in the range.
 func (c *collector) migModes(ctx context.Context, d *model.Dataset) error {
-	latest := map[string]pmodel.Time{}
+	latest := map[model.GPUKey]pmodel.Time{}
 	return c.run.run(ctx, "gputally_gpu_info", fmt.Sprintf(
-		`max by (UUID, GPU_I_ID, mig_mode) (max_over_time(gputally_gpu_info{GPU_I_ID=""}[%s]))`, c.win.of(d.Step)),
+		`max by (%s) (max_over_time(gputally_gpu_info{GPU_I_ID=""}[%s]))`, c.id.by("UUID, GPU_I_ID, mig_mode"), c.win.of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
-				uuid := string(s.Metric["UUID"])
+				g := c.id.gpuOf(s.Metric)
 				if s.Metric["GPU_I_ID"] != "" || len(s.Values) == 0 {
 					continue
 				}
-				if t := s.Values[len(s.Values)-1].Timestamp; t >= latest[uuid] {
-					latest[uuid] = t
-					d.MIGMode[uuid] = string(s.Metric["mig_mode"])
+				if t := s.Values[len(s.Values)-1].Timestamp; t >= latest[g] {
+					latest[g] = t
+					d.MIGMode[g] = string(s.Metric["mig_mode"])
 				}
 			}
 		})

@@ -71,7 +71,7 @@ func (c *collector) ledgerOf(ctx context.Context, d *model.Dataset, start, end t
 			isNew[fp] = first <= limit
 		}
 	}
-	l := &ledgerReading{d: d, fill: fill, out: map[model.HoldingKey]*model.LedgerEntry{}}
+	l := &ledgerReading{d: d, id: c.id, fill: fill, out: map[model.HoldingKey]*model.LedgerEntry{}}
 	for _, s := range secs.sorted() {
 		l.addSeconds(s, isNew[s.metric.Fingerprint()])
 	}
@@ -90,6 +90,7 @@ func (c *collector) ledgerOf(ctx context.Context, d *model.Dataset, start, end t
 // fill, the dataset's per-bucket figures.
 type ledgerReading struct {
 	d    *model.Dataset
+	id   identity
 	fill bool
 	out  map[model.HoldingKey]*model.LedgerEntry
 }
@@ -101,7 +102,7 @@ func (l *ledgerReading) entry(m pmodel.Metric) (*model.LedgerEntry, int, bool) {
 	if !ok {
 		return nil, 0, false
 	}
-	k := holdingOf(m)
+	k := l.id.holdingOf(m)
 	e := l.out[k]
 	if e == nil {
 		e = &model.LedgerEntry{Model: string(m["modelName"]), Host: hostOf(m), Profile: string(m["GPU_I_PROFILE"]), GPU: string(m["gpu"]), Last: -1}
@@ -123,7 +124,7 @@ func (l *ledgerReading) addSeconds(s *counterSeries, isNew bool) {
 	}
 	var g *model.GPUSeen
 	if l.fill {
-		g = d.GPU(string(s.metric["UUID"]), e)
+		g = d.GPU(l.id.gpuOf(s.metric), e)
 	}
 	for b, v := range s.increases(isNew) {
 		if math.IsNaN(v) {

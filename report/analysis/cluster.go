@@ -1,0 +1,32 @@
+package analysis
+
+import "slices"
+
+// OfCluster returns the part of r in cluster c ("" without a cluster label):
+// its nodes, holdings, broken GPUs and their coverage; the fleet's figures
+// stay r's. The advice reads it once per cluster, so that no change it makes
+// spans two clusters. The slices it filters are new; the rest is shared with r.
+func (r *Result) OfCluster(c string) *Result {
+	out := *r
+	out.Nodes = only(r.Nodes, func(g Group) bool { return g.Cluster == c })
+	out.Holdings = only(r.Holdings, func(h Holding) bool { return h.Cluster == c })
+	out.BrokenGPUs = only(r.BrokenGPUs, func(b BrokenGPU) bool { return b.Cluster == c })
+	out.Coverage.Nodes = only(r.Coverage.Nodes, func(n NodeCoverage) bool { return n.Cluster == c })
+	out.Coverage.GPUs = only(r.Coverage.GPUs, func(g GPUCoverage) bool { return g.Cluster == c })
+	out.Coverage.Gaps = only(r.Coverage.Gaps, func(g Gap) bool { return g.Cluster == c })
+	return &out
+}
+
+// only returns the elements of s that ok accepts, in their order.
+func only[T any](s []T, ok func(T) bool) []T {
+	return slices.DeleteFunc(slices.Clone(s), func(v T) bool { return !ok(v) })
+}
+
+// ClusterOf returns the one cluster r's GPUs are in; "" when they have no
+// cluster label or are in several.
+func (r *Result) ClusterOf() string {
+	if len(r.Clusters) == 1 {
+		return r.Clusters[0]
+	}
+	return ""
+}
