@@ -21,7 +21,8 @@ func TestReportSource(t *testing.T) {
 		want     []string
 		wantBook bool
 	}{
-		{"default", nil, []string{"--source=ledger"}, false},
+		{"default", nil, []string{"--source=ledger", "--report.cluster-label=cluster"}, false},
+		{"one cluster", []string{"--set", "report.clusterLabel="}, []string{"--report.cluster-label="}, false},
 		{"dcgm-exporter", []string{"--set", "report.source=dcgm-exporter", "--set", "report.grid=15s"},
 			[]string{"--source=dcgm-exporter", "--grid=15s", "--cost.price-book=/etc/gputally/price-book/price-book.yaml"}, true},
 	} {

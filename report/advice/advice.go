@@ -67,7 +67,7 @@ type Advice struct {
 // in use (a released MIG instance or replica, the unused part of a MIG
 // layout): real, but only money once other work fills it.
 type Recommendation struct {
-	Kind                   string   `json:"kind"` // "release", "time-slicing", "mig", "drain"
+	Kind                   string   `json:"kind"`              // "release", "time-slicing", "mig", "drain"
 	Cluster                string   `json:"cluster,omitempty"` // the cluster of its nodes, by the report's cluster label
 	Target                 string   `json:"target"`
 	Model                  string   `json:"model,omitempty"`

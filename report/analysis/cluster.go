@@ -1,6 +1,10 @@
 package analysis
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/gputally/gputally/report/model"
+)
 
 // OfCluster returns the part of r in cluster c ("" without a cluster label):
 // its nodes, holdings, broken GPUs and their coverage; the fleet's figures
@@ -30,3 +34,16 @@ func (r *Result) ClusterOf() string {
 	}
 	return ""
 }
+
+// Place names a node group for people: "cluster/node", or the name alone
+// (every group but a node in a cluster).
+func (g Group) Place() string { return model.NodeName(g.Cluster, g.Name) }
+
+// Place names the node for people (model.NodeName).
+func (n NodeCoverage) Place() string { return model.NodeName(n.Cluster, n.Node) }
+
+// Place names the GPU's node for people (model.NodeName).
+func (g GPUCoverage) Place() string { return model.NodeName(g.Cluster, g.Node) }
+
+// Place names the gap's node for people (model.NodeName).
+func (g Gap) Place() string { return model.NodeName(g.Cluster, g.Node) }

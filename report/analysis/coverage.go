@@ -195,6 +195,6 @@ func (c *Coverage) summary() string {
 
 // String names the gap: node, GPU, from – to and hours.
 func (g Gap) String() string {
-	return fmt.Sprintf("%s GPU %s (%s) %s – %s (%s h)", model.NodeName(g.Cluster, g.Node), g.GPU, g.UUID,
+	return fmt.Sprintf("%s GPU %s (%s) %s – %s (%s h)", g.Place(), g.GPU, g.UUID,
 		g.From.Format(time.RFC3339), g.To.Format(time.RFC3339), model.FormatHours(g.Hours))
 }

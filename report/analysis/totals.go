@@ -183,6 +183,7 @@ func (g groupSet) get(k groupKey) *groupAcc {
 	return a
 }
 
+// groups returns the groups, per cluster (nodes) and most EUR first.
 func (g groupSet) groups(withPrev bool) []Group {
 	out := make([]Group, 0, len(g))
 	for k, a := range g {
@@ -196,7 +197,7 @@ func (g groupSet) groups(withPrev bool) []Group {
 		out = append(out, gr)
 	}
 	slices.SortFunc(out, func(a, b Group) int {
-		return cmp.Or(cmp.Compare(b.Totals.CostEUR, a.Totals.CostEUR), cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(b.Totals.CostEUR, a.Totals.CostEUR), cmp.Compare(a.Name, b.Name))
 	})
 	return out
 }

@@ -40,21 +40,21 @@ func mdCoverage(b *strings.Builder, r *Report) {
 	if len(c.Nodes) > 0 {
 		b.WriteString("| node | GPUs | coverage | missing device-hours | unknown device-hours |\n|---|---:|---:|---:|---:|\n")
 		for _, n := range c.Nodes {
-			fmt.Fprintf(b, "| %s | %d | %s | %s | %s |\n", mdCell(orNone(n.Node)), n.GPUs, pct(n.Ratio), hours(n.MissingHours), hours(n.UnknownHours))
+			fmt.Fprintf(b, "| %s | %d | %s | %s | %s |\n", mdCell(orNone(n.Place())), n.GPUs, pct(n.Ratio), hours(n.MissingHours), hours(n.UnknownHours))
 		}
 		b.WriteString("\n")
 	}
 	if u := uncovered(c); len(u) > 0 {
 		b.WriteString("GPUs not fully covered (every other GPU was):\n\n| node | GPU | UUID | coverage | missing device-hours | unknown device-hours |\n|---|---|---|---:|---:|---:|\n")
 		for _, g := range u {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(orNone(g.Node)), mdCell(g.GPU), mdCell(g.UUID), pct(g.Ratio), hours(g.MissingHours), hours(g.UnknownHours))
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(orNone(g.Place())), mdCell(g.GPU), mdCell(g.UUID), pct(g.Ratio), hours(g.MissingHours), hours(g.UnknownHours))
 		}
 		b.WriteString("\n")
 	}
 	if len(c.Gaps) > 0 {
 		b.WriteString("Gaps without data:\n\n| node | GPU | UUID | from | to | device-hours |\n|---|---|---|---|---|---:|\n")
 		for _, g := range c.Gaps {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(orNone(g.Node)), mdCell(g.GPU), mdCell(g.UUID),
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(orNone(g.Place())), mdCell(g.GPU), mdCell(g.UUID),
 				g.From.Format(time.RFC3339), g.To.Format(time.RFC3339), hours(g.Hours))
 		}
 		b.WriteString("\n")
@@ -80,23 +80,23 @@ func csvFaultRows(r *Report) [][]string {
 	}
 	rows = append(rows, fleet)
 	for _, n := range c.Nodes {
-		rows = append(rows, row("coverage-node", n.Node, n.CoverageOf))
+		rows = append(rows, withCluster(row("coverage-node", n.Node, n.CoverageOf), n.Cluster))
 	}
 	for _, g := range c.GPUs {
-		rows = append(rows, row("coverage-gpu", g.Node+"/"+g.GPU+"@"+g.UUID, g.CoverageOf))
+		rows = append(rows, withCluster(row("coverage-gpu", g.Node+"/"+g.GPU+"@"+g.UUID, g.CoverageOf), g.Cluster))
 	}
 	for _, g := range c.Gaps {
 		cells := make([]string, len(csvHeader))
 		cells[0], cells[1] = "gap", g.Node+"/"+g.GPU+"@"+g.UUID
 		cells[csvMissingHours], cells[csvFrom], cells[csvTo] = f64(g.Hours), g.From.Format(time.RFC3339), g.To.Format(time.RFC3339)
-		rows = append(rows, cells)
+		rows = append(rows, withCluster(cells, g.Cluster))
 	}
 	for _, g := range r.BrokenGPUs {
 		cells := make([]string, len(csvHeader))
 		cells[0], cells[1] = "broken-gpu", g.Node+"/"+g.GPU+"@"+g.UUID
 		cells[csvKind], cells[csvEvidence] = "repair", g.Advice()+heldBy(g.Holdings)
 		cells[csvLostHours], cells[csvLostEUR], cells[csvFrom] = f64(g.LostHours), f64(g.LostEUR), g.Since.Format(time.RFC3339)
-		rows = append(rows, cells)
+		rows = append(rows, withCluster(cells, g.Cluster))
 	}
 	return rows
 }

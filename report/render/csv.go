@@ -13,7 +13,7 @@ import (
 var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hours", "idle_hours", "unallocated_hours",
 	"busy_share", "cost_eur", "idle_eur", "unallocated_eur", "p95_activity", "peak_fb_mib", "p99_fb_mib",
 	"kind", "freed_eur_per_month", "reclaimable_eur_per_month", "hours_per_month", "evidence",
-	"lost_hours", "unknown_hours", "lost_eur", "unknown_eur", "coverage", "missing_hours", "from", "to", "figures"}
+	"lost_hours", "unknown_hours", "lost_eur", "unknown_eur", "coverage", "missing_hours", "from", "to", "figures", "cluster"}
 
 // Columns of csvHeader the rows fill by name.
 const (
@@ -31,7 +31,14 @@ const (
 	csvFrom
 	csvTo
 	csvFigures
+	csvCluster // of a node, holding, recommendation, GPU or gap: the report's cluster label; empty without one
 )
+
+// withCluster sets the cluster cell of a row and returns it.
+func withCluster(cells []string, cluster string) []string {
+	cells[csvCluster] = cluster
+	return cells
+}
 
 // f64 formats x rounded to 6 decimals.
 func f64(x float64) string { return strconv.FormatFloat(math.Round(x*1e6)/1e6, 'f', -1, 64) }
@@ -48,26 +55,28 @@ func usageCells(u analysis.Usage) []string {
 }
 
 // renderCSV writes one row per fleet, team, namespace, model, node, holding
-// and recommendation; columns a row does not have are empty.
+// and recommendation; columns a row does not have are empty. The cluster
+// column is the last, so that readers by position of the columns before it
+// keep working.
 func renderCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	rows := [][]string{csvHeader}
-	row := func(section, name, figures string, t analysis.Totals, u analysis.Usage) {
+	row := func(section, name, figures, cluster string, t analysis.Totals, u analysis.Usage) {
 		cells := append(append([]string{section, name, f64(t.GPUHours), f64(t.HeldHours), f64(t.BusyHours), f64(t.IdleHours),
 			f64(t.UnallocatedHours), f64(t.BusyShare), f64(t.CostEUR), f64(t.IdleEUR), f64(t.UnallocatedEUR)}, usageCells(u)...),
 			make([]string, len(csvHeader)-csvKind)...)
 		cells[csvLostHours], cells[csvUnknownHours] = f64(t.LostHours), f64(t.UnknownHours)
 		cells[csvLostEUR], cells[csvUnknownEUR] = f64(t.LostEUR), f64(t.UnknownEUR)
-		cells[csvFigures] = figures
+		cells[csvFigures], cells[csvCluster] = figures, cluster
 		rows = append(rows, cells)
 	}
-	row("fleet", "fleet", r.Fleet.Kind, r.Fleet.Totals, r.Fleet.Usage)
+	row("fleet", "fleet", r.Fleet.Kind, "", r.Fleet.Totals, r.Fleet.Usage)
 	for _, s := range []struct {
 		name string
 		gs   []analysis.Group
 	}{{"team", r.Teams}, {"namespace", r.Namespaces}, {"model", r.Models}, {"node", r.Nodes}} {
 		for _, g := range s.gs {
-			row(s.name, g.Name, g.Kind, g.Totals, g.Usage)
+			row(s.name, g.Name, g.Kind, g.Cluster, g.Totals, g.Usage)
 		}
 	}
 	for _, h := range r.Holdings {
@@ -75,7 +84,7 @@ func renderCSV(w io.Writer, r *Report) error {
 		if h.MIGID != "" {
 			name += "/" + h.MIGID
 		}
-		row("holding", name, h.Kind, h.Totals, h.Usage)
+		row("holding", name, h.Kind, h.Cluster, h.Totals, h.Usage)
 	}
 	month := f64(r.HoursPerMonth)
 	headline := make([]string, len(csvHeader))
@@ -86,7 +95,7 @@ func renderCSV(w io.Writer, r *Report) error {
 		cells := make([]string, len(csvHeader))
 		cells[0], cells[1] = "recommendation", rec.Target
 		cells[csvKind], cells[csvFreed], cells[csvReclaimable] = recTitle(rec), f64(rec.FreedEURPerMonth), f64(rec.ReclaimableEURPerMonth)
-		cells[csvHoursPerMonth], cells[csvEvidence] = month, rec.Evidence
+		cells[csvHoursPerMonth], cells[csvEvidence], cells[csvCluster] = month, rec.Evidence, rec.Cluster
 		rows = append(rows, cells)
 	}
 	rows = append(rows, csvFaultRows(r)...)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
 )
 
@@ -17,6 +18,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"rectitle": recTitle, "inc": func(i int) int { return i + 1 }, "orNone": orNone, "layouts": layoutsText,
 	"join": func(s []string) string { return strings.Join(s, ", ") }, "join_lines": func(s []string) string { return strings.Join(s, "\n") },
 	"rfc3339": func(t time.Time) string { return t.Format(time.RFC3339) }, "heldBy": heldBy, "coverageLine": coverageLine,
+	"rectarget": recTarget, "recnodes": recNodes, "incluster": inCluster,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -60,15 +62,15 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 <h2>Coverage</h2>
 {{with .R.Coverage}}<p id="coverage">{{coverageLine .}}</p>
 {{if .Nodes}}<table id="coverage-nodes"><tr><th class="l">node</th><th>GPUs</th><th>coverage</th><th>missing device-hours</th><th>unknown device-hours</th></tr>
-{{range .Nodes}}<tr><td>{{orNone .Node}}</td><td>{{.GPUs}}</td><td>{{pct .Ratio}}</td><td>{{hours .MissingHours}}</td><td>{{hours .UnknownHours}}</td></tr>
+{{range .Nodes}}<tr><td>{{orNone .Place}}</td><td>{{.GPUs}}</td><td>{{pct .Ratio}}</td><td>{{hours .MissingHours}}</td><td>{{hours .UnknownHours}}</td></tr>
 {{end}}</table>{{end}}{{end}}
 {{with .Uncovered}}<p>GPUs not fully covered (every other GPU was):</p>
 <table id="coverage-gpus"><tr><th class="l">node</th><th class="l">GPU</th><th class="l">UUID</th><th>coverage</th><th>missing device-hours</th><th>unknown device-hours</th></tr>
-{{range .}}<tr><td>{{orNone .Node}}</td><td class="l">{{.GPU}}</td><td class="l">{{.UUID}}</td><td>{{pct .Ratio}}</td><td>{{hours .MissingHours}}</td><td>{{hours .UnknownHours}}</td></tr>
+{{range .}}<tr><td>{{orNone .Place}}</td><td class="l">{{.GPU}}</td><td class="l">{{.UUID}}</td><td>{{pct .Ratio}}</td><td>{{hours .MissingHours}}</td><td>{{hours .UnknownHours}}</td></tr>
 {{end}}</table>{{end}}
 {{with .R.Coverage.Gaps}}<p>Gaps without data:</p>
 <table id="gaps"><tr><th class="l">node</th><th class="l">GPU</th><th class="l">UUID</th><th class="l">from</th><th class="l">to</th><th>device-hours</th></tr>
-{{range .}}<tr><td>{{orNone .Node}}</td><td class="l">{{.GPU}}</td><td class="l">{{.UUID}}</td><td class="l">{{rfc3339 .From}}</td><td class="l">{{rfc3339 .To}}</td><td>{{hours .Hours}}</td></tr>
+{{range .}}<tr><td>{{orNone .Place}}</td><td class="l">{{.GPU}}</td><td class="l">{{.UUID}}</td><td class="l">{{rfc3339 .From}}</td><td class="l">{{rfc3339 .To}}</td><td>{{hours .Hours}}</td></tr>
 {{end}}</table>{{end}}
 {{with .R.BrokenGPUs}}<h2>Broken hardware</h2>
 <ul id="broken-gpus">{{range .}}<li>{{.Advice}} ({{.Model}}, lost since {{rfc3339 .Since}}, {{hours .LostHours}} device-hours{{heldBy .Holdings}})</li>
@@ -77,9 +79,9 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 <h2>Recommendations</h2>
 <p>{{.SavingsNote}}</p>
 {{if .R.Recommendations}}<table id="recommendations"><tr><th>#</th><th class="l">change</th><th class="l">target</th><th class="l">nodes</th><th>freed EUR/month</th><th>reclaimable EUR/month</th><th class="l">evidence</th></tr>
-{{range $i, $r := .R.Recommendations}}<tr><td>{{inc $i}}</td><td class="l">{{rectitle $r}}</td><td class="l">{{$r.Target}}</td><td class="l">{{join $r.Nodes}}</td><td>{{eur $r.FreedEURPerMonth}}</td><td>{{eur $r.ReclaimableEURPerMonth}}</td><td class="l">{{$r.Evidence}}</td></tr>
+{{range $i, $r := .R.Recommendations}}<tr><td>{{inc $i}}</td><td class="l">{{rectitle $r}}</td><td class="l">{{rectarget $r}}</td><td class="l">{{recnodes $r}}</td><td>{{eur $r.FreedEURPerMonth}}</td><td>{{eur $r.ReclaimableEURPerMonth}}</td><td class="l">{{$r.Evidence}}</td></tr>
 {{end}}</table>{{else}}<p>None: every GPU held was busy enough and no smaller MIG profile fits.</p>{{end}}
-{{range .R.Packing}}<p>MIG packing on {{.Model}}: {{.Workloads}} workload(s) on {{.Workloads}} whole GPU(s) today fit on {{.GPUsAfter}} GPU(s): {{layouts .Layouts}}.</p>{{end}}
+{{range .R.Packing}}<p>MIG packing on {{.Model}}{{incluster .Cluster}}: {{.Workloads}} workload(s) on {{.Workloads}} whole GPU(s) today fit on {{.GPUsAfter}} GPU(s): {{layouts .Layouts}}.</p>{{end}}
 
 <h2>Idle EUR by namespace</h2>
 {{.IdleChart}}
@@ -94,12 +96,13 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 {{end}}</table>
 {{end}}
 {{if .ApplyAny}}<h2>Configuration to apply</h2>
-{{with .R.Apply.MIGParted}}<h3>MIG layout (nvidia mig-parted config, one per node)</h3><pre>{{.}}</pre>{{end}}
-{{with .R.Apply.MIGPartedLabels}}<p>Select it per node:</p><pre>{{join_lines .}}</pre>{{end}}
-{{with .R.Apply.TimeSlicing}}<h3>Time-slicing (NVIDIA device plugin ConfigMap, one key per node class)</h3><pre>{{.}}</pre>{{end}}
-{{with .R.Apply.TimeSlicingLabels}}<p>Select it per node:</p><pre>{{join_lines .}}</pre>{{end}}
-{{range .R.Apply.TimeSlicingSharing}}<p class="warning">Warning: {{.}}.</p>{{end}}
-{{with .R.Apply.Kueue}}<h3>Kueue (v1beta2: ResourceFlavor, ClusterQueue per team, LocalQueue per namespace)</h3><pre>{{.}}</pre>{{end}}{{end}}
+{{range .Applies}}{{if $.ApplyApart}}<h3>Cluster {{.Cluster}}</h3>
+{{end}}{{with .MIGParted}}<h3>MIG layout (nvidia mig-parted config, one per node)</h3><pre>{{.}}</pre>{{end}}
+{{with .MIGPartedLabels}}<p>Select it per node:</p><pre>{{join_lines .}}</pre>{{end}}
+{{with .TimeSlicing}}<h3>Time-slicing (NVIDIA device plugin ConfigMap, one key per node class)</h3><pre>{{.}}</pre>{{end}}
+{{with .TimeSlicingLabels}}<p>Select it per node:</p><pre>{{join_lines .}}</pre>{{end}}
+{{range .TimeSlicingSharing}}<p class="warning">Warning: {{.}}.</p>{{end}}
+{{with .Kueue}}<h3>Kueue (v1beta2: ResourceFlavor, ClusterQueue per team, LocalQueue per namespace)</h3><pre>{{.}}</pre>{{end}}{{end}}{{end}}
 </body>
 </html>
 `))
@@ -114,7 +117,7 @@ func groupRows(gs []analysis.Group, unalloc, prev bool) [][]string {
 	rows := make([][]string, 0, len(gs))
 	for _, g := range gs {
 		t := g.Totals
-		row := []string{orNone(g.Name), g.Kind, hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR), eur(t.UnknownEUR)}
+		row := []string{orNone(g.Place()), g.Kind, hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR), eur(t.UnknownEUR)}
 		if unalloc {
 			row = append(row, eur(t.UnallocatedEUR), eur(t.LostEUR))
 		}
@@ -144,12 +147,13 @@ func renderHTML(w io.Writer, r *Report) error {
 		Period                       string
 		IdleChart, Heatmap, Timeline template.HTML
 		Tables                       []htmlTable
-		ApplyAny                     bool
+		ApplyAny, ApplyApart         bool
+		Applies                      []advice.Apply
 		SavingsNote                  string
 		Missing, PartialAbove        float64
 		Uncovered                    []analysis.GPUCoverage
 	}{
-		R: r, Period: period(r), Tables: tables, ApplyAny: r.Apply.Any(), SavingsNote: savingsNote(r),
+		R: r, Period: period(r), Tables: tables, ApplyAny: r.Apply.Any(), ApplyApart: len(r.Apply.Clusters) > 0, Applies: r.Apply.PerCluster(), SavingsNote: savingsNote(r),
 		Missing: r.Coverage.MissingHours + r.Coverage.UnknownHours, PartialAbove: analysis.PartialAbove, Uncovered: uncovered(&r.Coverage),
 		IdleChart: idleChart(r.Namespaces), Heatmap: heatmapChart(r.Heatmap), Timeline: timelineChart(r.Timeline),
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/model"
 )
 
 func renderMarkdown(w io.Writer, r *Report) error {
@@ -52,14 +53,14 @@ func renderMarkdown(w io.Writer, r *Report) error {
 	} else {
 		b.WriteString("| # | change | target | nodes | freed EUR/month | reclaimable EUR/month | evidence |\n|---|---|---|---|---:|---:|---|\n")
 		for i, rec := range r.Recommendations {
-			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", i+1, mdCell(recTitle(rec)), mdCell(rec.Target), mdCell(strings.Join(rec.Nodes, ", ")),
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", i+1, mdCell(recTitle(rec)), mdCell(recTarget(rec)), mdCell(recNodes(rec)),
 				eur(rec.FreedEURPerMonth), eur(rec.ReclaimableEURPerMonth), mdCell(rec.Evidence))
 		}
 		b.WriteString("\n")
 	}
 	for _, p := range r.Packing {
-		fmt.Fprintf(&b, "MIG packing on %s: %d workload(s) on %d whole GPU(s) today fit on %d GPU(s): %s.\n\n",
-			p.Model, p.Workloads, p.Workloads, p.GPUsAfter, layoutsText(p.Layouts))
+		fmt.Fprintf(&b, "MIG packing on %s%s: %d workload(s) on %d whole GPU(s) today fit on %d GPU(s): %s.\n\n",
+			p.Model, inCluster(p.Cluster), p.Workloads, p.Workloads, p.GPUsAfter, layoutsText(p.Layouts))
 	}
 	mdGroups(&b, "Teams", r.Teams, r.Fleet.Previous != nil, false)
 	mdGroups(&b, "Namespaces", r.Namespaces, r.Fleet.Previous != nil, false)
@@ -70,22 +71,36 @@ func renderMarkdown(w io.Writer, r *Report) error {
 	return err
 }
 
-// mdApply writes the configuration to apply, when there is any.
+// mdApply writes the configuration to apply, when there is any: per
+// cluster, for a fleet in several.
 func mdApply(b *strings.Builder, r *Report) {
 	if !r.Apply.Any() {
 		return
 	}
 	b.WriteString("## Configuration to apply\n\n")
+	for _, a := range r.Apply.PerCluster() {
+		mdApplyOne(b, &a, len(r.Apply.Clusters) > 0)
+	}
+}
+
+// mdApplyOne writes one cluster's configuration; apart, under a heading of
+// the cluster's own.
+func mdApplyOne(b *strings.Builder, a *advice.Apply, apart bool) {
+	level := "###"
+	if apart {
+		fmt.Fprintf(b, "### Cluster %s\n\n", mdCell(a.Cluster))
+		level = "####"
+	}
 	for _, c := range []struct {
 		title, yaml      string
 		labels, warnings []string
 	}{
-		{"MIG layout (nvidia mig-parted config, one per node)", r.Apply.MIGParted, r.Apply.MIGPartedLabels, nil},
-		{"Time-slicing (NVIDIA device plugin ConfigMap, one key per node class)", r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels, r.Apply.TimeSlicingSharing},
-		{"Kueue (v1beta2: ResourceFlavor, ClusterQueue per team, LocalQueue per namespace)", r.Apply.Kueue, nil, nil},
+		{"MIG layout (nvidia mig-parted config, one per node)", a.MIGParted, a.MIGPartedLabels, nil},
+		{"Time-slicing (NVIDIA device plugin ConfigMap, one key per node class)", a.TimeSlicing, a.TimeSlicingLabels, a.TimeSlicingSharing},
+		{"Kueue (v1beta2: ResourceFlavor, ClusterQueue per team, LocalQueue per namespace)", a.Kueue, nil, nil},
 	} {
 		if c.yaml != "" {
-			fmt.Fprintf(b, "### %s\n\n```yaml\n%s```\n\n", c.title, c.yaml)
+			fmt.Fprintf(b, "%s %s\n\n```yaml\n%s```\n\n", level, c.title, c.yaml)
 		}
 		if len(c.labels) > 0 {
 			fmt.Fprintf(b, "Select it per node:\n\n```sh\n%s\n```\n\n", strings.Join(c.labels, "\n"))
@@ -101,6 +116,31 @@ func savingsNote(r *Report) string {
 	return fmt.Sprintf("Freed: the measured cost of the whole GPUs the advice makes free, each GPU counted once, per month of %s h (the calendar average, 365.25 × 24 ÷ 12). "+
 		"Reclaimable, not in the headline: %s EUR/month of capacity freed on GPUs that stay in use (released MIG instances or replicas, unused parts of MIG layouts). See docs/report.md.",
 		strconv.FormatFloat(r.HoursPerMonth, 'f', -1, 64), eur(r.ReclaimableEURPerMonth))
+}
+
+// recTarget names what a recommendation changes, with its cluster.
+func recTarget(rec advice.Recommendation) string {
+	if rec.Cluster == "" {
+		return rec.Target
+	}
+	return rec.Cluster + ": " + rec.Target
+}
+
+// recNodes names the nodes a recommendation is applied to (model.NodeName).
+func recNodes(rec advice.Recommendation) string {
+	names := make([]string, len(rec.Nodes))
+	for i, n := range rec.Nodes {
+		names[i] = model.NodeName(rec.Cluster, n)
+	}
+	return strings.Join(names, ", ")
+}
+
+// inCluster is " in cluster c", or "" without one.
+func inCluster(c string) string {
+	if c == "" {
+		return ""
+	}
+	return " in cluster " + c
 }
 
 func recTitle(rec advice.Recommendation) string {
@@ -140,7 +180,7 @@ func mdGroups(b *strings.Builder, title string, gs []analysis.Group, prev, unall
 	b.WriteString("\n" + sep + "\n")
 	for _, g := range gs {
 		t := g.Totals
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |", mdCell(orNone(g.Name)), mdCell(g.Kind), hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR), eur(t.UnknownEUR))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |", mdCell(orNone(g.Place())), mdCell(g.Kind), hours(t.HeldHours), pct(t.BusyShare), eur(t.CostEUR), eur(t.IdleEUR), eur(t.UnknownEUR))
 		if unalloc {
 			fmt.Fprintf(b, " %s | %s |", eur(t.UnallocatedEUR), eur(t.LostEUR))
 		}

@@ -32,11 +32,15 @@ type Report struct {
 	Sampling string `json:"sampling,omitempty"`
 	// Partial is true when more than 1 % of the device-hours the range should
 	// hold are missing (no data) or unknown; Coverage says where.
-	Partial    bool               `json:"partial"`
-	Coverage   analysis.Coverage  `json:"coverage"`
-	Warnings   []string           `json:"warnings"`
-	Fleet      analysis.Group     `json:"fleet"`
-	GPUs       int                `json:"gpus"`
+	Partial  bool              `json:"partial"`
+	Coverage analysis.Coverage `json:"coverage"`
+	Warnings []string          `json:"warnings"`
+	Fleet    analysis.Group    `json:"fleet"`
+	GPUs     int               `json:"gpus"`
+	// Clusters are the clusters of the GPUs, by the report's cluster label;
+	// empty without one. Rows of nodes, holdings, GPUs, recommendations and
+	// configurations name theirs in a "cluster" field.
+	Clusters   []string           `json:"clusters"`
 	Teams      []analysis.Group   `json:"teams"`
 	Namespaces []analysis.Group   `json:"namespaces"`
 	Models     []analysis.Group   `json:"models"`
@@ -69,7 +73,7 @@ func (r *Report) MonthFactor() float64 { return model.MonthFactor(r.Start, r.End
 // is left to the caller.
 func NewReport(a *analysis.Result, adv *advice.Advice) *Report {
 	return &Report{Start: a.Start, End: a.End, Step: a.Step, Kind: a.Fleet.Kind, Sampling: a.Sampling, Partial: a.Partial, Coverage: a.Coverage, Warnings: a.Warnings,
-		Fleet: a.Fleet, GPUs: a.GPUs, Teams: a.Teams, Namespaces: a.Namespaces, Models: a.Models, Nodes: a.Nodes,
+		Fleet: a.Fleet, GPUs: a.GPUs, Clusters: a.Clusters, Teams: a.Teams, Namespaces: a.Namespaces, Models: a.Models, Nodes: a.Nodes,
 		Holdings: a.Holdings, BrokenGPUs: a.BrokenGPUs,
 		Recommendations: adv.Recommendations, Packing: adv.Packing, FreedEURPerMonth: adv.FreedEURPerMonth,
 		ReclaimableEURPerMonth: adv.ReclaimableEURPerMonth, HoursPerMonth: adv.HoursPerMonth, Apply: adv.Apply,

@@ -104,13 +104,16 @@ func withPod(l map[string]string, ns, pod, container string) map[string]string {
 	return out
 }
 
-func collectFake(t *testing.T, f *fakeDCGM) *model.Dataset {
+func collectFake(t *testing.T, f *fakeDCGM) *model.Dataset { return collectFakeIn(t, f, "") }
+
+// collectFakeIn is collectFake with clusterLabel the source's cluster label.
+func collectFakeIn(t *testing.T, f *fakeDCGM, clusterLabel string) *model.Dataset {
 	t.Helper()
 	book, err := cost.Parse([]byte(dcgmTestBook), "test-book.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := NewDCGMExporter(f, DCGMExporterOptions{Book: book, Grid: f.grid, MaxPointsPerQuery: 1000})
+	src := NewDCGMExporter(f, DCGMExporterOptions{Book: book, Grid: f.grid, MaxPointsPerQuery: 1000, ClusterLabel: clusterLabel})
 	d, err := src.Collect(context.Background(), model.Range{Start: f.start, End: f.start.Add(time.Hour), Step: time.Hour, Resolution: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -326,6 +329,47 @@ func TestDCGMExporterExportedLabels(t *testing.T) {
 	// Without kube-state-metrics the source says what it cannot tell.
 	if len(d.Notes) == 0 || !strings.Contains(d.Notes[0], "kube_node_status_capacity") {
 		t.Errorf("notes %q, want one about the missing capacity", d.Notes)
+	}
+}
+
+// TestDCGMExporterClusters: one node name and one UUID in two clusters are
+// two GPUs, each priced by its own samples: in east GPU-A is held by
+// ml/train-0, busy at 300 W (1.25 + 0.30 = 1.55 EUR/h); in west it is free at
+// 100 W (1.35 EUR/h), on a MIG-less node of the same name.
+func TestDCGMExporterClusters(t *testing.T) {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	east := withPod(gpuLabels("n1", "hostname", "0", "GPU-A", "NVIDIA H100 80GB HBM3", "cluster", "east"), "ml", "train-0", "trainer")
+	west := gpuLabels("n1", "hostname", "0", "GPU-A", "NVIDIA H100 80GB HBM3", "cluster", "west")
+	f := &fakeDCGM{start: start, grid: 30 * time.Second, series: []fakeSeries{
+		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", east, always(0.7)},
+		{"DCGM_FI_DEV_POWER_USAGE", east, always(300)},
+		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", west, always(0)},
+		{"DCGM_FI_DEV_POWER_USAGE", west, always(100)},
+	}}
+	d := collectFakeIn(t, f, "cluster")
+	busy := model.HoldingKey{Dev: model.DeviceKey{Cluster: "east", UUID: "GPU-A"}, Holder: model.HolderKey{Namespace: "ml", Pod: "train-0", Container: "trainer"}}
+	free := model.HoldingKey{Dev: model.DeviceKey{Cluster: "west", UUID: "GPU-A"}}
+	if len(d.Ledger) != 2 || d.Ledger[busy] == nil || d.Ledger[free] == nil {
+		t.Fatalf("ledger %v, want east's busy holding and west's free GPU", d.Ledger)
+	}
+	for _, c := range []struct {
+		k        model.HoldingKey
+		st       int
+		eur      float64
+		migState string
+	}{{busy, model.StateBusy, 1.55, "disabled"}, {free, model.StateUnallocated, 1.35, "disabled"}} {
+		e := d.Ledger[c.k]
+		if math.Abs(e.Seconds[c.st]-3600) > 1e-6 || math.Abs(e.EUR[c.st]-c.eur) > 1e-6 || e.Host != "n1" || e.Kind != model.Sampled {
+			t.Errorf("%+v: %+v, want 3600 s and %.2f EUR in state %d on n1, sampled", c.k, e, c.eur, c.st)
+		}
+		g := c.k.Dev.GPU()
+		if d.GPUs[g] == nil || d.MIGMode[g] != c.migState {
+			t.Errorf("GPU %+v: seen %v, MIG mode %q", g, d.GPUs[g], d.MIGMode[g])
+		}
+	}
+	// Without the cluster label both clusters' samples are one GPU's: the failure the label prevents.
+	if d := collectFake(t, f); len(d.GPUs) != 1 {
+		t.Errorf("without a cluster label %d GPUs, want the two merged into 1", len(d.GPUs))
 	}
 }
 

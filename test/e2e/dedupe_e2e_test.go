@@ -69,8 +69,9 @@ func TestDuplicateSeriesCountedOnce(t *testing.T) {
 }
 
 // withLabel writes the OpenMetrics file in to out with label (name="value")
-// added to every sample line.
-func withLabel(t *testing.T, in, out, label string) {
+// added to every sample line, after replacing in each the pairs of old, new
+// strings of replace.
+func withLabel(t *testing.T, in, out, label string, replace ...string) {
 	t.Helper()
 	src, err := os.Open(in)
 	if err != nil {
@@ -84,8 +85,12 @@ func withLabel(t *testing.T, in, out, label string) {
 	w := bufio.NewWriterSize(dst, 1<<20)
 	sc := bufio.NewScanner(src)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	rep := strings.NewReplacer(replace...)
 	for sc.Scan() {
 		line := sc.Text()
+		if line != "" && line[0] != '#' {
+			line = rep.Replace(line)
+		}
 		switch i := strings.IndexAny(line, "{ "); {
 		case line == "" || line[0] == '#':
 			fmt.Fprintln(w, line)

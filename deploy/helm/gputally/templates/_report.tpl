@@ -23,6 +23,7 @@ Call with (dict "ctx" $ "format" "md" "url" URL "webhook" true "httpConfig" true
     - --grid={{ $r.grid | default "30s" }}
     - --cost.price-book=/etc/gputally/price-book/price-book.yaml
     {{- end }}
+    - --report.cluster-label={{ $r.clusterLabel }}
     - --format={{ .format }}
     - --out=/reports/gputally-report-$(JOB_NAME).{{ .format }}
     {{- if .webhook }}
