@@ -228,18 +228,20 @@ func (c *Collector) identityOf(g GPU, in *MIGInstance) deviceLabels {
 	return newDeviceLabels(c.labels.mig, append(values, in.Profile, strconv.Itoa(in.GPUInstanceID)))
 }
 
-// podLabels returns the label set of a device series and the values of its
-// pod labels: with pod labels when exactly one container holds the whole device.
-func podLabels(attr *attribution.Snapshot, uuid string, set labelSet) (labelSet, []string) {
+// podLabels returns the label set of a device series and buf with the values
+// of its pod labels appended: with pod labels when exactly one container
+// holds the whole device. A caller's buf on its stack keeps the scrape from
+// allocating them.
+func podLabels(buf []string, attr *attribution.Snapshot, uuid string, set labelSet) (labelSet, []string) {
 	if attr == nil {
-		return set, nil
+		return set, buf
 	}
 	h, ok := attr.Exclusive(uuid)
 	if !ok {
-		return set, nil
+		return set, buf
 	}
 	// setGPUPod and setMIGPod follow setGPU and setMIG.
-	return set + 1, []string{h.Container, h.Namespace, h.Pod}
+	return set + 1, append(buf, h.Container, h.Namespace, h.Pod)
 }
 
 func (c *Collector) collectAttribution(ch chan<- prometheus.Metric, snap *Snapshot) {
@@ -327,8 +329,9 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 		return
 	}
 	driver := snap.Inventory.DriverVersion
-	set, pod := podLabels(snap.Attribution, g.UUID, setGPU)
-	c.collectValues(ch, set, &r.Values, false, id, append(pod, driver))
+	var buf [4]string // pod labels and the driver version
+	set, extra := podLabels(buf[:0], snap.Attribution, g.UUID, setGPU)
+	c.collectValues(ch, set, &r.Values, false, id, append(extra, driver))
 	for j := range g.Instances {
 		_, mid := c.identity(snap, deviceRef{i, j})
 		var signal Signal = SignalNone
@@ -336,8 +339,8 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 			signal = act.Instances[j].Signal
 		}
 		ch <- c.metric(c.info[setMIG], prometheus.GaugeValue, 1, mid, snap.Inventory.DriverVersion, migMode, string(signal))
-		set, pod := podLabels(snap.Attribution, g.Instances[j].UUID, setMIG)
-		c.collectValues(ch, set, &r.Instances[j], true, mid, append(pod, driver))
+		set, extra := podLabels(buf[:0], snap.Attribution, g.Instances[j].UUID, setMIG)
+		c.collectValues(ch, set, &r.Instances[j], true, mid, append(extra, driver))
 	}
 }
 
