@@ -220,7 +220,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max samples per query %d must not be negative", c.MaxSamplesPerQuery)
 	case c.ClusterLabel != "" && !pmodel.LegacyValidation.IsValidLabelName(c.ClusterLabel):
 		return fmt.Errorf("cluster label %q is not a label name", c.ClusterLabel)
-	case slices.Contains(c.DedupeLabels, c.ClusterLabel) && c.ClusterLabel != "":
+	case c.ClusterLabel != "" && slices.Contains(c.DedupeLabels, c.ClusterLabel):
 		return fmt.Errorf("cluster label %q is also a dedupe label: copies that differ in it would be counted once, and the clusters merged", c.ClusterLabel)
 	}
 	return c.validateSource()

@@ -86,33 +86,34 @@ type Recommendation struct {
 // holdings and GPUs no earlier recommendation covers, most EUR freed first;
 // the headline; and the configuration to apply them. A broken GPU's
 // holdings, and holdings with too much unknown time, get none. A fleet in
-// several clusters is advised one cluster at a time: no change packs pods of
-// two clusters together, and each cluster gets its own configuration
-// (Apply.Clusters). It only reads a and d.
+// several clusters, or in one named by the cluster label, is advised one
+// cluster at a time: no change packs pods of two clusters together, each
+// recommendation names its cluster, and each cluster gets its own
+// configuration (Apply.Clusters). It only reads a and d.
 func Advise(a *analysis.Result, d *model.Dataset, s Settings) *Advice {
 	ad := &adviser{teams: s.Teams, headroom: s.Headroom, release: s.ReleaseBelow, lowDuty: s.LowDutyBelow, drain: s.DrainAbove, migWeight: s.MIGWeight}
 	clusters := d.Clusters()
-	if len(clusters) <= 1 {
-		out := &Advice{}
-		ad.recommend(&draft{Result: a, Advice: out}, d)
-		out.Apply.Cluster = a.ClusterOf()
-		return out
-	}
 	out := &Advice{HoursPerMonth: model.HoursPerMonth}
 	for _, c := range clusters {
-		part := &Advice{}
-		ad.recommend(&draft{Result: a.OfCluster(c), Advice: part}, d.OfCluster(c))
+		part, r, dc := &Advice{}, a, d
+		if len(clusters) > 1 {
+			r, dc = a.OfCluster(c), d.OfCluster(c)
+		}
+		ad.recommend(&draft{Result: r, Advice: part}, dc)
 		for i := range part.Recommendations {
 			part.Recommendations[i].Cluster = c
 		}
-		out.Recommendations = append(out.Recommendations, part.Recommendations...)
 		for i := range part.Packing {
 			part.Packing[i].Cluster = c
 		}
+		out.Recommendations = append(out.Recommendations, part.Recommendations...)
 		out.Packing = append(out.Packing, part.Packing...)
 		out.FreedEURPerMonth += part.FreedEURPerMonth
 		out.ReclaimableEURPerMonth += part.ReclaimableEURPerMonth
-		if part.Apply.Any() {
+		switch {
+		case c == "" && len(clusters) == 1: // no cluster label: the flat configuration
+			out.Apply = part.Apply
+		case part.Apply.Any():
 			part.Apply.Cluster = c
 			out.Apply.Clusters = append(out.Apply.Clusters, part.Apply)
 		}
@@ -142,7 +143,6 @@ type adviser struct {
 // (docs/report.md): drain, release, time-slicing and MIG, in that order, each
 // among the holdings and GPUs no earlier recommendation covers.
 func (a *adviser) recommend(r *draft, d *model.Dataset) {
-	r.HoursPerMonth = model.HoursPerMonth
 	p := newPlan(r, d)
 	a.drainNodes(r, p)
 	a.releaseIdle(r, p)

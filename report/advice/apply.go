@@ -8,11 +8,14 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gputally/gputally/report/model"
 )
 
 // Apply holds the configuration that implements the recommendations: YAML
-// files and the node labels that select them. For a fleet in several
-// clusters it holds one Apply per cluster in Clusters, and nothing else.
+// files and the node labels that select them. For a fleet whose series carry
+// the report's cluster label it holds one Apply per cluster in Clusters, and
+// nothing else.
 type Apply struct {
 	// Cluster is the cluster to apply it in, by the report's cluster label;
 	// empty without one.
@@ -38,7 +41,9 @@ type Apply struct {
 	// namespace, kueue.x-k8s.io/v1beta2.
 	Kueue string `json:"kueue,omitempty"`
 	// Clusters are the configurations per cluster, sorted by cluster, of a
-	// fleet in several; only those with anything to apply.
+	// fleet whose series carry the cluster label (the cluster "" is the
+	// devices without it, among others with it); only those with anything
+	// to apply.
 	Clusters []Apply `json:"clusters,omitempty"`
 }
 
@@ -85,6 +90,39 @@ func mustYAML(v any) string {
 	return sb.String()
 }
 
+// shellWord quotes s for a POSIX shell when it is not a plain word (a node
+// name from a metric label may hold anything).
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// oneLine is s with line breaks as spaces, for a comment line of a script or
+// a YAML file: names from metric labels may hold anything.
+func oneLine(s string) string { return strings.NewReplacer("\n", " ", "\r", " ").Replace(s) }
+
+// commentLines joins comment lines, each kept to one line (oneLine), and
+// ends them with a line break.
+func commentLines(lines []string) string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = oneLine(l)
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// ClusterDir is the directory under WriteApply's of a cluster's
+// configuration: its name as a DNS label, model.NoClusterDir for the
+// cluster "".
+func (a *Apply) ClusterDir() string {
+	if a.Cluster == "" {
+		return model.NoClusterDir
+	}
+	return dnsName(a.Cluster)
+}
+
 // Files WriteApply writes.
 const (
 	ApplyMIGPartedFile   = "mig-parted.yaml"
@@ -97,11 +135,11 @@ const (
 // mig-parted config, the device plugin ConfigMap and the Kueue objects as
 // YAML files, and the node label commands as a shell script; files with
 // nothing to apply are not written. A fleet in several clusters gets a
-// directory per cluster, named by it (dnsName), each written alike.
+// directory per cluster (ClusterDir), each written alike.
 func WriteApply(dir string, a *Apply) error {
 	dirs := map[string]string{} // directory → the cluster written there
 	for _, c := range a.Clusters {
-		sub := dnsName(c.Cluster)
+		sub := c.ClusterDir()
 		if other, ok := dirs[sub]; ok {
 			return fmt.Errorf("write configuration: clusters %q and %q would both be written to %s", other, c.Cluster, filepath.Join(dir, sub))
 		}
@@ -117,11 +155,11 @@ func WriteApply(dir string, a *Apply) error {
 	if len(a.MIGPartedLabels)+len(a.TimeSlicingLabels) > 0 {
 		labels.WriteString("#!/bin/sh\n# Node labels that select the configuration gputally's report wrote next to this file.\n")
 		if a.Cluster != "" {
-			labels.WriteString("# Run them against cluster " + a.Cluster + ".\n")
+			labels.WriteString("# Run them against cluster " + oneLine(a.Cluster) + ".\n")
 		}
 		labels.WriteString("set -e\n")
 		for _, s := range a.TimeSlicingSharing {
-			labels.WriteString("# warning: " + s + "\n")
+			labels.WriteString("# warning: " + oneLine(s) + "\n")
 		}
 		for _, l := range append(slices.Clone(a.MIGPartedLabels), a.TimeSlicingLabels...) {
 			labels.WriteString(l + "\n")

@@ -125,20 +125,20 @@ func timeSlicingConfig(r *draft, p *plan, groups []tsGroup) (cfg string, labels,
 			c.replicas[res] = n.replicas
 		}
 		data[key] = c.text()
-		labels = append(labels, fmt.Sprintf("kubectl label node %s nvidia.com/device-plugin.config=%s --overwrite", node, key))
+		labels = append(labels, fmt.Sprintf("kubectl label node %s nvidia.com/device-plugin.config=%s --overwrite", shellWord(node), key))
 		if w := sharingChanges(r, p, node, c); w != "" {
 			sharing = append(sharing, w)
 		}
 	}
 	if len(data) == 0 {
-		return strings.Join(comments, "\n") + "\n", nil, sharing
+		return commentLines(comments), nil, sharing
 	}
 	type meta struct {
 		Name      string `yaml:"name"`
 		Namespace string `yaml:"namespace"`
 	}
 	if len(comments) > 0 {
-		cfg = strings.Join(comments, "\n") + "\n"
+		cfg = commentLines(comments)
 	}
 	cfg += mustYAML(struct {
 		APIVersion string            `yaml:"apiVersion"`

@@ -309,7 +309,7 @@ func clusterQueue(qs []quota, name string, headroom float64, how string) string 
 	spec := kqClusterQueueSpec{CohortName: kueueCohort, ResourceGroups: []kqGroup{g},
 		// Only the team's own namespaces may use its quota.
 		NamespaceSelector: kqSelector{MatchExpressions: []kqRequirement{{Key: "kubernetes.io/metadata.name", Operator: "In", Values: qs[0].namespaces}}}}
-	return fmt.Sprintf("# team %s: the most devices it kept busy at the same time (%s), with headroom; it borrows unused quota in cohort %s\n%s\n",
-		qs[0].team, how, kueueCohort, strings.Join(why, "\n")) +
+	head := fmt.Sprintf("# team %s: the most devices it kept busy at the same time (%s), with headroom; it borrows unused quota in cohort %s", qs[0].team, how, kueueCohort)
+	return commentLines(append([]string{head}, why...)) +
 		mustYAML(kqObject{kueueAPIVersion, "ClusterQueue", kqMeta{Name: name}, spec})
 }

@@ -55,12 +55,12 @@ func migPartedConfig(p *plan, layouts map[string][]string) (string, []string) {
 		if len(kept) > 0 {
 			comments = append(comments, fmt.Sprintf("#   and keeps as they are %s", strings.Join(kept, ", ")))
 		}
-		labels = append(labels, fmt.Sprintf("kubectl label node %s nvidia.com/mig.config=%s --overwrite", node, name))
+		labels = append(labels, fmt.Sprintf("kubectl label node %s nvidia.com/mig.config=%s --overwrite", shellWord(node), name))
 	}
 	if len(configs) == 0 {
-		return strings.Join(comments, "\n") + "\n", nil
+		return commentLines(comments), nil
 	}
-	return strings.Join(comments, "\n") + "\n" + mustYAML(struct {
+	return commentLines(comments) + mustYAML(struct {
 		Version    string                 `yaml:"version"`
 		MIGConfigs map[string][]migDevice `yaml:"mig-configs"`
 	}{"v1", configs}), labels

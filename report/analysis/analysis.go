@@ -117,6 +117,9 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 	r.Holdings = a.holdings(d)
 	r.BrokenGPUs = brokenGPUs(d)
 	r.Warnings = append(r.Warnings, d.Notes...)
+	if w := unlabelledWarning(d); w != "" {
+		r.Warnings = append(r.Warnings, w)
+	}
 	r.Warnings = append(r.Warnings, unknownNodeWarnings(r)...)
 	r.Warnings = append(r.Warnings, unknownHoldingWarnings(r)...)
 	return r, nil

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/gputally/gputally/report/model"
@@ -26,15 +27,6 @@ func only[T any](s []T, ok func(T) bool) []T {
 	return slices.DeleteFunc(slices.Clone(s), func(v T) bool { return !ok(v) })
 }
 
-// ClusterOf returns the one cluster r's GPUs are in; "" when they have no
-// cluster label or are in several.
-func (r *Result) ClusterOf() string {
-	if len(r.Clusters) == 1 {
-		return r.Clusters[0]
-	}
-	return ""
-}
-
 // Place names a node group for people: "cluster/node", or the name alone
 // (every group but a node in a cluster).
 func (g Group) Place() string { return model.NodeName(g.Cluster, g.Name) }
@@ -47,3 +39,23 @@ func (g GPUCoverage) Place() string { return model.NodeName(g.Cluster, g.Node) }
 
 // Place names the gap's node for people (model.NodeName).
 func (g Gap) Place() string { return model.NodeName(g.Cluster, g.Node) }
+
+// unlabelledWarning says how many GPUs lack the cluster label while others
+// carry it (a Prometheus without the external label among others, or a job
+// relabelled apart): they are a cluster without a name. "" when none do, or
+// all.
+func unlabelledWarning(d *model.Dataset) string {
+	with, without := 0, 0
+	for k := range d.GPUs {
+		if k.Cluster == "" {
+			without++
+		} else {
+			with++
+		}
+	}
+	if with == 0 || without == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d GPUs carry no cluster label while the others do: they are reported as a cluster without a name (its configuration goes to %s/); is the label on every cluster's series?",
+		without, with+without, model.NoClusterDir)
+}

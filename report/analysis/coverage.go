@@ -104,7 +104,7 @@ func coverageOf(d *model.Dataset) Coverage {
 	var fleet CoverageOf
 	nodes := map[groupKey]*NodeCoverage{}
 	step := d.Step.Seconds()
-	for _, k := range slices.SortedFunc(maps.Keys(d.GPUs), compareGPUKeys) {
+	for _, k := range slices.SortedFunc(maps.Keys(d.GPUs), model.CompareGPUKeys) {
 		g := d.GPUs[k]
 		gc := GPUCoverage{Cluster: k.Cluster, Node: g.Host, UUID: k.UUID, GPU: g.GPU}
 		gc.ExpectedHours = float64(d.Buckets) * step / 3600
@@ -160,10 +160,6 @@ func coverageOf(d *model.Dataset) Coverage {
 		return cmp.Or(a.From.Compare(b.From), cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Node, b.Node), model.CompareGPUIndex(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID))
 	})
 	return cov
-}
-
-func compareGPUKeys(a, b model.GPUKey) int {
-	return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.UUID, b.UUID))
 }
 
 // partial reports whether more than PartialAbove of the expected device-hours

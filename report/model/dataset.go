@@ -65,11 +65,18 @@ func (k HoldingKey) Pod() PodKey {
 // NodeName names a node for people: "cluster/node", or the node alone
 // without a cluster.
 func NodeName(cluster, node string) string {
-	if cluster == "" {
+	switch {
+	case cluster == "":
 		return node
+	case node == "":
+		return cluster + "/(none)"
 	}
 	return cluster + "/" + node
 }
+
+// NoClusterDir names, in the directories of the configuration to apply, the
+// cluster of devices without a cluster label among others with one.
+const NoClusterDir = "no-cluster"
 
 // HoldingKey is one container on one device.
 type HoldingKey struct {
@@ -211,10 +218,13 @@ func SortedKeys(m map[HoldingKey]*LedgerEntry) []HoldingKey {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b HoldingKey) int {
-		return CompareHoldingKeys(a, b)
-	})
+	slices.SortFunc(keys, CompareHoldingKeys)
 	return keys
+}
+
+// CompareGPUKeys orders GPUs by cluster, then UUID.
+func CompareGPUKeys(a, b GPUKey) int {
+	return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.UUID, b.UUID))
 }
 
 // CompareHoldingKeys orders holdings by cluster, UUID, instance, profile and

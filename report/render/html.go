@@ -18,7 +18,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"rectitle": recTitle, "inc": func(i int) int { return i + 1 }, "orNone": orNone, "layouts": layoutsText,
 	"join": func(s []string) string { return strings.Join(s, ", ") }, "join_lines": func(s []string) string { return strings.Join(s, "\n") },
 	"rfc3339": func(t time.Time) string { return t.Format(time.RFC3339) }, "heldBy": heldBy, "coverageLine": coverageLine,
-	"rectarget": recTarget, "recnodes": recNodes, "incluster": inCluster,
+	"rectarget": recTarget, "clustertitle": clusterTitle, "recnodes": recNodes, "incluster": inCluster,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -96,7 +96,7 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 {{end}}</table>
 {{end}}
 {{if .ApplyAny}}<h2>Configuration to apply</h2>
-{{range .Applies}}{{if $.ApplyApart}}<h3>Cluster {{.Cluster}}</h3>
+{{range .Applies}}{{if $.ApplyApart}}<h3>Cluster {{clustertitle .Cluster}}</h3>
 {{end}}{{with .MIGParted}}<h3>MIG layout (nvidia mig-parted config, one per node)</h3><pre>{{.}}</pre>{{end}}
 {{with .MIGPartedLabels}}<p>Select it per node:</p><pre>{{join_lines .}}</pre>{{end}}
 {{with .TimeSlicing}}<h3>Time-slicing (NVIDIA device plugin ConfigMap, one key per node class)</h3><pre>{{.}}</pre>{{end}}

@@ -88,7 +88,7 @@ func mdApply(b *strings.Builder, r *Report) {
 func mdApplyOne(b *strings.Builder, a *advice.Apply, apart bool) {
 	level := "###"
 	if apart {
-		fmt.Fprintf(b, "### Cluster %s\n\n", mdCell(a.Cluster))
+		fmt.Fprintf(b, "### Cluster %s\n\n", mdCell(clusterTitle(a.Cluster)))
 		level = "####"
 	}
 	for _, c := range []struct {
@@ -133,6 +133,15 @@ func recNodes(rec advice.Recommendation) string {
 		names[i] = model.NodeName(rec.Cluster, n)
 	}
 	return strings.Join(names, ", ")
+}
+
+// clusterTitle names cluster c in a heading: the devices without a cluster
+// label among others with one are "(no cluster label)".
+func clusterTitle(c string) string {
+	if c == "" {
+		return "(no cluster label)"
+	}
+	return c
 }
 
 // inCluster is " in cluster c", or "" without one.

@@ -96,3 +96,35 @@ func TestBusyAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestBusyAtOnceClusters: namespace ml keeps GPU-0 and GPU-1 busy together
+// for an hour in east, and GPU-0 alone in west (the same UUID): the devices
+// busy at once are counted per cluster, 2 in east and 1 in west, not 3 for
+// one namespace nor 2 for a merged GPU-0.
+func TestBusyAtOnceClusters(t *testing.T) {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	end := start.Add(time.Hour)
+	b := NewStoreBuilder()
+	for _, dev := range []struct{ cluster, uuid string }{{"east", "GPU-0"}, {"east", "GPU-1"}, {"west", "GPU-0"}} {
+		base := []string{"cluster", dev.cluster, "UUID", dev.uuid, "gpu", "0", "hostname", "node-0", "modelName", "NVIDIA H100 80GB HBM3",
+			"namespace", "ml", "pod", "p-" + dev.uuid, "container", "main", "state", "busy"}
+		for ts := start.Add(15 * time.Second); ts.Before(end); ts = ts.Add(30 * time.Second) {
+			appendLedger(t, b, base, ts, ts.Sub(start).Seconds())
+		}
+	}
+	d := model.NewDataset(model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute})
+	c := &collector{id: identity{"cluster"}, run: &rangeRunner{q: NewEngineQuerier(b.Store(), time.Minute, discard()), maxPoints: 1000}}
+	if err := c.concurrency(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	peak := map[model.ConcurrencyKey]int{}
+	for k, busy := range d.Concurrency.Busy {
+		for _, n := range busy {
+			peak[k] = max(peak[k], n)
+		}
+	}
+	want := map[model.ConcurrencyKey]int{{Cluster: "east", Namespace: "ml"}: 2, {Cluster: "west", Namespace: "ml"}: 1}
+	if !maps.Equal(peak, want) {
+		t.Errorf("devices busy at once %v, want %v", peak, want)
+	}
+}

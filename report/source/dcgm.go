@@ -88,8 +88,8 @@ func without(base string, dedupe []string) string {
 }
 
 // Collect implements Source: it evaluates the grid over (r.Start, r.End] in
-// chunks of whole step buckets, every query of a chunk before its points are
-// classified, so that memory stays bounded by a chunk.
+// chunks of whole step buckets (readGrid), so that memory stays bounded by a
+// chunk.
 func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
 	g := s.opts.Grid
 	if r.Step%g != 0 || r.Resolution%g != 0 {
@@ -117,13 +117,48 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	if err != nil {
 		return nil, err
 	}
-	queries := dcgmQueries(g, exported, s.opts.DedupeLabels, id)
+	accounts, err := s.readGrid(ctx, run, d, dcgmQueries(g, exported, s.opts.DedupeLabels, id), bucketsPerChunk, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(d.Ledger) == 0 {
+		return nil, fmt.Errorf("no GPU data: no dcgm-exporter samples (DCGM_FI_DEV_FB_USED, DCGM_FI_PROF_GR_ENGINE_ACTIVE, …) with a UUID label between %s and %s (is dcgm-exporter scraped, and is the range right?)",
+			r.Start.UTC().Format(time.RFC3339), r.End.UTC().Format(time.RFC3339))
+	}
+	teams := &collector{run: run, teamLabel: s.opts.TeamLabel, id: id}
+	if err := teams.podTeams(ctx, d); err != nil {
+		return nil, err
+	}
+	short := 0
+	for _, a := range accounts {
+		d.Notes = append(d.Notes, a.warnings()...)
+		short += a.short()
+	}
+	d.Sampling = &model.Sampling{Grid: g, Statement: fmt.Sprintf(
+		"Sampled on a %s grid: each device has one state per grid point, from the last dcgm-exporter and kube-state-metrics sample in the %s before it, so a holding's time is known to within %s at each start and end; a job shorter than two grid steps (%s) counts only at the grid points that caught it (%d holding(s) here were seen at fewer than two). Time-sliced GPUs are split by the replicas their pods requested (allocation share, not usage).",
+		g, g, g, 2*g, short)}
+	if interval > g+g/2 {
+		d.Notes = append([]string{fmt.Sprintf("dcgm-exporter's series have a sample about every %s, more than the grid of %s: grid points without one are unknown; set --grid=%s",
+			interval.Round(time.Second), g, interval.Round(time.Second))}, d.Notes...)
+	}
+	d.Warnings = run.warnings
+	d.Requests = run.done
+	return d, nil
+}
+
+// readGrid evaluates the grid over d's range in chunks of bucketsPerChunk
+// step buckets, every query of a chunk before its points are priced: each
+// cluster's points by an account of its own (a cluster seen once gets every
+// later point, with data or not). It returns the accounts, finished, in the
+// order of their clusters.
+func (s *DCGMExporter) readGrid(ctx context.Context, run *rangeRunner, d *model.Dataset, queries []dcgmQuery, bucketsPerChunk int, id identity) ([]*dcgmAccount, error) {
+	g := s.opts.Grid
+	perBucket := int(d.Step / g)
 	series := map[pmodel.Fingerprint]*dcgmSeries{}
 	accounts := map[string]*dcgmAccount{} // by cluster
 	for b := 0; b < d.Buckets; b += bucketsPerChunk {
-		first := b*perBucket + 1 // grid point j is at r.Start + j × g
+		first := b*perBucket + 1 // grid point j is at d.Start + j × g
 		last := min(b+bucketsPerChunk, d.Buckets) * perBucket
-		// Every cluster seen so far gets every point of the chunk, with data or not.
 		points := map[string][]*gridPoint{}
 		of := func(cluster string) []*gridPoint {
 			ps := points[cluster]
@@ -139,7 +174,7 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 		for c := range accounts {
 			of(c)
 		}
-		from, to := r.Start.Add(time.Duration(first)*g), r.Start.Add(time.Duration(last)*g)
+		from, to := d.Start.Add(time.Duration(first)*g), d.Start.Add(time.Duration(last)*g)
 		for _, q := range queries {
 			err := run.run(ctx, q.name, q.query, from, to, g, func(m pmodel.Matrix) {
 				for _, st := range m {
@@ -161,37 +196,22 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 			}
 		}
 		for _, c := range slices.Sorted(maps.Keys(points)) {
-			acc := accounts[c]
-			if acc == nil {
-				acc = newDCGMAccount(d, s.opts.Book, g, c)
-				accounts[c] = acc
+			a := accounts[c]
+			if a == nil {
+				a = newDCGMAccount(d, s.opts.Book, g, c)
+				accounts[c] = a
 			}
 			for i, p := range points[c] {
-				acc.point(first+i, p)
+				a.point(first+i, p)
 			}
 		}
 	}
+	out := make([]*dcgmAccount, 0, len(accounts))
 	for _, c := range slices.Sorted(maps.Keys(accounts)) {
 		accounts[c].finish()
+		out = append(out, accounts[c])
 	}
-	if len(d.Ledger) == 0 {
-		return nil, fmt.Errorf("no GPU data: no dcgm-exporter samples (DCGM_FI_DEV_FB_USED, DCGM_FI_PROF_GR_ENGINE_ACTIVE, …) with a UUID label between %s and %s (is dcgm-exporter scraped, and is the range right?)",
-			r.Start.UTC().Format(time.RFC3339), r.End.UTC().Format(time.RFC3339))
-	}
-	c := &collector{run: run, teamLabel: s.opts.TeamLabel, id: id}
-	if err := c.podTeams(ctx, d); err != nil {
-		return nil, err
-	}
-	for _, c := range slices.Sorted(maps.Keys(accounts)) {
-		d.Notes = append(d.Notes, accounts[c].warnings()...)
-	}
-	if interval > g+g/2 {
-		d.Notes = append([]string{fmt.Sprintf("dcgm-exporter's series have a sample about every %s, more than the grid of %s: grid points without one are unknown; set --grid=%s",
-			interval.Round(time.Second), g, interval.Round(time.Second))}, d.Notes...)
-	}
-	d.Warnings = run.warnings
-	d.Requests = run.done
-	return d, nil
+	return out, nil
 }
 
 // exportedLabels reports whether the range's DCGM_* series carry

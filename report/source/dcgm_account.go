@@ -35,6 +35,9 @@ type dcgmAccount struct {
 	totals  []cost.Total
 	noCap   map[string]bool // nodes with devices but no kube_node_status_capacity
 	anyCap  bool
+	// anyDevice and anyKSM: some grid point had a device, or
+	// kube-state-metrics' requests or capacity, in the cluster.
+	anyDevice, anyKSM bool
 	// whole are the GPUs out of MIG mode seen so far, by node, and
 	// wholeSeen how many (classify's argument).
 	whole     map[string]map[string]bool
@@ -97,6 +100,8 @@ func (a *dcgmAccount) point(j int, p *gridPoint) {
 	if len(p.capacity) > 0 {
 		a.anyCap = true
 	}
+	a.anyKSM = a.anyKSM || len(p.capacity)+len(p.requests) > 0
+	a.anyDevice = a.anyDevice || len(p.devices) > 0
 	devs := classify(p, a.wholeSeen)
 	a.states = a.states[:0]
 	for i := range devs {
@@ -251,8 +256,7 @@ func (a *dcgmAccount) flush(k model.HoldingKey, u *dcgmUsage) {
 }
 
 // finish flushes the usage, marks the kind of each entry of its cluster, and
-// fills their allocations, the MIG modes and the statement of the grid's
-// resolution.
+// fills their allocations and the MIG modes.
 func (a *dcgmAccount) finish() {
 	d := a.d
 	for _, k := range slices.SortedFunc(maps.Keys(a.usage), model.CompareHoldingKeys) {
@@ -285,20 +289,26 @@ func (a *dcgmAccount) finish() {
 			d.MIGMode[k] = "enabled"
 		}
 	}
-	short := 0
-	for _, n := range a.points {
-		if n < 2 {
-			short++
+}
+
+// short counts the holdings seen at fewer than two grid points: their time
+// is known only to the grid.
+func (a *dcgmAccount) short() int {
+	n := 0
+	for _, p := range a.points {
+		if p < 2 {
+			n++
 		}
 	}
-	d.Sampling = &model.Sampling{Grid: a.grid, Statement: fmt.Sprintf(
-		"Sampled on a %s grid: each device has one state per grid point, from the last dcgm-exporter and kube-state-metrics sample in the %s before it, so a holding's time is known to within %s at each start and end; a job shorter than two grid steps (%s) counts only at the grid points that caught it (%d holding(s) here were seen at fewer than two). Time-sliced GPUs are split by the replicas their pods requested (allocation share, not usage).",
-		a.grid, a.grid, a.grid, 2*a.grid, short)}
+	return n
 }
 
 // warnings are what the source could not tell from the data.
 func (a *dcgmAccount) warnings() []string {
 	var out []string
+	if !a.anyDevice && a.anyKSM {
+		return []string{fmt.Sprintf("kube-state-metrics series in cluster %q, where no dcgm-exporter series are: their requests and capacity are not used (is the cluster label on both, with the same value?)", a.cluster)}
+	}
 	if !a.anyCap && len(a.gpus) > 0 {
 		where := ""
 		if a.cluster != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -370,6 +371,67 @@ func TestDCGMExporterClusters(t *testing.T) {
 	// Without the cluster label both clusters' samples are one GPU's: the failure the label prevents.
 	if d := collectFake(t, f); len(d.GPUs) != 1 {
 		t.Errorf("without a cluster label %d GPUs, want the two merged into 1", len(d.GPUs))
+	}
+}
+
+// TestDCGMExporterClustersInChunks: over two hours read an hour a chunk,
+// west is first seen in the second chunk and is priced from there (GPU-A
+// free at 100 W: 3600 s, 1.35 EUR) beside east's whole two hours (busy at
+// 300 W: 7200 s, 3.10 EUR); the sampling statement counts the short holdings
+// of both clusters (ml/flash in east, ml/blip in west, one grid point each);
+// kube-state-metrics series of a cluster without dcgm-exporter series get a
+// note.
+func TestDCGMExporterClustersInChunks(t *testing.T) {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	at := func(from, to int, v float64) func(int) float64 {
+		return func(j int) float64 {
+			if j < from || j > to {
+				return math.NaN()
+			}
+			return v
+		}
+	}
+	h100 := "NVIDIA H100 80GB HBM3"
+	eastA := withPod(gpuLabels("n1", "hostname", "0", "GPU-A", h100, "cluster", "east"), "ml", "train-0", "trainer")
+	eastC := withPod(gpuLabels("n1", "hostname", "1", "GPU-C", h100, "cluster", "east"), "ml", "flash", "main")
+	westA := gpuLabels("n1", "hostname", "0", "GPU-A", h100, "cluster", "west")
+	westB := withPod(gpuLabels("n1", "hostname", "1", "GPU-B", h100, "cluster", "west"), "ml", "blip", "main")
+	f := &fakeDCGM{start: start, grid: 30 * time.Second, series: []fakeSeries{
+		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", eastA, always(0.7)},
+		{"DCGM_FI_DEV_POWER_USAGE", eastA, always(300)},
+		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", eastC, at(50, 50, 0.7)},
+		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", westA, at(121, 240, 0)},
+		{"DCGM_FI_DEV_POWER_USAGE", westA, at(121, 240, 100)},
+		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", westB, at(200, 200, 0.7)},
+		{"kube_node_status_capacity", map[string]string{"node": "m1", "resource": "nvidia_com_gpu", "cluster": "north"}, always(8)},
+	}}
+	book, err := cost.Parse([]byte(dcgmTestBook), "test-book.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := NewDCGMExporter(f, DCGMExporterOptions{Book: book, Grid: f.grid, MaxPointsPerQuery: 120, ClusterLabel: "cluster"})
+	d, err := src.Collect(context.Background(), model.Range{Start: start, End: start.Add(2 * time.Hour), Step: time.Hour, Resolution: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		k        model.HoldingKey
+		st       int
+		sec, eur float64
+	}{
+		{model.HoldingKey{Dev: model.DeviceKey{Cluster: "east", UUID: "GPU-A"}, Holder: model.HolderKey{Namespace: "ml", Pod: "train-0", Container: "trainer"}}, model.StateBusy, 7200, 3.10},
+		{model.HoldingKey{Dev: model.DeviceKey{Cluster: "west", UUID: "GPU-A"}}, model.StateUnallocated, 3600, 1.35},
+	} {
+		e := d.Ledger[c.k]
+		if e == nil || math.Abs(e.Seconds[c.st]-c.sec) > 1e-6 || math.Abs(e.EUR[c.st]-c.eur) > 1e-6 {
+			t.Errorf("%+v: %+v, want %.0f s and %.2f EUR in state %d", c.k, e, c.sec, c.eur, c.st)
+		}
+	}
+	if d.Sampling == nil || !strings.Contains(d.Sampling.Statement, "(2 holding(s) here were seen at fewer than two)") {
+		t.Errorf("sampling %+v, want both clusters' short holdings counted: 2", d.Sampling)
+	}
+	if !slices.ContainsFunc(d.Notes, func(n string) bool { return strings.Contains(n, `cluster "north", where no dcgm-exporter series are`) }) {
+		t.Errorf("notes %q, want one on north's kube-state-metrics series", d.Notes)
 	}
 }
 

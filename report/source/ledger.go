@@ -3,6 +3,8 @@ package source
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	pmodel "github.com/prometheus/common/model"
 
@@ -143,7 +145,7 @@ func (c *collector) podTeams(ctx context.Context, d *model.Dataset) error {
 		return nil
 	}
 	label := "label_" + sanitizeLabel(c.teamLabel)
-	return c.run.run(ctx, "kube_pod_labels", fmt.Sprintf(
+	err := c.run.run(ctx, "kube_pod_labels", fmt.Sprintf(
 		"max by (%s) (max_over_time(kube_pod_labels{%s!=\"\"}[%s]))", c.id.by("namespace, pod, "+label), label, c.win.of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
@@ -151,6 +153,32 @@ func (c *collector) podTeams(ctx context.Context, d *model.Dataset) error {
 				d.PodTeams[pod] = string(s.Metric[pmodel.LabelName(label)])
 			}
 		})
+	if err != nil {
+		return err
+	}
+	d.Notes = append(d.Notes, teamsElsewhere(d)...)
+	return nil
+}
+
+// teamsElsewhere names the clusters of kube_pod_labels series that no GPU is
+// in: their team labels match no holding, as when the cluster label is on
+// gputally's series and not on kube-state-metrics' (or the other way round).
+func teamsElsewhere(d *model.Dataset) []string {
+	gpus := map[string]bool{}
+	for k := range d.GPUs {
+		gpus[k.Cluster] = true
+	}
+	elsewhere := map[string]bool{}
+	for k := range d.PodTeams {
+		if !gpus[k.Cluster] {
+			elsewhere[k.Cluster] = true
+		}
+	}
+	var out []string
+	for _, c := range slices.Sorted(maps.Keys(elsewhere)) {
+		out = append(out, fmt.Sprintf("kube_pod_labels series in cluster %q, where no GPU is: their team labels are not used (is the cluster label on both kube-state-metrics and the GPU series, with the same value?)", c))
+	}
+	return out
 }
 
 // sanitizeLabel turns a Kubernetes label key into the label name

@@ -31,10 +31,12 @@ type clusterReport struct {
 		Cluster string `json:"cluster"`
 	} `json:"holdings"`
 	Recommendations []struct {
-		Kind    string `json:"kind"`
-		Cluster string `json:"cluster"`
-		Target  string `json:"target"`
+		Kind             string  `json:"kind"`
+		Cluster          string  `json:"cluster"`
+		Target           string  `json:"target"`
+		FreedEURPerMonth float64 `json:"freed_eur_per_month"`
 	} `json:"recommendations"`
+	FreedEURPerMonth float64 `json:"freed_eur_per_month"`
 	Apply struct {
 		MIGParted string `json:"mig_parted"`
 		Clusters  []struct {
@@ -124,6 +126,7 @@ func TestClustersInOneEngine(t *testing.T) {
 		t.Errorf("holdings per cluster %v", held)
 	}
 	var mig []string
+	freed := 0.0
 	for _, rec := range r.Recommendations {
 		if rec.Cluster != "east" && rec.Cluster != "west" {
 			t.Errorf("recommendation %+v names no cluster", rec)
@@ -131,6 +134,10 @@ func TestClustersInOneEngine(t *testing.T) {
 		if rec.Kind == "mig" {
 			mig = append(mig, rec.Cluster)
 		}
+		freed += rec.FreedEURPerMonth
+	}
+	if math.Abs(freed-r.FreedEURPerMonth) > 1e-6 || freed <= 0 {
+		t.Errorf("headline %.4f EUR/month, the recommendations free %.4f", r.FreedEURPerMonth, freed)
 	}
 	if !slices.Equal(mig, []string{"east"}) {
 		t.Errorf("MIG advice in clusters %q, want east alone", mig)
