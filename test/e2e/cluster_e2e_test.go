@@ -166,3 +166,68 @@ func TestClustersInOneEngine(t *testing.T) {
 		t.Errorf("without the cluster label: %d GPUs, nodes %+v; want the failure it prevents, 7 GPUs on one node", merged.GPUs, merged.Nodes)
 	}
 }
+
+// TestDCGMExporterSourceInClusters: the dcgm-exporter source over two
+// clusters in one Prometheus, every series (dcgm-exporter's and
+// kube-state-metrics') with its cluster's label: east runs shared-node.yaml
+// (a time-sliced GPU, its pods' phases and requests joined per cluster),
+// west short-jobs.yaml on the same day. Each cluster's part of the report
+// holds to its own ledger as the single-cluster test holds it.
+func TestDCGMExporterSourceInClusters(t *testing.T) {
+	scenarios := filepath.Join("..", "..", "testdata", "scenarios")
+	prometheus := promLookPath(t, "prometheus")
+	promtool := promLookPath(t, "promtool")
+	gputally := promBuildGputally(t)
+	dir := t.TempDir()
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	summaries := map[string]dcgmSummary{}
+	runs := map[string]string{"east": "shared-node", "west": "short-jobs"}
+	var files []string
+	for cluster, name := range runs {
+		scenario := filepath.Join(scenarios, name+".yaml")
+		needScenario(t, scenario)
+		om, sum := filepath.Join(dir, cluster+".om"), filepath.Join(dir, cluster+".summary.json")
+		runTool(t, gputally, "simulate", "history", "--scenario", scenario, "--duration=24h",
+			"--start", start.Format(time.RFC3339), "--flavor", "dcgm-exporter", "--out", om, "--summary", sum)
+		var s dcgmSummary
+		readJSON(t, sum, &s)
+		summaries[cluster] = s
+		labelled := filepath.Join(dir, cluster+"-labelled.om")
+		withLabel(t, filterOpenMetrics(t, om, dcgmFamilies), labelled, `cluster="`+cluster+`"`)
+		files = append(files, labelled)
+	}
+	prom := promBackfilledFiles(t, promtool, prometheus, dir, files...)
+	out := filepath.Join(dir, "report.json")
+	runTool(t, gputally, "report", "--prometheus.url="+prom, "--range=24h", "--end="+start.Add(24*time.Hour).Format(time.RFC3339),
+		"--allow-partial", "--format=json", "--out="+out, "--source=dcgm-exporter")
+	var r dcgmReport
+	readJSON(t, out, &r)
+	for cluster, name := range runs {
+		t.Run(cluster, func(t *testing.T) { checkDCGMRun(t, name, inCluster(r, cluster), summaries[cluster]) })
+	}
+}
+
+// inCluster is the part of report r in cluster c: its nodes and holdings,
+// the fleet's totals those of its nodes.
+func inCluster(r dcgmReport, c string) dcgmReport {
+	out := r
+	out.Nodes, out.Holdings, out.Fleet.Totals = nil, nil, dcgmTotals{}
+	for _, n := range r.Nodes {
+		if n.Cluster == c {
+			out.Nodes = append(out.Nodes, n)
+			t := &out.Fleet.Totals
+			t.CostEUR += n.Totals.CostEUR
+			t.BusyEUR += n.Totals.BusyEUR
+			t.IdleEUR += n.Totals.IdleEUR
+			t.UnallocatedEUR += n.Totals.UnallocatedEUR
+			t.LostEUR += n.Totals.LostEUR
+			t.UnknownEUR += n.Totals.UnknownEUR
+		}
+	}
+	for _, h := range r.Holdings {
+		if h.Cluster == c {
+			out.Holdings = append(out.Holdings, h)
+		}
+	}
+	return out
+}

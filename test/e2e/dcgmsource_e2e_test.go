@@ -35,9 +35,10 @@ type dcgmReport struct {
 		Totals dcgmTotals `json:"totals"`
 	} `json:"fleet"`
 	Nodes []struct {
-		Name   string     `json:"name"`
-		Kind   string     `json:"kind"`
-		Totals dcgmTotals `json:"totals"`
+		Name    string     `json:"name"`
+		Cluster string     `json:"cluster"`
+		Kind    string     `json:"kind"`
+		Totals  dcgmTotals `json:"totals"`
 	} `json:"nodes"`
 	Namespaces []struct {
 		Name   string     `json:"name"`
@@ -47,6 +48,7 @@ type dcgmReport struct {
 	Holdings []struct {
 		Namespace string     `json:"namespace"`
 		Pod       string     `json:"pod"`
+		Cluster   string     `json:"cluster"`
 		Node      string     `json:"node"`
 		UUID      string     `json:"uuid"`
 		MIGID     string     `json:"mig_instance"`
