@@ -207,7 +207,7 @@ func (q *memQuerier) matching(ms []*labels.Matcher) []*memSeries {
 }
 
 func (q *memQuerier) Select(_ context.Context, _ bool, _ *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
-	return storage.NewSeriesSetFromChunkSeriesSet(&memSeriesSet{list: q.matching(ms), i: -1})
+	return &memSeriesSet{list: q.matching(ms), i: -1}
 }
 
 func (q *memQuerier) LabelValues(_ context.Context, name string, _ *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
@@ -240,6 +240,8 @@ func (q *memQuerier) LabelNames(_ context.Context, _ *storage.LabelHints, ms ...
 
 func (*memQuerier) Close() error { return nil }
 
+// memSeriesSet is the series a Select found; it hands out the Store's series
+// themselves (memiter.go).
 type memSeriesSet struct {
 	list []*memSeries
 	i    int
@@ -247,15 +249,7 @@ type memSeriesSet struct {
 
 func (s *memSeriesSet) Next() bool { s.i++; return s.i < len(s.list) }
 
-func (s *memSeriesSet) At() storage.ChunkSeries {
-	metas := s.list[s.i].chunks
-	return &storage.ChunkSeriesEntry{
-		Lset: s.list[s.i].lset,
-		ChunkIteratorFn: func(chunks.Iterator) chunks.Iterator {
-			return storage.NewListChunkSeriesIterator(metas...)
-		},
-	}
-}
+func (s *memSeriesSet) At() storage.Series { return s.list[s.i] }
 
 func (*memSeriesSet) Err() error                        { return nil }
 func (*memSeriesSet) Warnings() annotations.Annotations { return nil }
