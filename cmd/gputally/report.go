@@ -60,6 +60,7 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("query.max-answer-bytes", "Largest answer read; a larger one is asked again in smaller requests, down to one step.").Default(strconv.Itoa(source.DefaultMaxAnswerBytes)).Int64Var(&c.cfg.MaxAnswerBytes)
 	cmd.Flag("query.max-points", "Most steps one range query asks for; longer ranges are split.").Default("1000").IntVar(&c.cfg.MaxPointsPerQuery)
 	cmd.Flag("query.max-samples", "About the most samples (series × steps) one range query's answer holds; requests are sized by the series of the previous answer; 0: no bound.").Default("500000").IntVar(&c.cfg.MaxSamplesPerQuery)
+	cmd.Flag("query.concurrency", "Most requests the report has in flight at once; the figures do not depend on it.").Default(strconv.Itoa(report.DefaultQueriesInFlight)).IntVar(&c.cfg.QueriesInFlight)
 	cmd.Flag("report.dedupe-labels", "Labels by which copies of one ledger series differ when the engine delivers it twice (an HA pair without deduplication, a second scrape job); each is counted once. Comma-separated; empty: count every series.").
 		Default(strings.Join(source.DefaultDedupeLabels, ",")).StringVar(&c.dedupe)
 	cmd.Flag("demo", "Report on a simulated week through an embedded PromQL engine instead of a Prometheus.").BoolVar(&c.demo)
