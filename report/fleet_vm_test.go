@@ -4,15 +4,18 @@ package report
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,109 +26,166 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 )
 
-// Budgets of DESIGN.md for a report over 1,000 GPUs × 7 days against a real
-// Prometheus-API engine over HTTP.
-const (
-	fleetBudgetWall = 60 * time.Second
-	fleetBudgetRSS  = 500 << 20
-)
+// The budgets of issue 24 (DESIGN.md, "Budgets"): the report process's wall
+// time and peak RSS per fleet, range and engine. A fleet without a row of
+// its own is held to the row of the smallest fleet at its range that covers
+// it; one larger than every row, or at a range without rows, has none.
+var fleetBudgets = []struct {
+	engine     string
+	gpus, days int
+	wall       time.Duration
+	rss        uint64
+}{
+	{"vm", 1000, 7, 30 * time.Second, 300 << 20},
+	{"vm", 10000, 7, 300 * time.Second, 1 << 30},
+	{"vm", 1000, 30, 120 * time.Second, 400 << 20},
+	{"embedded", 1000, 7, 30 * time.Second, 500 << 20},
+}
 
-// TestFleetReportVictoriaMetrics (`make bench-fleet`) loads the synthetic
-// fleet of synth_test.go — GPUTALLY_FLEET_GPUS GPUs (default 1000; a comma
-// list measures several fleets in turn) × 7 days, scraped every
-// GPUTALLY_FLEET_SCRAPE_SECONDS (default 60) — into a VictoriaMetrics on
-// loopback through /api/v1/import/prometheus (millisecond timestamps), runs
-// the `gputally report` binary against it over HTTP (once per value of
-// --query.max-samples in GPUTALLY_FLEET_MAX_SAMPLES, default 500000) and prints the report's
-// wall time and peak RSS (getrusage of the child), the import's time and
-// VictoriaMetrics' resident memory. It fails when the report over 1,000 GPUs
-// or fewer is over the budget (60 s, 500 MiB) or counts the wrong number of
-// GPUs, or when the import loses samples. Needs victoria-metrics in PATH.
-func TestFleetReportVictoriaMetrics(t *testing.T) {
-	vmBin, err := exec.LookPath("victoria-metrics")
-	if err != nil {
-		t.Skipf("victoria-metrics not in PATH: %v", err)
+// fleetBudget returns the budget of a report over gpus × days on engine.
+func fleetBudget(engine string, gpus, days int) (wall time.Duration, rss uint64, ok bool) {
+	best := 0
+	for _, b := range fleetBudgets {
+		if b.engine == engine && b.days == days && b.gpus >= gpus && (best == 0 || b.gpus < best) {
+			best, wall, rss, ok = b.gpus, b.wall, b.rss, true
+		}
 	}
-	sizes := []int{1000}
-	if v := os.Getenv("GPUTALLY_FLEET_GPUS"); v != "" {
-		sizes = sizes[:0]
-		for _, f := range strings.Split(v, ",") {
+	return wall, rss, ok
+}
+
+// fleetSettings are the environment's settings of a fleet benchmark.
+type fleetSettings struct {
+	gpus, days  []int
+	scrape      time.Duration
+	maxSamples  []string
+	concurrency []string // --query.concurrency values; the first is the budgeted run
+	engines     []string // vm, embedded
+	keep        string   // directory keeping imported fleets between runs; "": none
+}
+
+// fleetFromEnv reads the settings; see TestFleetReportVictoriaMetrics.
+func fleetFromEnv(t *testing.T) fleetSettings {
+	counts := func(name, def string) []int {
+		var out []int
+		for _, f := range strings.Split(envOr(name, def), ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n <= 0 {
-				t.Fatalf("GPUTALLY_FLEET_GPUS: %q is not a positive count", f)
+				t.Fatalf("%s: %q is not a positive count", name, f)
 			}
-			sizes = append(sizes, n)
+			out = append(out, n)
 		}
+		return out
 	}
-	scrape := 60 * time.Second
-	if v := os.Getenv("GPUTALLY_FLEET_SCRAPE_SECONDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("GPUTALLY_FLEET_SCRAPE_SECONDS: %q is not a positive count", v)
-		}
-		scrape = time.Duration(n) * time.Second
+	s := fleetSettings{
+		gpus: counts("GPUTALLY_FLEET_GPUS", "1000"), days: counts("GPUTALLY_FLEET_DAYS", "7"),
+		scrape:      time.Duration(counts("GPUTALLY_FLEET_SCRAPE_SECONDS", "60")[0]) * time.Second,
+		maxSamples:  strings.Split(envOr("GPUTALLY_FLEET_MAX_SAMPLES", "500000"), ","),
+		concurrency: strings.Split(envOr("GPUTALLY_FLEET_CONCURRENCY", strconv.Itoa(DefaultQueriesInFlight)+",1"), ","),
+		engines:     strings.Split(envOr("GPUTALLY_FLEET_ENGINES", "vm,embedded"), ","),
+		keep:        os.Getenv("GPUTALLY_FLEET_KEEP"),
 	}
-	maxSamples := []string{"500000"}
-	if v := os.Getenv("GPUTALLY_FLEET_MAX_SAMPLES"); v != "" {
-		maxSamples = strings.Split(v, ",")
-	}
-	bin := filepath.Join(t.TempDir(), "gputally")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/gputally")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	for _, gpus := range sizes {
-		t.Run(fmt.Sprintf("%dGPUs", gpus), func(t *testing.T) { fleetRun(t, vmBin, bin, gpus, scrape, maxSamples) })
-	}
+	return s
 }
 
-func fleetRun(t *testing.T, vmBin, bin string, gpus int, scrape time.Duration, maxSamples []string) {
-	week := 7 * 24 * time.Hour
-	// The week ends at the last full hour: VictoriaMetrics keeps data within
-	// its retention from now, and the report's --end must not be in the future.
-	end := time.Now().UTC().Truncate(time.Hour)
-	start := end.Add(-week)
-	ticks := int(week / scrape)
-
-	vm := startVictoriaMetrics(t, vmBin)
-	fams, _ := synthFleet(gpus, scrape, ticks)
-	began := time.Now()
-	lines, err := importPrometheus(vm.url, fams, start, scrape, ticks)
-	if err != nil {
-		t.Fatal(err)
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
 	}
-	if resp, err := http.Get(vm.url + "/internal/force_flush"); err == nil {
-		resp.Body.Close()
-	}
-	imported := time.Since(began)
-	if got := vm.count(t, end); got != lines {
-		t.Fatalf("VictoriaMetrics holds %d samples, %d were imported", got, lines)
-	}
-
-	t.Logf("fleet %d GPUs × 7 days, %s scrapes: %d series, %d samples imported in %s (%.0f samples/s); VictoriaMetrics RSS %.0f MiB",
-		gpus, scrape, vm.series(t, end), lines, imported.Round(time.Second), float64(lines)/imported.Seconds(), float64(vm.rss(t))/(1<<20))
-	for _, maxSamples := range maxSamples {
-		fleetReport(t, bin, vm.url, end, gpus, maxSamples)
-	}
+	return def
 }
 
-// fleetReport runs the report binary against url and checks its budget.
-func fleetReport(t *testing.T, bin, url string, end time.Time, gpus int, maxSamples string) {
-	out := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.Command(bin, "report", "--prometheus.url="+url, "--range=7d", "--end="+end.Format(time.RFC3339),
-		"--format=json", "--out="+out, "--query.timeout=5m", "--query.max-samples="+maxSamples)
-	cmd.Stderr = &tailWriter{max: 4096}
-	began := time.Now()
-	err := cmd.Run()
-	wall := time.Since(began)
-	if err != nil {
-		t.Fatalf("report: %v\n%s", err, cmd.Stderr.(*tailWriter).b)
+// TestFleetReportVictoriaMetrics (`make bench-fleet`) measures the report
+// over the synthetic fleet of synth_test.go — GPUTALLY_FLEET_GPUS GPUs
+// (default 1000) × GPUTALLY_FLEET_DAYS days (default 7; each a comma list,
+// every pair is measured), scraped every GPUTALLY_FLEET_SCRAPE_SECONDS
+// (default 60) — on each engine of GPUTALLY_FLEET_ENGINES (default
+// vm,embedded):
+//
+//   - vm: the fleet is imported into a VictoriaMetrics on loopback through
+//     /api/v1/import/prometheus (millisecond timestamps; with
+//     GPUTALLY_FLEET_KEEP=dir the imported fleet is kept in dir and reused
+//     by later runs), and the `gputally report` binary runs against it over
+//     HTTP, once per --query.max-samples of GPUTALLY_FLEET_MAX_SAMPLES
+//     (default 500000) and --query.concurrency of GPUTALLY_FLEET_CONCURRENCY
+//     (default 2,1). Its wall time and peak RSS (getrusage of the child) are
+//     printed with the import's time and VictoriaMetrics' peak RSS;
+//   - embedded: a child process (this test binary) builds the Store of
+//     report --demo from the same fleet and generates the report through
+//     the embedded engine; the report's wall time (queries, analysis,
+//     advice) and the child's peak RSS (store included) are printed.
+//
+// It fails when a run is over its budget (fleetBudgets; the first
+// concurrency is the one budgeted), counts the wrong number of GPUs, gives
+// EUR more than 0.1 % from the fleet's hand-summed ledger or from another
+// run of the same fleet, or when the import loses samples. Needs
+// victoria-metrics in PATH for vm.
+func TestFleetReportVictoriaMetrics(t *testing.T) {
+	s := fleetFromEnv(t)
+	var vmBin, bin string
+	if slices.Contains(s.engines, "vm") {
+		var err error
+		if vmBin, err = exec.LookPath("victoria-metrics"); err != nil {
+			t.Skipf("victoria-metrics not in PATH: %v", err)
+		}
+		bin = filepath.Join(t.TempDir(), "gputally")
+		build := exec.Command("go", "build", "-o", bin, "../cmd/gputally")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build: %v\n%s", err, out)
+		}
 	}
-	peakRSS := uint64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) * 1024 // Linux: KiB
+	var rows []string
+	for _, days := range s.days {
+		for _, gpus := range s.gpus {
+			t.Run(fmt.Sprintf("%dGPUs%dd", gpus, days), func(t *testing.T) {
+				f := &fleetCase{gpus: gpus, days: days, scrape: s.scrape}
+				f.want = f.totals()
+				for _, e := range s.engines {
+					switch e {
+					case "vm":
+						rows = append(rows, f.victoriaMetrics(t, vmBin, bin, s)...)
+					case "embedded":
+						rows = append(rows, f.embedded(t, s)...)
+					default:
+						t.Fatalf("GPUTALLY_FLEET_ENGINES: %q is neither vm nor embedded", e)
+					}
+				}
+			})
+		}
+	}
+	t.Logf("\n| GPUs × days | engine | samples | import | engine peak RSS | --query.concurrency | report wall | report peak RSS | budget | load average |\n|---|---|---|---|---|---|---|---|---|---|\n%s",
+		strings.Join(rows, "\n"))
+}
+
+// fleetCase is one fleet and range being measured.
+type fleetCase struct {
+	gpus, days int
+	scrape     time.Duration
+	want       synthTotals
+	eur        []float64 // EUR of every report run so far
+}
+
+func (f *fleetCase) ticks() int { return int(time.Duration(f.days) * 24 * time.Hour / f.scrape) }
+
+// totals are the fleet's ledger totals over its range, summed by hand.
+func (f *fleetCase) totals() synthTotals {
+	_, tot := synthFleet(f.gpus, f.scrape, f.ticks())
+	return tot
+}
+
+// check holds a report's JSON to the fleet: its GPUs, and its EUR to the
+// hand-summed ledger and to every earlier run, within 0.1 %.
+func (f *fleetCase) check(t *testing.T, what string, out string) {
+	t.Helper()
 	var rep struct {
 		GPUs    int  `json:"gpus"`
 		Partial bool `json:"partial"`
+		Fleet   struct {
+			Totals struct {
+				CostEUR float64 `json:"cost_eur"`
+				IdleEUR float64 `json:"idle_eur"`
+			} `json:"totals"`
+		} `json:"fleet"`
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -134,17 +194,227 @@ func fleetReport(t *testing.T, bin, url string, end time.Time, gpus int, maxSamp
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("report --query.max-samples=%s: wall %s, peak RSS %.1f MiB (budget for 1,000 GPUs: %s, %d MiB); %d GPUs, partial %t",
-		maxSamples, wall.Round(10*time.Millisecond), float64(peakRSS)/(1<<20), fleetBudgetWall, fleetBudgetRSS>>20, rep.GPUs, rep.Partial)
-	if rep.GPUs != gpus {
-		t.Errorf("the report counts %d GPUs, want %d", rep.GPUs, gpus)
+	eur := rep.Fleet.Totals.CostEUR
+	t.Logf("%s: %d GPUs, %.2f EUR (ledger %.2f), partial %t", what, rep.GPUs, eur, f.want.eur, rep.Partial)
+	if rep.GPUs != f.gpus {
+		t.Errorf("%s: the report counts %d GPUs, want %d", what, rep.GPUs, f.gpus)
 	}
-	if gpus <= 1000 && wall > fleetBudgetWall {
-		t.Errorf("report took %s, budget %s", wall, fleetBudgetWall)
+	if math.Abs(eur-f.want.eur) > 0.001*f.want.eur {
+		t.Errorf("%s: %.2f EUR, the ledger counted %.2f: more than 0.1 %% apart", what, eur, f.want.eur)
 	}
-	if gpus <= 1000 && peakRSS > fleetBudgetRSS {
-		t.Errorf("report peak RSS %.1f MiB, budget %d MiB", float64(peakRSS)/(1<<20), fleetBudgetRSS>>20)
+	for _, e := range f.eur {
+		if math.Abs(eur-e) > 0.001*e {
+			t.Errorf("%s: %.2f EUR, an earlier run of the same fleet %.2f: more than 0.1 %% apart", what, eur, e)
+		}
 	}
+	f.eur = append(f.eur, eur)
+}
+
+// overBudget fails t when a budgeted run is over its budget, and returns
+// the budget's words for the table.
+func overBudget(t *testing.T, engine string, gpus, days int, budgeted bool, wall time.Duration, rss uint64) string {
+	t.Helper()
+	bw, brss, ok := fleetBudget(engine, gpus, days)
+	if !ok {
+		return "none"
+	}
+	words := fmt.Sprintf("≤ %s, ≤ %d MiB", bw, brss>>20)
+	if !budgeted {
+		return words + " (not budgeted)"
+	}
+	if wall > bw {
+		t.Errorf("%s report over %d GPUs × %d days took %s, budget %s", engine, gpus, days, wall.Round(10*time.Millisecond), bw)
+	}
+	if rss > brss {
+		t.Errorf("%s report over %d GPUs × %d days peaked at %.1f MiB RSS, budget %d MiB", engine, gpus, days, float64(rss)/(1<<20), brss>>20)
+	}
+	return words
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+// victoriaMetrics imports the fleet (or finds it kept) and runs the report
+// binary against it; it returns the table's rows.
+func (f *fleetCase) victoriaMetrics(t *testing.T, vmBin, bin string, s fleetSettings) []string {
+	dir, imported, end, lines := t.TempDir(), "", time.Time{}, 0
+	if s.keep != "" {
+		dir = filepath.Join(s.keep, fmt.Sprintf("vm-%dgpus-%dd-%ds", f.gpus, f.days, int(s.scrape.Seconds())))
+	}
+	marker := filepath.Join(dir, "gputally-fleet.json")
+	var kept struct {
+		End     time.Time `json:"end"`
+		Samples int       `json:"samples"`
+		Import  string    `json:"import"`
+	}
+	if b, err := os.ReadFile(marker); err == nil && json.Unmarshal(b, &kept) == nil {
+		end, lines, imported = kept.End, kept.Samples, kept.Import+" (kept)"
+	}
+	vm := startVictoriaMetrics(t, vmBin, dir)
+	if end.IsZero() {
+		// The range ends at the last full hour: VictoriaMetrics keeps data
+		// within its retention from now, and --end must not be in the future.
+		end = time.Now().UTC().Truncate(time.Hour)
+		start := end.Add(-time.Duration(f.days) * 24 * time.Hour)
+		fams, _ := synthFleet(f.gpus, s.scrape, f.ticks())
+		began := time.Now()
+		n, err := importPrometheus(vm.url, fams, start, s.scrape, f.ticks())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp, err := http.Get(vm.url + "/internal/force_flush"); err == nil {
+			resp.Body.Close()
+		}
+		took := time.Since(began)
+		lines, imported = n, fmt.Sprintf("%s (%.2f M samples/s, load %s)", took.Round(time.Second), float64(n)/took.Seconds()/1e6, loadAverage())
+		kept.End, kept.Samples, kept.Import = end, n, imported
+		if s.keep != "" {
+			b, _ := json.Marshal(kept)
+			if err := os.WriteFile(marker, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := vm.count(t, end, f.days); got != lines {
+		t.Fatalf("VictoriaMetrics holds %d samples, %d were imported", got, lines)
+	}
+	rss, _ := vm.rss(t)
+	t.Logf("fleet %d GPUs × %d days, %s scrapes: %d series, %d samples, imported in %s; VictoriaMetrics RSS %s",
+		f.gpus, f.days, s.scrape, vm.series(t, end, f.days), lines, imported, mib(rss))
+	var rows []string
+	for _, maxSamples := range s.maxSamples {
+		for i, conc := range s.concurrency {
+			rows = append(rows, f.report(t, bin, vm, end, maxSamples, conc, i == 0 && maxSamples == s.maxSamples[0], lines, imported))
+		}
+	}
+	return rows
+}
+
+// report runs the report binary against vm and checks it.
+func (f *fleetCase) report(t *testing.T, bin string, vm *victoriaMetrics, end time.Time, maxSamples, conc string, budgeted bool, samples int, imported string) string {
+	out := filepath.Join(t.TempDir(), "report.json")
+	cmd := exec.Command(bin, "report", "--prometheus.url="+vm.url, fmt.Sprintf("--range=%dd", f.days), "--end="+end.Format(time.RFC3339),
+		"--format=json", "--out="+out, "--query.timeout=5m", "--query.max-samples="+maxSamples, "--query.concurrency="+conc)
+	cmd.Stderr = &tailWriter{max: 4096}
+	load := loadAverage()
+	began := time.Now()
+	err := cmd.Run()
+	wall := time.Since(began)
+	if err != nil {
+		t.Fatalf("report: %v\n%s", err, cmd.Stderr.(*tailWriter).b)
+	}
+	load += " → " + loadAverage()
+	peakRSS := uint64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) * 1024 // Linux: KiB
+	_, vmPeak := vm.rss(t)
+	t.Logf("report --query.max-samples=%s --query.concurrency=%s: wall %s, peak RSS %s (load %s); VictoriaMetrics peak RSS %s; progress: %s",
+		maxSamples, conc, wall.Round(10*time.Millisecond), mib(peakRSS), load, mib(vmPeak), lastLine(cmd.Stderr.(*tailWriter).b))
+	f.check(t, "vm, --query.concurrency="+conc, out)
+	budget := overBudget(t, "vm", f.gpus, f.days, budgeted, wall, peakRSS)
+	return fmt.Sprintf("| %d × %d d | VictoriaMetrics over HTTP, --query.max-samples=%s | %.1f M | %s | %s | %s | %s | %s | %s | %s |",
+		f.gpus, f.days, maxSamples, float64(samples)/1e6, imported, mib(vmPeak), conc, wall.Round(100*time.Millisecond), mib(peakRSS), budget, load)
+}
+
+// lastLine is the last progress line of the report's standard error.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "report: ") {
+			return lines[i]
+		}
+	}
+	return "none"
+}
+
+// embedded runs the report over the fleet through the embedded engine in a
+// child process (TestFleetEmbeddedChild) per --query.concurrency; it returns
+// the table's rows.
+func (f *fleetCase) embedded(t *testing.T, s fleetSettings) []string {
+	var rows []string
+	for i, conc := range s.concurrency {
+		out := filepath.Join(t.TempDir(), "report.json")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFleetEmbeddedChild$", "-test.v")
+		cmd.Env = append(os.Environ(), "GPUTALLY_FLEET_CHILD="+out, fmt.Sprintf("GPUTALLY_FLEET_GPUS=%d", f.gpus),
+			fmt.Sprintf("GPUTALLY_FLEET_DAYS=%d", f.days), fmt.Sprintf("GPUTALLY_FLEET_SCRAPE_SECONDS=%d", int(s.scrape.Seconds())),
+			"GPUTALLY_FLEET_CONCURRENCY="+conc)
+		var stdout strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &tailWriter{max: 4096}
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("embedded child: %v\n%s\n%s", err, stdout.String(), cmd.Stderr.(*tailWriter).b)
+		}
+		peakRSS := uint64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) * 1024
+		var res struct {
+			Samples  int    `json:"samples"`
+			BuildNS  int64  `json:"build_ns"`
+			ReportNS int64  `json:"report_ns"`
+			Load     string `json:"load"`
+		}
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "fleet-embedded: "); ok {
+				if err := json.Unmarshal([]byte(v), &res); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		wall, build := time.Duration(res.ReportNS), time.Duration(res.BuildNS)
+		if wall == 0 {
+			t.Fatalf("embedded child printed no result:\n%s", stdout.String())
+		}
+		t.Logf("embedded --query.concurrency=%s: store of %d samples built in %s, report %s, child peak RSS %s (load %s)",
+			conc, res.Samples, build.Round(100*time.Millisecond), wall.Round(10*time.Millisecond), mib(peakRSS), res.Load)
+		f.check(t, "embedded, --query.concurrency="+conc, out)
+		budget := overBudget(t, "embedded", f.gpus, f.days, i == 0, wall, peakRSS)
+		rows = append(rows, fmt.Sprintf("| %d × %d d | embedded (the store of report --demo) | %.1f M | store built in %s | (in the report process) | %s | %s | %s | %s | %s |",
+			f.gpus, f.days, float64(res.Samples)/1e6, build.Round(100*time.Millisecond), conc, wall.Round(100*time.Millisecond), mib(peakRSS), budget, res.Load))
+	}
+	return rows
+}
+
+// TestFleetEmbeddedChild is the child process of an embedded fleet run: it
+// builds the fleet's Store (GPUTALLY_FLEET_GPUS × GPUTALLY_FLEET_DAYS at
+// GPUTALLY_FLEET_SCRAPE_SECONDS) as report --demo fills it, generates the
+// report through the embedded engine as RunDemoStore does, writes its JSON to
+// GPUTALLY_FLEET_CHILD and prints the times. Only a fleet run starts it.
+func TestFleetEmbeddedChild(t *testing.T) {
+	out := os.Getenv("GPUTALLY_FLEET_CHILD")
+	if out == "" {
+		t.Skip("the child of an embedded fleet run")
+	}
+	s := fleetFromEnv(t)
+	f := &fleetCase{gpus: s.gpus[0], days: s.days[0], scrape: s.scrape}
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	began := time.Now()
+	fams, _ := synthFleet(f.gpus, f.scrape, f.ticks())
+	sb := NewStoreBuilder()
+	if err := appendFleet(sb, fams, start, f.scrape, f.ticks()); err != nil {
+		t.Fatal(err)
+	}
+	samples := sb.Samples()
+	st := sb.Store()
+	fams, sb = nil, nil
+	build := time.Since(began)
+	conc, err := strconv.Atoi(s.concurrency[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Range, cfg.End = time.Duration(f.days)*24*time.Hour, start.Add(time.Duration(f.days)*24*time.Hour)
+	cfg.Format, cfg.Out, cfg.QueriesInFlight = FormatJSON, out, conc
+	load := loadAverage()
+	began = time.Now()
+	if err := RunDemoStore(context.Background(), cfg, st, discard()); err != nil {
+		t.Fatal(err)
+	}
+	report := time.Since(began)
+	b, _ := json.Marshal(map[string]any{"samples": samples, "build_ns": build.Nanoseconds(), "report_ns": report.Nanoseconds(), "load": load + " → " + loadAverage()})
+	fmt.Printf("fleet-embedded: %s\n", b)
 }
 
 // importPrometheus streams the families to /api/v1/import/prometheus as
@@ -215,9 +485,10 @@ type victoriaMetrics struct {
 	cmd *exec.Cmd
 }
 
-// startVictoriaMetrics runs a fresh single-node VictoriaMetrics on loopback
-// with a data directory of the test's; it stops at the test's end.
-func startVictoriaMetrics(t *testing.T, bin string) *victoriaMetrics {
+// startVictoriaMetrics runs a single-node VictoriaMetrics on loopback over
+// the data directory dir, without its response cache (every run of the
+// report reads the samples); it stops at the test's end.
+func startVictoriaMetrics(t *testing.T, bin, dir string) *victoriaMetrics {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -225,8 +496,8 @@ func startVictoriaMetrics(t *testing.T, bin string) *victoriaMetrics {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(bin, "-storageDataPath="+t.TempDir(), "-httpListenAddr="+addr, "-retentionPeriod=100y",
-		"-search.maxQueryDuration=5m", "-search.latencyOffset=0s", "-loggerLevel=ERROR")
+	cmd := exec.Command(bin, "-storageDataPath="+dir, "-httpListenAddr="+addr, "-retentionPeriod=100y",
+		"-search.maxQueryDuration=5m", "-search.latencyOffset=0s", "-search.disableCache", "-loggerLevel=ERROR")
 	cmd.Stderr = &tailWriter{max: 4096}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -282,28 +553,32 @@ func (vm *victoriaMetrics) query(t *testing.T, q string, at time.Time) float64 {
 	return v
 }
 
-// count is the samples stored in the week before end.
-func (vm *victoriaMetrics) count(t *testing.T, end time.Time) int {
-	return int(vm.query(t, `sum(count_over_time({__name__=~".+"}[8d]))`, end))
+// count is the samples stored in the days (and one more) before end.
+func (vm *victoriaMetrics) count(t *testing.T, end time.Time, days int) int {
+	return int(vm.query(t, fmt.Sprintf(`sum(count_over_time({__name__=~".+"}[%dd]))`, days+1), end))
 }
 
-func (vm *victoriaMetrics) series(t *testing.T, end time.Time) int {
-	return int(vm.query(t, `count(last_over_time({__name__=~".+"}[8d]))`, end))
+func (vm *victoriaMetrics) series(t *testing.T, end time.Time, days int) int {
+	return int(vm.query(t, fmt.Sprintf(`count(last_over_time({__name__=~".+"}[%dd]))`, days+1), end))
 }
 
-// rss reads VictoriaMetrics' resident memory from /proc (Linux).
-func (vm *victoriaMetrics) rss(t *testing.T) uint64 {
+// rss reads VictoriaMetrics' resident memory and its peak from /proc (Linux).
+func (vm *victoriaMetrics) rss(t *testing.T) (now, peak uint64) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", vm.cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kib, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kib * 1024
+		k, v, _ := strings.Cut(line, ":")
+		kib, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		switch k {
+		case "VmRSS":
+			now = kib * 1024
+		case "VmHWM":
+			peak = kib * 1024
 		}
 	}
-	return 0
+	return now, peak
 }
 
 // tailWriter keeps the last max bytes written to it.
