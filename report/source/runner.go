@@ -29,6 +29,10 @@ type rangeRunner struct {
 	samples    int // samples in the answers read
 	warnings   []string
 	series     int // series in the last answer (the most of the last wave); 0: none yet
+	// read (optional) is the series the engine reads for each point of the
+	// query being run when that is more than its answer holds (an
+	// aggregation): requests are sized by the larger.
+	read int
 }
 
 // ProbeSteps is the size, in steps, of a Ledger's first request when
@@ -210,7 +214,7 @@ func (r *rangeRunner) sized() int {
 	if r.maxSamples == 0 || r.series == 0 {
 		return r.maxPoints
 	}
-	return max(1, min(r.maxPoints, r.maxSamples/r.series))
+	return max(1, min(r.maxPoints, r.maxSamples/max(r.series, r.read)))
 }
 
 // finish ends the progress line.
