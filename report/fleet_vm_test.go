@@ -458,7 +458,7 @@ func TestFleetEmbeddedChild(t *testing.T) {
 	fams, sb = nil, nil
 	build := time.Since(began)
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		// And its queries' (cmd/gputally, runDemo's demoQueryGCPercent).
+		// And its queries' (cmd/gputally, reportGCPercent).
 		debug.SetGCPercent(50)
 		debug.SetMemoryLimit(math.MaxInt64)
 	}

@@ -26,12 +26,6 @@ func runDemo(ctx context.Context, cfg report.Config, nodes []*sim.Scenario, book
 	if err != nil {
 		return err
 	}
-	// The store is most of the live heap while the queries run, and stays to
-	// the end: at the default growth of 100 % the collector would let the
-	// queries' garbage grow to the store's size (docs/performance.md).
-	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(demoQueryGCPercent))
-	}
 	return report.RunDemoStore(ctx, cfg, store, logger)
 }
 
@@ -43,8 +37,9 @@ func runDemo(ctx context.Context, cfg report.Config, nodes []*sim.Scenario, book
 // the CPU for a few tens of MiB. A soft limit of demoMemoryLimit keeps that
 // growth from multiplying a big fleet's store. The queries then run without
 // the limit, so that their working memory, which grows with the range, is
-// not held to it, and at demoQueryGCPercent (runDemo). GOGC or GOMEMLIMIT in
-// the environment win (docs/performance.md).
+// not held to it, at the report's reportGCPercent: the store is most of
+// their live heap. GOGC or GOMEMLIMIT in the environment win
+// (docs/performance.md).
 func simulateIntoStore(ctx context.Context, cfg report.Config, nodes []*sim.Scenario, book *cost.Book, scrape time.Duration, logger *slog.Logger) (*report.Store, error) {
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(demoMemoryLimit))
@@ -66,12 +61,10 @@ func simulateIntoStore(ctx context.Context, cfg report.Config, nodes []*sim.Scen
 }
 
 // The garbage collector's growth target (%) and soft memory limit (bytes)
-// while a demo simulates its node, and its growth target while the report's
-// queries run over the store.
+// while a demo simulates its node.
 const (
-	demoGCPercent      = 400
-	demoMemoryLimit    = 192 << 20
-	demoQueryGCPercent = 50
+	demoGCPercent   = 400
+	demoMemoryLimit = 192 << 20
 )
 
 // simulationProgress returns a history progress callback that shows every
