@@ -307,3 +307,24 @@ func TestQuerierBusyNamesConcurrency(t *testing.T) {
 		t.Errorf("busy engine: %v, want the flag that sends fewer requests at once", err)
 	}
 }
+
+// TestLimitHintNamesFlags: the engines' words for their own limits name the
+// flags that split the work; other refusals do not.
+func TestLimitHintNamesFlags(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		hint bool
+	}{
+		{"query processing would load too many samples into memory in query execution", true},                                              // Prometheus
+		{"cannot select more than -search.maxSamplesPerQuery=1000000 samples; possible solutions: increase -search.maxSamplesPerQuery", true}, // VictoriaMetrics
+		{"too many points for the given step=1s, start=0 and end=100000: 100001; cannot exceed -search.maxPointsPerTimeseries=30000", true},
+		{"the number of matching timeseries exceeds 300000; either narrow down the search or increase -search.maxUniqueTimeseries", true},
+		{"the query exceeded the maximum number of chunks fetched from ingesters", true}, // Mimir
+		{"parse error at char 4: unexpected identifier", false},
+	} {
+		got := limitHint(&engineError{status: 422, text: tc.text})
+		if got != "" != tc.hint || tc.hint && !strings.Contains(got, "--query.max-samples") {
+			t.Errorf("%q: hint %q, want one naming the flags: %t", tc.text, got, tc.hint)
+		}
+	}
+}
