@@ -315,7 +315,7 @@ func TestLimitHintNamesFlags(t *testing.T) {
 		text string
 		hint bool
 	}{
-		{"query processing would load too many samples into memory in query execution", true},                                              // Prometheus
+		{"query processing would load too many samples into memory in query execution", true},                                                 // Prometheus
 		{"cannot select more than -search.maxSamplesPerQuery=1000000 samples; possible solutions: increase -search.maxSamplesPerQuery", true}, // VictoriaMetrics
 		{"too many points for the given step=1s, start=0 and end=100000: 100001; cannot exceed -search.maxPointsPerTimeseries=30000", true},
 		{"the number of matching timeseries exceeds 300000; either narrow down the search or increase -search.maxUniqueTimeseries", true},
