@@ -57,8 +57,8 @@ fuzz: ## run each fuzz target for FUZZTIME (default 20s): price book, scenario, 
 soak: ## the exporter for minutes under churn and faults (GPUTALLY_SOAK_DURATION, default 5m); not part of check
 	$(GO) test -count=1 -tags soak -timeout 2h -v ./test/soak/
 
-bench-fleet: ## the report over 1,000 GPUs x 7 days in a VictoriaMetrics on loopback (GPUTALLY_FLEET_GPUS=300,3000; GPUTALLY_FLEET_MAX_SAMPLES=0,500000)
-	$(GO) test -count=1 -tags fleetbench -timeout 2h -run FleetReport -v ./report/
+bench-fleet: ## the report over 1,000 GPUs x 7 days, VictoriaMetrics over HTTP and embedded, held to the budgets (GPUTALLY_FLEET_GPUS=1000,10000 GPUTALLY_FLEET_DAYS=7,30 GPUTALLY_FLEET_ENGINES=vm,embedded GPUTALLY_FLEET_CONCURRENCY=2,1 GPUTALLY_FLEET_KEEP=dir)
+	$(GO) test -count=1 -tags fleetbench -timeout 4h -run FleetReport -v ./report/
 
 chart-test: ## helm lint and template, strict decoding, and a server-side dry-run against a real kube-apiserver
 	bash scripts/chart-test.sh

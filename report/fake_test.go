@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -24,15 +25,18 @@ type fakeSeries struct {
 }
 
 // fakeQuerier answers a range query with the series whose metric the query
-// selects. It records the queries.
+// selects. It records the queries. It is safe for concurrent use.
 type fakeQuerier struct {
 	series  []fakeSeries
 	err     error
+	mu      sync.Mutex
 	queries []string
 }
 
 func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Time, step time.Duration) (model.Matrix, []string, error) {
+	f.mu.Lock()
 	f.queries = append(f.queries, q)
+	f.mu.Unlock()
 	if f.err != nil {
 		return nil, nil, f.err
 	}

@@ -3,129 +3,181 @@
 package report
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
+	"math"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/labels"
 )
 
-// Budgets of DESIGN.md for a report over 1,000 GPUs × 7 days against a real
-// Prometheus-API engine over HTTP.
-const (
-	fleetBudgetWall = 60 * time.Second
-	fleetBudgetRSS  = 500 << 20
-)
+// The budgets of issue 24 (DESIGN.md, "Budgets"): the report process's wall
+// time and peak RSS per fleet, range and engine. A fleet without a row of
+// its own is held to the row of the smallest fleet at its range that covers
+// it; one larger than every row, or at a range without rows, has none.
+var fleetBudgets = []struct {
+	engine     string
+	gpus, days int
+	wall       time.Duration
+	rss        uint64
+}{
+	{"vm", 1000, 7, 30 * time.Second, 300 << 20},
+	{"vm", 10000, 7, 300 * time.Second, 1 << 30},
+	{"vm", 1000, 30, 120 * time.Second, 400 << 20},
+	{"embedded", 1000, 7, 30 * time.Second, 500 << 20},
+}
 
-// TestFleetReportVictoriaMetrics (`make bench-fleet`) loads the synthetic
-// fleet of synth_test.go — GPUTALLY_FLEET_GPUS GPUs (default 1000; a comma
-// list measures several fleets in turn) × 7 days, scraped every
-// GPUTALLY_FLEET_SCRAPE_SECONDS (default 60) — into a VictoriaMetrics on
-// loopback through /api/v1/import/prometheus (millisecond timestamps), runs
-// the `gputally report` binary against it over HTTP (once per value of
-// --query.max-samples in GPUTALLY_FLEET_MAX_SAMPLES, default 500000) and prints the report's
-// wall time and peak RSS (getrusage of the child), the import's time and
-// VictoriaMetrics' resident memory. It fails when the report over 1,000 GPUs
-// or fewer is over the budget (60 s, 500 MiB) or counts the wrong number of
-// GPUs, or when the import loses samples. Needs victoria-metrics in PATH.
-func TestFleetReportVictoriaMetrics(t *testing.T) {
-	vmBin, err := exec.LookPath("victoria-metrics")
-	if err != nil {
-		t.Skipf("victoria-metrics not in PATH: %v", err)
+// fleetBudget returns the budget of a report over gpus × days on engine.
+func fleetBudget(engine string, gpus, days int) (wall time.Duration, rss uint64, ok bool) {
+	best := 0
+	for _, b := range fleetBudgets {
+		if b.engine == engine && b.days == days && b.gpus >= gpus && (best == 0 || b.gpus < best) {
+			best, wall, rss, ok = b.gpus, b.wall, b.rss, true
+		}
 	}
-	sizes := []int{1000}
-	if v := os.Getenv("GPUTALLY_FLEET_GPUS"); v != "" {
-		sizes = sizes[:0]
-		for _, f := range strings.Split(v, ",") {
+	return wall, rss, ok
+}
+
+// fleetSettings are the environment's settings of a fleet benchmark.
+type fleetSettings struct {
+	gpus, days  []int
+	scrape      time.Duration
+	maxSamples  []string
+	concurrency []string // --query.concurrency values; the first is the budgeted run
+	engines     []string // vm, embedded
+	keep        string   // directory keeping imported fleets between runs; "": none
+}
+
+// fleetFromEnv reads the settings; see TestFleetReportVictoriaMetrics.
+func fleetFromEnv(t *testing.T) fleetSettings {
+	counts := func(name, def string) []int {
+		var out []int
+		for _, f := range strings.Split(envOr(name, def), ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n <= 0 {
-				t.Fatalf("GPUTALLY_FLEET_GPUS: %q is not a positive count", f)
+				t.Fatalf("%s: %q is not a positive count", name, f)
 			}
-			sizes = append(sizes, n)
+			out = append(out, n)
 		}
+		return out
 	}
-	scrape := 60 * time.Second
-	if v := os.Getenv("GPUTALLY_FLEET_SCRAPE_SECONDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("GPUTALLY_FLEET_SCRAPE_SECONDS: %q is not a positive count", v)
-		}
-		scrape = time.Duration(n) * time.Second
+	s := fleetSettings{
+		gpus: counts("GPUTALLY_FLEET_GPUS", "1000"), days: counts("GPUTALLY_FLEET_DAYS", "7"),
+		scrape:      time.Duration(counts("GPUTALLY_FLEET_SCRAPE_SECONDS", "60")[0]) * time.Second,
+		maxSamples:  strings.Split(envOr("GPUTALLY_FLEET_MAX_SAMPLES", "500000"), ","),
+		concurrency: strings.Split(envOr("GPUTALLY_FLEET_CONCURRENCY", strconv.Itoa(DefaultQueriesInFlight)+",1"), ","),
+		engines:     strings.Split(envOr("GPUTALLY_FLEET_ENGINES", "vm,embedded"), ","),
+		keep:        os.Getenv("GPUTALLY_FLEET_KEEP"),
 	}
-	maxSamples := []string{"500000"}
-	if v := os.Getenv("GPUTALLY_FLEET_MAX_SAMPLES"); v != "" {
-		maxSamples = strings.Split(v, ",")
-	}
-	bin := filepath.Join(t.TempDir(), "gputally")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/gputally")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	for _, gpus := range sizes {
-		t.Run(fmt.Sprintf("%dGPUs", gpus), func(t *testing.T) { fleetRun(t, vmBin, bin, gpus, scrape, maxSamples) })
-	}
+	return s
 }
 
-func fleetRun(t *testing.T, vmBin, bin string, gpus int, scrape time.Duration, maxSamples []string) {
-	week := 7 * 24 * time.Hour
-	// The week ends at the last full hour: VictoriaMetrics keeps data within
-	// its retention from now, and the report's --end must not be in the future.
-	end := time.Now().UTC().Truncate(time.Hour)
-	start := end.Add(-week)
-	ticks := int(week / scrape)
-
-	vm := startVictoriaMetrics(t, vmBin)
-	fams, _ := synthFleet(gpus, scrape, ticks)
-	began := time.Now()
-	lines, err := importPrometheus(vm.url, fams, start, scrape, ticks)
-	if err != nil {
-		t.Fatal(err)
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
 	}
-	if resp, err := http.Get(vm.url + "/internal/force_flush"); err == nil {
-		resp.Body.Close()
-	}
-	imported := time.Since(began)
-	if got := vm.count(t, end); got != lines {
-		t.Fatalf("VictoriaMetrics holds %d samples, %d were imported", got, lines)
-	}
-
-	t.Logf("fleet %d GPUs × 7 days, %s scrapes: %d series, %d samples imported in %s (%.0f samples/s); VictoriaMetrics RSS %.0f MiB",
-		gpus, scrape, vm.series(t, end), lines, imported.Round(time.Second), float64(lines)/imported.Seconds(), float64(vm.rss(t))/(1<<20))
-	for _, maxSamples := range maxSamples {
-		fleetReport(t, bin, vm.url, end, gpus, maxSamples)
-	}
+	return def
 }
 
-// fleetReport runs the report binary against url and checks its budget.
-func fleetReport(t *testing.T, bin, url string, end time.Time, gpus int, maxSamples string) {
-	out := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.Command(bin, "report", "--prometheus.url="+url, "--range=7d", "--end="+end.Format(time.RFC3339),
-		"--format=json", "--out="+out, "--query.timeout=5m", "--query.max-samples="+maxSamples)
-	cmd.Stderr = &tailWriter{max: 4096}
-	began := time.Now()
-	err := cmd.Run()
-	wall := time.Since(began)
-	if err != nil {
-		t.Fatalf("report: %v\n%s", err, cmd.Stderr.(*tailWriter).b)
+// TestFleetReportVictoriaMetrics (`make bench-fleet`) measures the report
+// over the synthetic fleet of synth_test.go — GPUTALLY_FLEET_GPUS GPUs
+// (default 1000) × GPUTALLY_FLEET_DAYS days (default 7; each a comma list,
+// every pair is measured), scraped every GPUTALLY_FLEET_SCRAPE_SECONDS
+// (default 60) — on each engine of GPUTALLY_FLEET_ENGINES (default
+// vm,embedded):
+//
+//   - vm: the fleet is imported into a VictoriaMetrics on loopback through
+//     /api/v1/import/prometheus (millisecond timestamps; with
+//     GPUTALLY_FLEET_KEEP=dir the imported fleet is kept in dir and reused
+//     by later runs), and the `gputally report` binary runs against it over
+//     HTTP, once per --query.max-samples of GPUTALLY_FLEET_MAX_SAMPLES
+//     (default 500000) and --query.concurrency of GPUTALLY_FLEET_CONCURRENCY
+//     (default 2,1). Its wall time and peak RSS (getrusage of the child) are
+//     printed with the import's time and VictoriaMetrics' peak RSS;
+//   - embedded: a child process (this test binary) builds the Store of
+//     report --demo from the same fleet and generates the report through
+//     the embedded engine; the report's wall time (queries, analysis,
+//     advice) and the child's peak RSS (store included) are printed.
+//
+// It fails when a run is over its budget (fleetBudgets; the first
+// concurrency is the one budgeted), counts the wrong number of GPUs, gives
+// EUR more than 0.1 % from the fleet's hand-summed ledger or from another
+// run of the same fleet, or when the import loses samples. Needs
+// victoria-metrics in PATH for vm.
+func TestFleetReportVictoriaMetrics(t *testing.T) {
+	s := fleetFromEnv(t)
+	var vmBin, bin string
+	if slices.Contains(s.engines, "vm") {
+		var err error
+		if vmBin, err = exec.LookPath("victoria-metrics"); err != nil {
+			t.Skipf("victoria-metrics not in PATH: %v", err)
+		}
+		bin = filepath.Join(t.TempDir(), "gputally")
+		build := exec.Command("go", "build", "-o", bin, "../cmd/gputally")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build: %v\n%s", err, out)
+		}
 	}
-	peakRSS := uint64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) * 1024 // Linux: KiB
+	var rows []string
+	for _, days := range s.days {
+		for _, gpus := range s.gpus {
+			t.Run(fmt.Sprintf("%dGPUs%dd", gpus, days), func(t *testing.T) {
+				f := &fleetCase{gpus: gpus, days: days, scrape: s.scrape}
+				f.want = f.totals()
+				for _, e := range s.engines {
+					switch e {
+					case "vm":
+						rows = append(rows, f.victoriaMetrics(t, vmBin, bin, s)...)
+					case "embedded":
+						rows = append(rows, f.embedded(t, s)...)
+					default:
+						t.Fatalf("GPUTALLY_FLEET_ENGINES: %q is neither vm nor embedded", e)
+					}
+				}
+			})
+		}
+	}
+	t.Logf("\n| GPUs × days | engine | samples | import | engine peak RSS | --query.concurrency | report wall | report peak RSS | budget | load average |\n|---|---|---|---|---|---|---|---|---|---|\n%s",
+		strings.Join(rows, "\n"))
+}
+
+// fleetCase is one fleet and range being measured.
+type fleetCase struct {
+	gpus, days int
+	scrape     time.Duration
+	want       synthTotals
+	eur        []float64 // EUR of every report run so far
+}
+
+func (f *fleetCase) ticks() int { return int(time.Duration(f.days) * 24 * time.Hour / f.scrape) }
+
+// totals are the fleet's ledger totals over its range, summed by hand.
+func (f *fleetCase) totals() synthTotals {
+	_, tot := synthFleet(f.gpus, f.scrape, f.ticks())
+	return tot
+}
+
+// check holds a report's JSON to the fleet: its GPUs, and its EUR to the
+// hand-summed ledger and to every earlier run, within 0.1 %.
+func (f *fleetCase) check(t *testing.T, what string, out string) {
+	t.Helper()
 	var rep struct {
 		GPUs    int  `json:"gpus"`
 		Partial bool `json:"partial"`
+		Fleet   struct {
+			Totals struct {
+				CostEUR float64 `json:"cost_eur"`
+				IdleEUR float64 `json:"idle_eur"`
+			} `json:"totals"`
+		} `json:"fleet"`
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -134,188 +186,141 @@ func fleetReport(t *testing.T, bin, url string, end time.Time, gpus int, maxSamp
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("report --query.max-samples=%s: wall %s, peak RSS %.1f MiB (budget for 1,000 GPUs: %s, %d MiB); %d GPUs, partial %t",
-		maxSamples, wall.Round(10*time.Millisecond), float64(peakRSS)/(1<<20), fleetBudgetWall, fleetBudgetRSS>>20, rep.GPUs, rep.Partial)
-	if rep.GPUs != gpus {
-		t.Errorf("the report counts %d GPUs, want %d", rep.GPUs, gpus)
+	eur := rep.Fleet.Totals.CostEUR
+	t.Logf("%s: %d GPUs, %.2f EUR (ledger %.2f), partial %t", what, rep.GPUs, eur, f.want.eur, rep.Partial)
+	if rep.GPUs != f.gpus {
+		t.Errorf("%s: the report counts %d GPUs, want %d", what, rep.GPUs, f.gpus)
 	}
-	if gpus <= 1000 && wall > fleetBudgetWall {
-		t.Errorf("report took %s, budget %s", wall, fleetBudgetWall)
+	if math.Abs(eur-f.want.eur) > 0.001*f.want.eur {
+		t.Errorf("%s: %.2f EUR, the ledger counted %.2f: more than 0.1 %% apart", what, eur, f.want.eur)
 	}
-	if gpus <= 1000 && peakRSS > fleetBudgetRSS {
-		t.Errorf("report peak RSS %.1f MiB, budget %d MiB", float64(peakRSS)/(1<<20), fleetBudgetRSS>>20)
-	}
-}
-
-// importPrometheus streams the families to /api/v1/import/prometheus as
-// exposition text with millisecond timestamps, one series after the other,
-// and returns the samples written.
-func importPrometheus(url string, fams []synthFamily, start time.Time, interval time.Duration, ticks int) (int, error) {
-	pr, pw := io.Pipe()
-	lines := 0
-	go func() {
-		bw := bufio.NewWriterSize(pw, 1<<20)
-		var line []byte
-		for _, f := range fams {
-			for _, s := range f.series {
-				next := s.values()
-				prefix := exposition(s.lset)
-				for k := 1; k <= ticks; k++ {
-					line = append(line[:0], prefix...)
-					line = append(line, ' ')
-					line = strconv.AppendFloat(line, next(k), 'g', -1, 64)
-					line = append(line, ' ')
-					line = strconv.AppendInt(line, start.Add(time.Duration(k)*interval).UnixMilli(), 10)
-					line = append(line, '\n')
-					if _, err := bw.Write(line); err != nil {
-						pw.CloseWithError(err)
-						return
-					}
-					lines++
-				}
-			}
+	for _, e := range f.eur {
+		if math.Abs(eur-e) > 0.001*e {
+			t.Errorf("%s: %.2f EUR, an earlier run of the same fleet %.2f: more than 0.1 %% apart", what, eur, e)
 		}
-		pw.CloseWithError(bw.Flush())
-	}()
-	resp, err := http.Post(url+"/api/v1/import/prometheus", "text/plain", pr)
-	if err != nil {
-		pr.CloseWithError(err)
-		return 0, fmt.Errorf("import: %w", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, fmt.Errorf("import: %s: %s", resp.Status, msg)
-	}
-	return lines, nil
+	f.eur = append(f.eur, eur)
 }
 
-// exposition is the series' name and labels as the text format writes them.
-func exposition(lset labels.Labels) []byte {
-	var b strings.Builder
-	b.WriteString(lset.Get(model.MetricNameLabel))
-	b.WriteByte('{')
-	first := true
-	lset.Range(func(l labels.Label) {
-		if l.Name == model.MetricNameLabel {
-			return
-		}
-		if !first {
-			b.WriteByte(',')
-		}
-		first = false
-		fmt.Fprintf(&b, "%s=%q", l.Name, l.Value)
-	})
-	b.WriteByte('}')
-	return []byte(b.String())
-}
-
-type victoriaMetrics struct {
-	url string
-	cmd *exec.Cmd
-}
-
-// startVictoriaMetrics runs a fresh single-node VictoriaMetrics on loopback
-// with a data directory of the test's; it stops at the test's end.
-func startVictoriaMetrics(t *testing.T, bin string) *victoriaMetrics {
+// overBudget fails t when a budgeted run is over its budget, and returns
+// the budget's words for the table.
+func overBudget(t *testing.T, engine string, gpus, days int, budgeted bool, wall time.Duration, rss uint64) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	bw, brss, ok := fleetBudget(engine, gpus, days)
+	if !ok {
+		return "none"
+	}
+	words := fmt.Sprintf("≤ %s, ≤ %d MiB", bw, brss>>20)
+	if !budgeted {
+		return words + " (not budgeted)"
+	}
+	if wall > bw {
+		t.Errorf("%s report over %d GPUs × %d days took %s, budget %s", engine, gpus, days, wall.Round(10*time.Millisecond), bw)
+	}
+	if rss > brss {
+		t.Errorf("%s report over %d GPUs × %d days peaked at %.1f MiB RSS, budget %d MiB", engine, gpus, days, float64(rss)/(1<<20), brss>>20)
+	}
+	return words
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
-		t.Fatal(err)
+		return "?"
 	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin, "-storageDataPath="+t.TempDir(), "-httpListenAddr="+addr, "-retentionPeriod=100y",
-		"-search.maxQueryDuration=5m", "-search.latencyOffset=0s", "-loggerLevel=ERROR")
-	cmd.Stderr = &tailWriter{max: 4096}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+// victoriaMetrics imports the fleet (or finds it kept) and runs the report
+// binary against it; it returns the table's rows.
+func (f *fleetCase) victoriaMetrics(t *testing.T, vmBin, bin string, s fleetSettings) []string {
+	dir, imported, end, lines := t.TempDir(), "", time.Time{}, 0
+	if s.keep != "" {
+		dir = filepath.Join(s.keep, fmt.Sprintf("vm-%dgpus-%dd-%ds", f.gpus, f.days, int(s.scrape.Seconds())))
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	})
-	vm := &victoriaMetrics{url: "http://" + addr, cmd: cmd}
-	deadline := time.Now().Add(time.Minute)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for range tick.C {
-		if resp, err := http.Get(vm.url + "/health"); err == nil {
+	marker := filepath.Join(dir, "gputally-fleet.json")
+	var kept struct {
+		End     time.Time `json:"end"`
+		Samples int       `json:"samples"`
+		Import  string    `json:"import"`
+	}
+	if b, err := os.ReadFile(marker); err == nil && json.Unmarshal(b, &kept) == nil {
+		end, lines, imported = kept.End, kept.Samples, kept.Import+" (kept)"
+	}
+	vm := startVictoriaMetrics(t, vmBin, dir)
+	if end.IsZero() {
+		// The range ends at the last full hour: VictoriaMetrics keeps data
+		// within its retention from now, and --end must not be in the future.
+		end = time.Now().UTC().Truncate(time.Hour)
+		start := end.Add(-time.Duration(f.days) * 24 * time.Hour)
+		fams, _ := synthFleet(f.gpus, s.scrape, f.ticks())
+		began := time.Now()
+		n, err := importPrometheus(vm.url, fams, start, s.scrape, f.ticks())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp, err := http.Get(vm.url + "/internal/force_flush"); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return vm
+		}
+		took := time.Since(began)
+		lines, imported = n, fmt.Sprintf("%s (%.2f M samples/s, load %s)", took.Round(time.Second), float64(n)/took.Seconds()/1e6, loadAverage())
+		kept.End, kept.Samples, kept.Import = end, n, imported
+		if s.keep != "" {
+			b, _ := json.Marshal(kept)
+			if err := os.WriteFile(marker, b, 0o644); err != nil {
+				t.Fatal(err)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("victoria-metrics did not answer within a minute\n%s", cmd.Stderr.(*tailWriter).b)
+	}
+	if got := vm.count(t, end, f.days); got != lines {
+		t.Fatalf("VictoriaMetrics holds %d samples, %d were imported", got, lines)
+	}
+	rss, _ := vm.rss(t)
+	t.Logf("fleet %d GPUs × %d days, %s scrapes: %d series, %d samples, imported in %s; VictoriaMetrics RSS %s",
+		f.gpus, f.days, s.scrape, vm.series(t, end, f.days), lines, imported, mib(rss))
+	var rows []string
+	for _, maxSamples := range s.maxSamples {
+		for i, conc := range s.concurrency {
+			rows = append(rows, f.report(t, bin, vm, end, maxSamples, conc, i == 0 && maxSamples == s.maxSamples[0], lines, imported))
 		}
 	}
-	return vm
+	return rows
 }
 
-// query evaluates an instant query at t and returns its single value.
-func (vm *victoriaMetrics) query(t *testing.T, q string, at time.Time) float64 {
-	t.Helper()
-	resp, err := http.Get(vm.url + "/api/v1/query?query=" + url.QueryEscape(q) + "&time=" + strconv.FormatInt(at.Unix(), 10))
+// report runs the report binary against vm and checks it.
+func (f *fleetCase) report(t *testing.T, bin string, vm *victoriaMetrics, end time.Time, maxSamples, conc string, budgeted bool, samples int, imported string) string {
+	out := filepath.Join(t.TempDir(), "report.json")
+	cmd := exec.Command(bin, "report", "--prometheus.url="+vm.url, fmt.Sprintf("--range=%dd", f.days), "--end="+end.Format(time.RFC3339),
+		"--format=json", "--out="+out, "--query.timeout=5m", "--query.max-samples="+maxSamples, "--query.concurrency="+conc)
+	cmd.Stderr = &tailWriter{max: 4096}
+	load := loadAverage()
+	began := time.Now()
+	err := cmd.Run()
+	wall := time.Since(began)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("report: %v\n%s", err, cmd.Stderr.(*tailWriter).b)
 	}
-	defer resp.Body.Close()
-	var body struct {
-		Data struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
-	if len(body.Data.Result) != 1 {
-		t.Fatalf("%s: %d results", q, len(body.Data.Result))
-	}
-	s, _ := body.Data.Result[0].Value[1].(string)
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	return v
+	load += " → " + loadAverage()
+	peakRSS := uint64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) * 1024 // Linux: KiB
+	_, vmPeak := vm.rss(t)
+	t.Logf("report --query.max-samples=%s --query.concurrency=%s: wall %s, peak RSS %s (load %s); VictoriaMetrics peak RSS %s; progress: %s",
+		maxSamples, conc, wall.Round(10*time.Millisecond), mib(peakRSS), load, mib(vmPeak), lastLine(cmd.Stderr.(*tailWriter).b))
+	f.check(t, "vm, --query.concurrency="+conc, out)
+	budget := overBudget(t, "vm", f.gpus, f.days, budgeted, wall, peakRSS)
+	return fmt.Sprintf("| %d × %d d | VictoriaMetrics over HTTP, --query.max-samples=%s | %.1f M | %s | %s | %s | %s | %s | %s | %s |",
+		f.gpus, f.days, maxSamples, float64(samples)/1e6, imported, mib(vmPeak), conc, wall.Round(100*time.Millisecond), mib(peakRSS), budget, load)
 }
 
-// count is the samples stored in the week before end.
-func (vm *victoriaMetrics) count(t *testing.T, end time.Time) int {
-	return int(vm.query(t, `sum(count_over_time({__name__=~".+"}[8d]))`, end))
-}
-
-func (vm *victoriaMetrics) series(t *testing.T, end time.Time) int {
-	return int(vm.query(t, `count(last_over_time({__name__=~".+"}[8d]))`, end))
-}
-
-// rss reads VictoriaMetrics' resident memory from /proc (Linux).
-func (vm *victoriaMetrics) rss(t *testing.T) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", vm.cmd.Process.Pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kib, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kib * 1024
+// lastLine is the last progress line of the report's standard error.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "report: ") {
+			return lines[i]
 		}
 	}
-	return 0
-}
-
-// tailWriter keeps the last max bytes written to it.
-type tailWriter struct {
-	b   []byte
-	max int
-}
-
-func (w *tailWriter) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	if len(w.b) > w.max {
-		w.b = w.b[len(w.b)-w.max:]
-	}
-	return len(p), nil
+	return "none"
 }

@@ -142,6 +142,9 @@ type Config struct {
 	// should hold, so that the report's memory does not grow with the fleet:
 	// requests are sized by the series of the previous answer. 0: no bound.
 	MaxSamplesPerQuery int
+	// QueriesInFlight bounds the requests the report has in flight at once
+	// (≥ 1); the figures do not depend on it.
+	QueriesInFlight int
 	// DedupeLabels are the labels by which copies of one ledger series differ
 	// when the engine delivers it twice (HA pairs, a second scrape job): each
 	// is counted once. Empty: every series counts.
@@ -166,13 +169,18 @@ type Config struct {
 	PriceBook *cost.Book
 }
 
+// DefaultQueriesInFlight is the default of Config.QueriesInFlight: gentle on
+// an engine that others query too.
+const DefaultQueriesInFlight = 2
+
 // MaxPointsPerSeries is the most points per series a range query may ask
 // of Prometheus, Thanos, Cortex and Mimir: 11,000.
 const MaxPointsPerSeries = 11_000
 
 // DefaultConfig returns the defaults: a 7-day range in 1h steps, 5m
 // resolution, HTML, headroom 1.2, release below 5 % busy, time-slicing below
-// 30 % busy, drain above 95 % unallocated, 2m timeout, 1000 points and about 500,000 samples per request.
+// 30 % busy, drain above 95 % unallocated, 2m timeout, 1000 points and about
+// 500,000 samples per request, two requests in flight.
 func DefaultConfig() Config {
 	return Config{
 		Range:              7 * 24 * time.Hour,
@@ -188,6 +196,7 @@ func DefaultConfig() Config {
 		MaxAnswerBytes:     source.DefaultMaxAnswerBytes,
 		MaxPointsPerQuery:  1000,
 		MaxSamplesPerQuery: 500_000,
+		QueriesInFlight:    DefaultQueriesInFlight,
 		DedupeLabels:       source.DefaultDedupeLabels,
 		ClusterLabel:       source.DefaultClusterLabel,
 	}
@@ -222,6 +231,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("cluster label %q is not a label name", c.ClusterLabel)
 	case c.ClusterLabel != "" && slices.Contains(c.DedupeLabels, c.ClusterLabel):
 		return fmt.Errorf("cluster label %q is also a dedupe label: copies that differ in it would be counted once, and the clusters merged", c.ClusterLabel)
+	case c.QueriesInFlight < 1:
+		return fmt.Errorf("queries in flight %d must be at least 1", c.QueriesInFlight)
 	}
 	return c.validateSource()
 }
@@ -335,7 +346,7 @@ func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) 
 // cfg's team label, request bounds and progress writer.
 func (c *Config) ledger(q source.Querier) Source {
 	return source.NewLedger(q, source.LedgerOptions{TeamLabel: c.TeamLabel, MaxPointsPerQuery: c.MaxPointsPerQuery,
-		MaxSamplesPerQuery: c.MaxSamplesPerQuery, DedupeLabels: c.DedupeLabels, ClusterLabel: c.ClusterLabel, Progress: NewProgress(c.Progress)})
+		MaxSamplesPerQuery: c.MaxSamplesPerQuery, QueriesInFlight: c.QueriesInFlight, DedupeLabels: c.DedupeLabels, ClusterLabel: c.ClusterLabel, Progress: NewProgress(c.Progress)})
 }
 
 func generateAndWrite(ctx context.Context, cfg Config, src Source, name string, logger *slog.Logger) error {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -262,15 +263,19 @@ type rangeCall struct {
 	step       time.Duration
 }
 
+// rangeRecorder records each request; it is safe for concurrent use.
 type rangeRecorder struct {
 	source.Querier
+	mu    sync.Mutex
 	calls []rangeCall
 }
 
 func (r *rangeRecorder) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) (model.Matrix, []string, error) {
 	// The ledger asks for 1 ms past the end of each request it plans
 	// (source's inclusiveEnd); the calls record the requests as planned.
+	r.mu.Lock()
 	r.calls = append(r.calls, rangeCall{q, start, end.Add(-time.Millisecond), step})
+	r.mu.Unlock()
 	return r.Querier.QueryRange(ctx, q, start, end, step)
 }
 

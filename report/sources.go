@@ -45,7 +45,7 @@ func (c *Config) grid() time.Duration {
 func (c *Config) source(q source.Querier) Source {
 	if c.Source == SourceDCGMExporter {
 		return source.NewDCGMExporter(q, source.DCGMExporterOptions{Book: c.PriceBook, Grid: c.grid(), TeamLabel: c.TeamLabel,
-			MaxPointsPerQuery: c.MaxPointsPerQuery, MaxSamplesPerQuery: c.MaxSamplesPerQuery, DedupeLabels: c.DedupeLabels, ClusterLabel: c.ClusterLabel, Progress: NewProgress(c.Progress)})
+			MaxPointsPerQuery: c.MaxPointsPerQuery, MaxSamplesPerQuery: c.MaxSamplesPerQuery, QueriesInFlight: c.QueriesInFlight, DedupeLabels: c.DedupeLabels, ClusterLabel: c.ClusterLabel, Progress: NewProgress(c.Progress)})
 	}
 	return c.ledger(q)
 }

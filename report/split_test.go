@@ -38,6 +38,8 @@ func TestRequestsSizedBySamples(t *testing.T) {
 	for _, maxSamples := range []int{0, 40, 400} {
 		t.Run(fmt.Sprint(maxSamples), func(t *testing.T) {
 			cfg := testConfig()
+			// One request at a time: each is sized by the answer before it.
+			cfg.QueriesInFlight = 1
 			cfg.MaxPointsPerQuery = 50
 			cfg.MaxSamplesPerQuery = maxSamples
 			var progress bytes.Buffer

@@ -158,8 +158,10 @@ func appendFleet(b *StoreBuilder, fams []synthFamily, start time.Time, interval 
 	for _, f := range fams {
 		for _, s := range f.series {
 			next := s.values()
+			// Without its empty labels once, not a copy per sample (Append drops them).
+			lset := s.lset.WithoutEmpty()
 			for k := 1; k <= ticks; k++ {
-				if err := b.Append(s.lset, start.Add(time.Duration(k)*interval).UnixMilli(), next(k)); err != nil {
+				if err := b.Append(lset, start.Add(time.Duration(k)*interval).UnixMilli(), next(k)); err != nil {
 					return err
 				}
 			}

@@ -35,9 +35,10 @@ func runDemo(ctx context.Context, cfg report.Config, nodes []*sim.Scenario, book
 // per GPU-week) and nearly all that is allocated is short-lived scrapes:
 // collecting at demoGCPercent growth instead of 100 % saves about a fifth of
 // the CPU for a few tens of MiB. A soft limit of demoMemoryLimit keeps that
-// growth from multiplying a big fleet's store. The queries then run at the
-// defaults, so that their working memory, which grows with the range, is not
-// multiplied either. GOGC or GOMEMLIMIT in the environment win
+// growth from multiplying a big fleet's store. The queries then run without
+// the limit, so that their working memory, which grows with the range, is
+// not held to it, at the report's reportGCPercent: the store is most of
+// their live heap. GOGC or GOMEMLIMIT in the environment win
 // (docs/performance.md).
 func simulateIntoStore(ctx context.Context, cfg report.Config, nodes []*sim.Scenario, book *cost.Book, scrape time.Duration, logger *slog.Logger) (*report.Store, error) {
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {

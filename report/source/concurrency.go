@@ -38,6 +38,18 @@ func (c *collector) concurrency(ctx context.Context, d *model.Dataset) error {
 	c.run.total += c.run.requests(first, d.End, interval) - c.run.requests(d.Start.Add(d.Resolution), d.End, d.Resolution)
 	cc := &model.Concurrency{Interval: interval, Scraped: scraped, Busy: map[model.ConcurrencyKey]map[int64]int{}}
 	d.Concurrency = cc
+	// The answer has a series per namespace and profile, but the engine reads
+	// the busy counter of every held device at each interval (three times):
+	// the requests are sized by those, so that the engine's working set per
+	// request stays within the sample bound too.
+	held := 0
+	for k := range d.Ledger {
+		if k.Holder.Namespace != "" {
+			held++
+		}
+	}
+	c.run.read = held
+	defer func() { c.run.read = 0 }()
 	return c.run.run(ctx, "devices busy at once", c.id.busyAtOnceQuery(interval), first, d.End, interval, func(m pmodel.Matrix) {
 		for _, s := range m {
 			k := model.ConcurrencyKey{Cluster: c.id.clusterOf(s.Metric), Namespace: string(s.Metric["namespace"]), Profile: string(s.Metric["GPU_I_PROFILE"])}

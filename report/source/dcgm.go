@@ -39,6 +39,9 @@ type DCGMExporterOptions struct {
 	// ClusterLabel (optional) names a series' cluster, as for the Ledger:
 	// each cluster's grid points are classified and priced apart.
 	ClusterLabel string
+	// QueriesInFlight bounds the requests of one query sent at once, as for
+	// the Ledger.
+	QueriesInFlight int
 	// DedupeLabels (optional) are labels by which copies of one series differ
 	// (an HA pair of Prometheus servers, DefaultDedupeLabels): every query
 	// takes the max over them, as it does over instance and job.
@@ -95,7 +98,8 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	if r.Step%g != 0 || r.Resolution%g != 0 {
 		return nil, fmt.Errorf("the dcgm-exporter source's grid %s must divide the step %s and the resolution %s", g, r.Step, r.Resolution)
 	}
-	run := &rangeRunner{q: s.q, maxPoints: s.opts.MaxPointsPerQuery, maxSamples: s.opts.MaxSamplesPerQuery, progress: s.opts.Progress}
+	run := &rangeRunner{q: s.q, maxPoints: s.opts.MaxPointsPerQuery, maxSamples: s.opts.MaxSamplesPerQuery,
+		inFlight: s.opts.QueriesInFlight, progress: s.opts.Progress}
 	if run.maxPoints < 2 {
 		run.maxPoints = 1000
 	}

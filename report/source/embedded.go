@@ -98,6 +98,28 @@ func (b *StoreBuilder) appendTo(s *memSeries, t int64, v float64) error {
 	return nil
 }
 
+// compact copies the series' chunks into one buffer of their exact size,
+// and its chunk list into a slice of its exact length: the buffers a chunk
+// grows by appending, and the list, hold up to twice what they use.
+func (s *memSeries) compact() {
+	n := 0
+	for _, m := range s.chunks {
+		n += len(m.Chunk.Bytes())
+	}
+	buf := make([]byte, 0, n)
+	metas := make([]chunks.Meta, len(s.chunks))
+	for i, m := range s.chunks {
+		off := len(buf)
+		buf = append(buf, m.Chunk.Bytes()...)
+		c, err := chunkenc.FromData(chunkenc.EncXOR, buf[off:len(buf):len(buf)])
+		if err != nil { // cannot be: the bytes are an XOR chunk's
+			panic(fmt.Sprintf("series %s: compact a chunk: %v", s.lset, err))
+		}
+		metas[i] = chunks.Meta{MinTime: m.MinTime, MaxTime: m.MaxTime, Chunk: c}
+	}
+	s.chunks = metas
+}
+
 // Samples returns how many samples were appended.
 func (b *StoreBuilder) Samples() int { return b.n }
 
@@ -107,6 +129,7 @@ func (b *StoreBuilder) Store() *Store {
 	for _, chain := range b.series {
 		for _, s := range chain {
 			s.app = nil
+			s.compact()
 			name := s.lset.Get(pmodel.MetricNameLabel)
 			st.byName[name] = append(st.byName[name], s)
 		}
@@ -207,7 +230,7 @@ func (q *memQuerier) matching(ms []*labels.Matcher) []*memSeries {
 }
 
 func (q *memQuerier) Select(_ context.Context, _ bool, _ *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
-	return storage.NewSeriesSetFromChunkSeriesSet(&memSeriesSet{list: q.matching(ms), i: -1})
+	return &memSeriesSet{list: q.matching(ms), i: -1}
 }
 
 func (q *memQuerier) LabelValues(_ context.Context, name string, _ *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
@@ -240,6 +263,8 @@ func (q *memQuerier) LabelNames(_ context.Context, _ *storage.LabelHints, ms ...
 
 func (*memQuerier) Close() error { return nil }
 
+// memSeriesSet is the series a Select found; it hands out the Store's series
+// themselves (memiter.go).
 type memSeriesSet struct {
 	list []*memSeries
 	i    int
@@ -247,15 +272,7 @@ type memSeriesSet struct {
 
 func (s *memSeriesSet) Next() bool { s.i++; return s.i < len(s.list) }
 
-func (s *memSeriesSet) At() storage.ChunkSeries {
-	metas := s.list[s.i].chunks
-	return &storage.ChunkSeriesEntry{
-		Lset: s.list[s.i].lset,
-		ChunkIteratorFn: func(chunks.Iterator) chunks.Iterator {
-			return storage.NewListChunkSeriesIterator(metas...)
-		},
-	}
-}
+func (s *memSeriesSet) At() storage.Series { return s.list[s.i] }
 
 func (*memSeriesSet) Err() error                        { return nil }
 func (*memSeriesSet) Warnings() annotations.Annotations { return nil }

@@ -159,11 +159,20 @@ func nans(n int) []float64 {
 // sorted returns the series in a fixed order, so that sums come out the same
 // in every run.
 func (s counterSet) sorted() []*counterSeries {
-	out := make([]*counterSeries, 0, len(s))
-	for _, cs := range s {
-		out = append(out, cs)
+	type keyed struct {
+		key string
+		cs  *counterSeries
 	}
-	slices.SortFunc(out, func(a, b *counterSeries) int { return cmp.Compare(a.metric.String(), b.metric.String()) })
+	// Each series' label text once, not twice per comparison.
+	list := make([]keyed, 0, len(s))
+	for _, cs := range s {
+		list = append(list, keyed{cs.metric.String(), cs})
+	}
+	slices.SortFunc(list, func(a, b keyed) int { return cmp.Compare(a.key, b.key) })
+	out := make([]*counterSeries, len(list))
+	for i, k := range list {
+		out[i] = k.cs
+	}
 	return out
 }
 

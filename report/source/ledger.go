@@ -23,6 +23,11 @@ type LedgerOptions struct {
 	// should hold: requests are sized by the series of the previous answer.
 	// 0: no bound.
 	MaxSamplesPerQuery int
+	// QueriesInFlight bounds the requests of one query sent at once; the
+	// answers are folded in time order whatever it is, so the dataset does
+	// not depend on it. 0 or 1: one at a time. Above 1 the Querier must be
+	// safe for concurrent use.
+	QueriesInFlight int
 	// Progress (optional) receives a line per request.
 	Progress Progress
 	// ClusterLabel (optional) is the label that names a series' cluster
@@ -40,8 +45,9 @@ type LedgerOptions struct {
 // read exactly (increase.go) for the range and the period before it, and
 // gputally_gpu_allocation, gputally_gpu_info, kube_pod_labels, DCGM's and
 // gputally's activity and framebuffer gauges. The queries are range queries
-// split into requests of bounded size; it needs no recording rules. A Ledger
-// is safe for use by one goroutine at a time.
+// split into requests of bounded size, at most QueriesInFlight of them at
+// once; it needs no recording rules. A Ledger is safe for use by one
+// goroutine at a time.
 type Ledger struct {
 	q    Querier
 	opts LedgerOptions
@@ -54,7 +60,8 @@ func NewLedger(q Querier, opts LedgerOptions) *Ledger { return &Ledger{q: q, opt
 // dataset's Warnings are the annotations the queries returned, and Requests
 // the requests made.
 func (l *Ledger) Collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
-	run := &rangeRunner{q: inclusiveEnd{l.q}, maxPoints: l.opts.MaxPointsPerQuery, maxSamples: l.opts.MaxSamplesPerQuery, progress: l.opts.Progress}
+	run := &rangeRunner{q: inclusiveEnd{l.q}, maxPoints: l.opts.MaxPointsPerQuery, maxSamples: l.opts.MaxSamplesPerQuery,
+		inFlight: l.opts.QueriesInFlight, progress: l.opts.Progress}
 	c := &collector{run: run, teamLabel: l.opts.TeamLabel, dedupe: deduper{l.opts.DedupeLabels}, id: identity{pmodel.LabelName(l.opts.ClusterLabel)}}
 	d, err := c.collect(ctx, r)
 	if err != nil {

@@ -119,6 +119,15 @@ func (e *engineError) Error() string {
 	return fmt.Sprintf("HTTP %d: %s", e.status, e.text)
 }
 
+// busyHint names the flag that sends fewer requests at once when the engine
+// refused a request for the load.
+func busyHint(e *engineError) string {
+	if e.status == http.StatusTooManyRequests || strings.Contains(strings.ToLower(e.text), "too many") {
+		return " — the engine is busy: lower --query.concurrency to send fewer requests at once"
+	}
+	return ""
+}
+
 // retryable reports whether the engine says the same request may succeed later.
 func (e *engineError) retryable() bool {
 	switch e.status {
@@ -180,24 +189,57 @@ func (p *PrometheusQuerier) send(ctx context.Context, query string, form url.Val
 		return nil, nil, 0, fmt.Errorf("query %s at %s: %w", query, p.where(), err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, p.opts.MaxAnswerBytes+1))
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("read the answer of %s to %s: %w", p.where(), query, err)
-	}
-	if int64(len(body)) > p.opts.MaxAnswerBytes {
-		return nil, nil, -1, &AnswerTooLargeError{Limit: p.opts.MaxAnswerBytes, Query: query}
-	}
+	body := &cappedReader{r: resp.Body, left: p.opts.MaxAnswerBytes + 1}
 	m, warnings, err := decodeAnswer(resp.StatusCode, body)
 	var ee *engineError
 	switch {
+	case body.over:
+		return nil, nil, -1, &AnswerTooLargeError{Limit: p.opts.MaxAnswerBytes, Query: query}
 	case err == nil:
 		return m, warnings, 0, nil
+	case errors.Is(err, errAnswerTooLarge):
+		return nil, nil, -1, &AnswerTooLargeError{Limit: p.opts.MaxAnswerBytes, Query: query}
 	case errors.As(err, &ee) && ee.retryable():
-		return nil, nil, retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s refused %s for now: %w", p.where(), query, err)
+		return nil, nil, retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s refused %s for now: %w%s", p.where(), query, err, busyHint(ee))
 	case errors.As(err, &ee):
 		return nil, nil, -1, fmt.Errorf("%s rejected %s: %w%s", p.where(), query, err, limitHint(ee))
+	case body.failed != nil:
+		return nil, nil, 0, fmt.Errorf("read the answer of %s to %s: %w", p.where(), query, body.failed)
 	}
 	return nil, nil, -1, fmt.Errorf("%s answered %s with %w", p.where(), query, err)
+}
+
+// errAnswerTooLarge is a cappedReader's error past its cap.
+var errAnswerTooLarge = errors.New("answer too large")
+
+// cappedReader reads at most left − 1 bytes of r: the byte after them is
+// errAnswerTooLarge, and over is set once it was read (a decoder may have
+// what it needs before it sees the error). failed is the error of r itself,
+// if any.
+type cappedReader struct {
+	r      io.Reader
+	left   int64
+	over   bool
+	failed error
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left <= 0 {
+		c.over = true
+		return n, errAnswerTooLarge
+	}
+	if err != nil && err != io.EOF {
+		c.failed = err
+	}
+	return n, err
 }
 
 // where names the engine in errors: its URL without the query endpoint.
@@ -207,51 +249,32 @@ func (p *PrometheusQuerier) where() string {
 	return "the engine at " + u.Redacted()
 }
 
-// envelope is the JSON answer of the Prometheus HTTP API, with the fields
-// other engines add.
-type envelope struct {
-	Status    string          `json:"status"`
-	Data      json.RawMessage `json:"data"`
-	ErrorType string          `json:"errorType"`
-	Error     string          `json:"error"`
-	Warnings  []string        `json:"warnings"`
-	Infos     []string        `json:"infos"`     // Prometheus 3
-	IsPartial bool            `json:"isPartial"` // VictoriaMetrics
-}
-
 // decodeAnswer returns the matrix of a range query's answer and what the
-// engine said of its completeness, or an *engineError.
-func decodeAnswer(status int, body []byte) (pmodel.Matrix, []string, error) {
-	var env envelope
-	if err := json.Unmarshal(body, &env); err != nil {
-		if status/100 != 2 {
-			return nil, nil, &engineError{status: status, text: strings.TrimSpace(truncate(string(body), 512))}
+// engine said of its completeness, or an *engineError. A successful answer
+// is decoded as it is read, one series at a time: only the matrix is held,
+// not the answer's text (answer.go).
+func decodeAnswer(status int, r io.Reader) (pmodel.Matrix, []string, error) {
+	if status/100 != 2 {
+		body, err := io.ReadAll(io.LimitReader(r, errorBodyBytes))
+		if err != nil {
+			return nil, nil, err
 		}
-		return nil, nil, fmt.Errorf("an answer that is not JSON: %w", err)
+		return nil, nil, engineErrorOf(status, body)
 	}
-	if env.Status != "success" || status/100 != 2 {
+	env, err := decodeEnvelope(json.NewDecoder(r))
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case env.Status != "success":
 		text := env.Error
 		if text == "" {
-			text = strings.TrimSpace(truncate(string(body), 512))
+			text = fmt.Sprintf("status %q", env.Status)
 		}
 		return nil, nil, &engineError{status: status, errorType: env.ErrorType, text: text}
-	}
-	var data struct {
-		ResultType string          `json:"resultType"`
-		Result     json.RawMessage `json:"result"`
-	}
-	if len(env.Data) == 0 || string(env.Data) == "null" {
+	case !env.hasData:
 		return nil, nil, errors.New("no result, want a matrix")
-	}
-	if err := json.Unmarshal(env.Data, &data); err != nil {
-		return nil, nil, fmt.Errorf("a result that does not decode: %w", err)
-	}
-	if data.ResultType != "matrix" {
-		return nil, nil, fmt.Errorf("a %q result, want a matrix", data.ResultType)
-	}
-	var m pmodel.Matrix
-	if err := json.Unmarshal(data.Result, &m); err != nil {
-		return nil, nil, fmt.Errorf("a matrix that does not decode: %w", err)
+	case env.ResultType != "matrix":
+		return nil, nil, fmt.Errorf("a %q result, want a matrix", env.ResultType)
 	}
 	warnings := env.Warnings
 	for _, info := range env.Infos {
@@ -262,7 +285,24 @@ func decodeAnswer(status int, body []byte) (pmodel.Matrix, []string, error) {
 	if env.IsPartial {
 		warnings = append(warnings, "the engine marked its answer partial (isPartial: a storage node did not answer)")
 	}
-	return m, warnings, nil
+	return env.Matrix, warnings, nil
+}
+
+// errorBodyBytes is the most of an error answer read: its JSON envelope or
+// the proxy's page that says why.
+const errorBodyBytes = 64 << 10
+
+// engineErrorOf is the *engineError of an answer that is not 2xx.
+func engineErrorOf(status int, body []byte) *engineError {
+	var env struct {
+		Status    string `json:"status"`
+		ErrorType string `json:"errorType"`
+		Error     string `json:"error"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil || env.Error == "" {
+		return &engineError{status: status, errorType: env.ErrorType, text: strings.TrimSpace(truncate(string(body), 512))}
+	}
+	return &engineError{status: status, errorType: env.ErrorType, text: env.Error}
 }
 
 // saysDataMissing reports whether an engine's info annotation says that part
@@ -282,7 +322,8 @@ func saysDataMissing(info string) bool {
 // query for one of its limits (points per series, samples, query length).
 func limitHint(e *engineError) string {
 	s := strings.ToLower(e.text)
-	for _, w := range []string{"too many samples", "maximum resolution", "points per timeseries", "max samples", "query time range exceeds", "exceeded", "limit"} {
+	for _, w := range []string{"too many samples", "maximum resolution", "points per timeseries", "max samples", "query time range exceeds", "exceeded", "exceeds", "limit",
+		"maxsamplesperquery", "maxpointspertimeseries", "maxuniquetimeseries", "max-fetched", "cannot select more than"} {
 		if strings.Contains(s, w) {
 			return " — an engine limit: lower --query.max-samples or --query.max-points to split the work into smaller requests"
 		}

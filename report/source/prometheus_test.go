@@ -255,3 +255,76 @@ func TestRunnerSplitsTooLargeAnswers(t *testing.T) {
 		t.Errorf("one step too large: %v, want the AnswerTooLargeError", err)
 	}
 }
+
+// TestDecodeAnswer: the answer is decoded as it is read, whatever the order
+// of its keys and the keys an engine adds; a result that is not a matrix,
+// and text that is not the API's JSON, are errors that say so.
+func TestDecodeAnswer(t *testing.T) {
+	series := `{"metric":{"UUID":"GPU-0"},"values":[[1700000000,"1"],[1700000060,"2.5"]]}`
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		series     int    // want this many series (no error)
+		wantErr    string // or an error containing this
+	}{
+		{"prometheus", `{"status":"success","data":{"resultType":"matrix","result":[` + series + `,` + series + `]}}`, 200, 2, ""},
+		{"result before its type, stats after", `{"data":{"result":[` + series + `],"resultType":"matrix","stats":{"seriesFetched":"1","x":[1,{"y":[]}]}},"status":"success"}`, 200, 1, ""},
+		{"empty", `{"status":"success","data":{"resultType":"matrix","result":[]}}`, 200, 0, ""},
+		{"null result", `{"status":"success","data":{"resultType":"matrix","result":null}}`, 200, 0, ""},
+		{"null data", `{"status":"success","data":null}`, 200, 0, "no result, want a matrix"},
+		{"vector", `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000,"1"]}]}}`, 200, 0, `a "vector" result, want a matrix`},
+		{"vector, type last", `{"status":"success","data":{"result":[{"metric":{},"value":[1700000000,"1"]}],"resultType":"vector"}}`, 200, 0, `a "vector" result, want a matrix`},
+		{"scalar", `{"status":"success","data":{"result":[1700000000,"1"],"resultType":"scalar"}}`, 200, 0, "a matrix that does not decode"},
+		{"truncated", `{"status":"success","data":{"resultType":"matrix","result":[` + series[:30], 200, 0, "does not decode"},
+		{"not json", `<html>proxy error</html>`, 200, 0, "an answer that is not JSON"},
+		{"an array", `[1,2]`, 200, 0, "an answer that is not JSON"},
+		{"error in a 200", `{"status":"error","errorType":"execution","error":"boom"}`, 200, 0, "HTTP 200, execution: boom"},
+		{"error", `{"status":"error","errorType":"bad_data","error":"parse error"}`, 400, 0, "HTTP 400, bad_data: parse error"},
+		{"proxy page", `<html>bad gateway</html>`, 502, 0, "HTTP 502: <html>bad gateway</html>"},
+	} {
+		m, _, err := decodeAnswer(tc.status, strings.NewReader(tc.body))
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.wantErr)
+		case tc.wantErr == "" && len(m) != tc.series:
+			t.Errorf("%s: %d series, want %d", tc.name, len(m), tc.series)
+		case tc.series > 0 && (len(m[0].Values) != 2 || m[0].Values[1].Value != 2.5 || m[0].Metric["UUID"] != "GPU-0"):
+			t.Errorf("%s: first series %v, want GPU-0's two samples", tc.name, m[0])
+		}
+	}
+}
+
+// TestQuerierBusyNamesConcurrency: an engine that keeps refusing requests
+// for its load names the flag that sends fewer at once.
+func TestQuerierBusyNamesConcurrency(t *testing.T) {
+	srv, _ := engine(t, func(*http.Request, int) (int, string) {
+		return 429, `{"status":"error","errorType":"unavailable","error":"too many outstanding requests"}`
+	})
+	q, _ := NewPrometheusQuerier(srv.URL, HTTPOptions{Retries: -1})
+	if _, _, err := query(t, q); err == nil || !strings.Contains(err.Error(), "--query.concurrency") {
+		t.Errorf("busy engine: %v, want the flag that sends fewer requests at once", err)
+	}
+}
+
+// TestLimitHintNamesFlags: the engines' words for their own limits name the
+// flags that split the work; other refusals do not.
+func TestLimitHintNamesFlags(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		hint bool
+	}{
+		{"query processing would load too many samples into memory in query execution", true},                                                 // Prometheus
+		{"cannot select more than -search.maxSamplesPerQuery=1000000 samples; possible solutions: increase -search.maxSamplesPerQuery", true}, // VictoriaMetrics
+		{"too many points for the given step=1s, start=0 and end=100000: 100001; cannot exceed -search.maxPointsPerTimeseries=30000", true},
+		{"the number of matching timeseries exceeds 300000; either narrow down the search or increase -search.maxUniqueTimeseries", true},
+		{"the query exceeded the maximum number of chunks fetched from ingesters", true}, // Mimir
+		{"parse error at char 4: unexpected identifier", false},
+	} {
+		got := limitHint(&engineError{status: 422, text: tc.text})
+		if got != "" != tc.hint || tc.hint && !strings.Contains(got, "--query.max-samples") {
+			t.Errorf("%q: hint %q, want one naming the flags: %t", tc.text, got, tc.hint)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	pmodel "github.com/prometheus/common/model"
@@ -12,17 +13,26 @@ import (
 
 // rangeRunner splits range queries into requests of at most maxPoints steps
 // each, and of at most about maxSamples samples each, so that no single
-// request asks the server for an unbounded answer, and reports progress to a
-// Progress (nil: none). It is not safe for concurrent use.
+// request asks the server for an unbounded answer; it has at most inFlight
+// requests of a query in flight at once, and reports progress to a Progress
+// (nil: none). Its Querier must be safe for concurrent use when inFlight is
+// more than 1. A rangeRunner is not safe for concurrent use: the calling
+// goroutine folds every answer, in time order.
 type rangeRunner struct {
 	q          Querier
 	maxPoints  int
 	maxSamples int // samples (series × steps) one answer should hold; 0: no limit
+	inFlight   int // requests of one query in flight at once; 0 or 1: one at a time
 	progress   Progress
 	total      int // requests planned
 	done       int
+	samples    int // samples in the answers read
 	warnings   []string
-	series     int // series in the last answer; 0: none yet
+	series     int // series in the last answer (the most of the last wave); 0: none yet
+	// read (optional) is the series the engine reads for each point of the
+	// query being run when that is more than its answer holds (an
+	// aggregation): requests are sized by the larger.
+	read int
 }
 
 // ProbeSteps is the size, in steps, of a Ledger's first request when
@@ -39,15 +49,31 @@ func (r *rangeRunner) requests(start, end time.Time, step time.Duration) int {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
+// span is the evaluation times from, from+step, …, to of one request.
+type span struct{ from, to time.Time }
+
+// answer is what one request returned.
+type answer struct {
+	m        pmodel.Matrix
+	warnings []string
+}
+
 // run evaluates query at start, start+step, …, end and calls each with the
-// series of every request in time order. With maxSamples set, the runner's
-// first request asks for ProbeSteps steps and every later one for as many
-// steps as keep series × steps within maxSamples, counting the series of the
-// previous answer (of this query or the one before), between 1 and maxPoints.
-// No request spans two UTC days, so that query frontends (Thanos, Mimir)
-// which split and cache by day get requests they need not split. An answer
-// too large to read is asked again in halves, down to one step, and the
-// query's later requests are no longer than the half that was read.
+// series of every request in time order, on the calling goroutine. With
+// maxSamples set, the runner's first request asks for ProbeSteps steps and
+// every later one for as many steps as keep series × steps within
+// maxSamples, counting the series of the previous answer (of this query or
+// the one before), between 1 and maxPoints.
+//
+// The first request of a query is alone in flight; then the runner sends
+// waves of up to inFlight requests at once, sized by the most series an
+// answer of the wave before had, and folds their answers in time order, so
+// that the figures do not depend on inFlight or on which answer came first,
+// and at most inFlight answers are held at once. No request spans two UTC
+// days, so that query frontends (Thanos, Mimir) which split and cache by day
+// get requests they need not split. An answer too large to read is asked
+// again in halves, down to one step, and the query's later requests are no
+// longer than the half that was read.
 func (r *rangeRunner) run(ctx context.Context, name, query string, start, end time.Time, step time.Duration, each func(pmodel.Matrix)) error {
 	planned, done := r.requests(start, end, step), 0
 	steps := r.sized()
@@ -55,36 +81,123 @@ func (r *rangeRunner) run(ctx context.Context, name, query string, start, end ti
 		steps = min(ProbeSteps, r.maxPoints)
 	}
 	limit := r.maxPoints // lowered when an answer was too large to read
+	wave := 1
 	for from := start; !from.After(end); {
-		to := slices.MinFunc([]time.Time{from.Add(time.Duration(steps-1) * step), end, lastStepOfDay(from, step)}, time.Time.Compare)
-		m, warnings, err := r.q.QueryRange(ctx, query, from, to, step)
-		var tooLarge *AnswerTooLargeError
-		if errors.As(err, &tooLarge) && to.After(from) {
-			limit = max(1, int(to.Sub(from)/step+1)/2)
-			steps = limit
-			continue
+		spans := make([]span, 0, wave)
+		for f := from; len(spans) < wave && !f.After(end); {
+			to := slices.MinFunc([]time.Time{f.Add(time.Duration(steps-1) * step), end, lastStepOfDay(f, step)}, time.Time.Compare)
+			spans = append(spans, span{f, to})
+			f = to.Add(step)
 		}
+		from = spans[len(spans)-1].to.Add(step)
+		// The plan: this wave, and the rest at its requests' size.
+		planned = r.replan(planned, done+len(spans), from, end, step, steps)
+		answers, limits, err := r.fetchAll(ctx, query, spans, step, limit)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		r.warnings = append(r.warnings, warnings...)
-		each(m)
-		from = to.Add(step)
-		r.series = max(1, len(m))
+		series := 0
+		for i, as := range answers {
+			limit = min(limit, limits[i])
+			for _, a := range as {
+				series = max(series, len(a.m))
+				r.fold(name, a, each)
+				done++
+			}
+		}
+		r.series = max(1, series)
 		steps = min(r.sized(), limit)
-		done++
-		left := 0
-		if !from.After(end) {
-			left = ceilDiv(int(end.Sub(from)/step)+1, steps)
-		}
-		r.total += done + left - planned
-		planned = done + left
-		r.done++
-		if r.progress != nil {
-			r.progress.Update(fmt.Sprintf("report: %d/%d queries (%s)", r.done, r.total, name))
-		}
+		planned = r.replan(planned, done, from, end, step, steps)
+		wave = max(1, r.inFlight)
 	}
 	return nil
+}
+
+// replan corrects the requests total counts for a query: planned is what
+// it counts now; made is the requests the query made or is making; the steps
+// from from to end are left, at steps a request. It returns the new count.
+func (r *rangeRunner) replan(planned, made int, from, end time.Time, step time.Duration, steps int) int {
+	left := 0
+	if !from.After(end) {
+		left = ceilDiv(int(end.Sub(from)/step)+1, steps)
+	}
+	r.total += made + left - planned
+	return made + left
+}
+
+// fold hands one answer to each and counts it.
+func (r *rangeRunner) fold(name string, a answer, each func(pmodel.Matrix)) {
+	r.warnings = append(r.warnings, a.warnings...)
+	for _, s := range a.m {
+		r.samples += len(s.Values)
+	}
+	each(a.m)
+	r.done++
+	if r.progress != nil {
+		// An answer asked again in halves is more requests than planned.
+		r.progress.Update(fmt.Sprintf("report: %d/%d queries, %s samples read (%s)", r.done, max(r.total, r.done), countString(r.samples), name))
+	}
+}
+
+// fetchAll reads the spans, each on a goroutine of its own when there are
+// several, and returns their answers in the spans' order and the request
+// size each had to come down to; the error is the first span's that failed.
+func (r *rangeRunner) fetchAll(ctx context.Context, query string, spans []span, step time.Duration, limit int) ([][]answer, []int, error) {
+	answers, limits, errs := make([][]answer, len(spans)), make([]int, len(spans)), make([]error, len(spans))
+	if len(spans) == 1 {
+		limits[0] = limit
+		answers[0], errs[0] = r.fetch(ctx, query, spans[0], step, &limits[0])
+	} else {
+		var wg sync.WaitGroup
+		for i, s := range spans {
+			limits[i] = limit
+			wg.Go(func() { answers[i], errs[i] = r.fetch(ctx, query, s, step, &limits[i]) })
+		}
+		wg.Wait()
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return answers, limits, nil
+}
+
+// fetch reads one span in requests of at most *limit steps, halving *limit
+// each time an answer is too large to read, down to one step.
+func (r *rangeRunner) fetch(ctx context.Context, query string, s span, step time.Duration, limit *int) ([]answer, error) {
+	var out []answer
+	for from := s.from; !from.After(s.to); {
+		to := s.to
+		if n := int(to.Sub(from)/step) + 1; n > *limit {
+			to = from.Add(time.Duration(*limit-1) * step)
+		}
+		m, warnings, err := r.q.QueryRange(ctx, query, from, to, step)
+		var tooLarge *AnswerTooLargeError
+		if errors.As(err, &tooLarge) && to.After(from) {
+			*limit = max(1, int(to.Sub(from)/step+1)/2)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, answer{m, warnings})
+		from = to.Add(step)
+	}
+	return out, nil
+}
+
+// countString writes n with a unit prefix: 950, 12.3k, 4.56M, 1.23G.
+func countString(n int) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.3gG", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.3gM", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.3gk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
 }
 
 // lastStepOfDay is the last of from, from+step, … before the UTC midnight
@@ -101,7 +214,7 @@ func (r *rangeRunner) sized() int {
 	if r.maxSamples == 0 || r.series == 0 {
 		return r.maxPoints
 	}
-	return max(1, min(r.maxPoints, r.maxSamples/r.series))
+	return max(1, min(r.maxPoints, r.maxSamples/max(r.series, r.read)))
 }
 
 // finish ends the progress line.

@@ -31,8 +31,9 @@ type Source interface {
 	Collect(ctx context.Context, r model.Range) (*model.Dataset, error)
 }
 
-// Querier runs PromQL range queries. Implementations must be safe for use by
-// one goroutine at a time; the report issues its queries sequentially.
+// Querier runs PromQL range queries. Implementations must be safe for
+// concurrent use when the source has more than one query in flight
+// (LedgerOptions.QueriesInFlight); PrometheusQuerier and EngineQuerier are.
 type Querier interface {
 	// QueryRange evaluates query at every step from start to end inclusive and
 	// returns the resulting series. Warnings are annotations the server returned
@@ -42,7 +43,7 @@ type Querier interface {
 
 // Progress receives a progress line per request a source makes, and End
 // when the source is done; the report's Progress is one. It is called from
-// the goroutine that called Collect.
+// the goroutine that called Collect, whatever the queries in flight.
 type Progress interface {
 	Update(line string)
 	End()
