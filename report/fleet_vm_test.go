@@ -297,17 +297,20 @@ func (f *fleetCase) report(t *testing.T, bin string, vm *victoriaMetrics, end ti
 		"--format=json", "--out="+out, "--query.timeout=5m", "--query.max-samples="+maxSamples, "--query.concurrency="+conc)
 	cmd.Stderr = &tailWriter{max: 4096}
 	load := loadAverage()
+	vmCPU := vm.cpu(t)
 	began := time.Now()
 	err := cmd.Run()
 	wall := time.Since(began)
 	if err != nil {
 		t.Fatalf("report: %v\n%s", err, cmd.Stderr.(*tailWriter).b)
 	}
+	vmCPU = vm.cpu(t) - vmCPU
 	load += " → " + loadAverage()
 	peakRSS := uint64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) * 1024 // Linux: KiB
 	_, vmPeak := vm.rss(t)
-	t.Logf("report --query.max-samples=%s --query.concurrency=%s: wall %s, peak RSS %s (load %s); VictoriaMetrics peak RSS %s; progress: %s",
-		maxSamples, conc, wall.Round(10*time.Millisecond), mib(peakRSS), load, mib(vmPeak), lastLine(cmd.Stderr.(*tailWriter).b))
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	t.Logf("report --query.max-samples=%s --query.concurrency=%s: wall %s, CPU %s (VictoriaMetrics' CPU meanwhile %s), peak RSS %s (load %s); VictoriaMetrics peak RSS %s; progress: %s",
+		maxSamples, conc, wall.Round(10*time.Millisecond), cpu.Round(10*time.Millisecond), vmCPU, mib(peakRSS), load, mib(vmPeak), lastLine(cmd.Stderr.(*tailWriter).b))
 	f.check(t, "vm, --query.concurrency="+conc, out)
 	budget := overBudget(t, "vm", f.gpus, f.days, budgeted, wall, peakRSS)
 	return fmt.Sprintf("| %d × %d d | VictoriaMetrics over HTTP, --query.max-samples=%s | %.1f M | %s | %s | %s | %s | %s | %s | %s |",

@@ -185,6 +185,21 @@ func (vm *victoriaMetrics) rss(t *testing.T) (now, peak uint64) {
 	return now, peak
 }
 
+// cpu returns the CPU time VictoriaMetrics has used so far, user and system
+// (/proc/<pid>/stat, in clock ticks of 1/100 s).
+func (vm *victoriaMetrics) cpu(t *testing.T) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", vm.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command name (which may hold spaces): state is
+	// the first, utime and stime the 12th and 13th.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	utime, _ := strconv.ParseUint(f[11], 10, 64)
+	stime, _ := strconv.ParseUint(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
 // tailWriter keeps the last max bytes written to it.
 type tailWriter struct {
 	b   []byte
