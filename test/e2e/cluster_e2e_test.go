@@ -82,9 +82,7 @@ func TestClustersInOneEngine(t *testing.T) {
 			"--start="+start.Format(time.RFC3339), "--out="+om, "--summary="+summary)
 		var sum reportSummary
 		readJSON(t, summary, &sum)
-		for _, s := range sum.Series {
-			ledger[c.name] += s.EUR
-		}
+		ledger[c.name] = sum.totalEUR()
 		labelled := filepath.Join(dir, c.name+"-labelled.om")
 		withLabel(t, om, labelled, `cluster="`+c.name+`"`, c.replace...)
 		files = append(files, labelled)
@@ -180,7 +178,7 @@ func TestDCGMExporterSourceInClusters(t *testing.T) {
 	gputally := promBuildGputally(t)
 	dir := t.TempDir()
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	summaries := map[string]dcgmSummary{}
+	summaries := map[string]reportSummary{}
 	runs := map[string]string{"east": "shared-node", "west": "short-jobs"}
 	var files []string
 	for cluster, name := range runs {
@@ -189,7 +187,7 @@ func TestDCGMExporterSourceInClusters(t *testing.T) {
 		om, sum := filepath.Join(dir, cluster+".om"), filepath.Join(dir, cluster+".summary.json")
 		runTool(t, gputally, "simulate", "history", "--scenario", scenario, "--duration=24h",
 			"--start", start.Format(time.RFC3339), "--flavor", "dcgm-exporter", "--out", om, "--summary", sum)
-		var s dcgmSummary
+		var s reportSummary
 		readJSON(t, sum, &s)
 		summaries[cluster] = s
 		labelled := filepath.Join(dir, cluster+"-labelled.om")
@@ -211,17 +209,11 @@ func TestDCGMExporterSourceInClusters(t *testing.T) {
 // the fleet's totals those of its nodes.
 func inCluster(r dcgmReport, c string) dcgmReport {
 	out := r
-	out.Nodes, out.Holdings, out.Fleet.Totals = nil, nil, dcgmTotals{}
+	out.Nodes, out.Holdings, out.Fleet.Totals = nil, nil, stateTotals{}
 	for _, n := range r.Nodes {
 		if n.Cluster == c {
 			out.Nodes = append(out.Nodes, n)
-			t := &out.Fleet.Totals
-			t.CostEUR += n.Totals.CostEUR
-			t.BusyEUR += n.Totals.BusyEUR
-			t.IdleEUR += n.Totals.IdleEUR
-			t.UnallocatedEUR += n.Totals.UnallocatedEUR
-			t.LostEUR += n.Totals.LostEUR
-			t.UnknownEUR += n.Totals.UnknownEUR
+			out.Fleet.Totals.add(n.Totals)
 		}
 	}
 	for _, h := range r.Holdings {

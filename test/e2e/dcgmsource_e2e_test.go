@@ -32,28 +32,28 @@ type dcgmReport struct {
 	Sampling string   `json:"sampling"`
 	Warnings []string `json:"warnings"`
 	Fleet    struct {
-		Totals dcgmTotals `json:"totals"`
+		Totals stateTotals `json:"totals"`
 	} `json:"fleet"`
 	Nodes []struct {
-		Name    string     `json:"name"`
-		Cluster string     `json:"cluster"`
-		Kind    string     `json:"kind"`
-		Totals  dcgmTotals `json:"totals"`
+		Name    string      `json:"name"`
+		Cluster string      `json:"cluster"`
+		Kind    string      `json:"kind"`
+		Totals  stateTotals `json:"totals"`
 	} `json:"nodes"`
 	Namespaces []struct {
-		Name   string     `json:"name"`
-		Kind   string     `json:"kind"`
-		Totals dcgmTotals `json:"totals"`
+		Name   string      `json:"name"`
+		Kind   string      `json:"kind"`
+		Totals stateTotals `json:"totals"`
 	} `json:"namespaces"`
 	Holdings []struct {
-		Namespace string     `json:"namespace"`
-		Pod       string     `json:"pod"`
-		Cluster   string     `json:"cluster"`
-		Node      string     `json:"node"`
-		UUID      string     `json:"uuid"`
-		MIGID     string     `json:"mig_instance"`
-		Kind      string     `json:"kind"`
-		Totals    dcgmTotals `json:"totals"`
+		Namespace string      `json:"namespace"`
+		Pod       string      `json:"pod"`
+		Cluster   string      `json:"cluster"`
+		Node      string      `json:"node"`
+		UUID      string      `json:"uuid"`
+		MIGID     string      `json:"mig_instance"`
+		Kind      string      `json:"kind"`
+		Totals    stateTotals `json:"totals"`
 	} `json:"holdings"`
 	Recommendations []struct {
 		Kind        string  `json:"kind"`
@@ -63,20 +63,8 @@ type dcgmReport struct {
 	} `json:"recommendations"`
 }
 
-type dcgmTotals struct {
-	CostEUR        float64 `json:"cost_eur"`
-	BusyEUR        float64 `json:"busy_eur"`
-	IdleEUR        float64 `json:"idle_eur"`
-	UnallocatedEUR float64 `json:"unallocated_eur"`
-	LostEUR        float64 `json:"lost_eur"`
-	UnknownEUR     float64 `json:"unknown_eur"`
-}
-
+// dcgmStates are the ledger's states, in its order.
 var dcgmStates = []string{"busy", "idle", "unallocated", "lost", "unknown"}
-
-func (t dcgmTotals) byState() map[string]float64 {
-	return map[string]float64{"busy": t.BusyEUR, "idle": t.IdleEUR, "unallocated": t.UnallocatedEUR, "lost": t.LostEUR, "unknown": t.UnknownEUR}
-}
 
 // dcgmFamilies are the families the reports read; the test backfills only
 // these of the written histories, a quarter of their size.
@@ -120,13 +108,13 @@ func TestDCGMExporterSourceAgainstPrometheusAndVictoriaMetrics(t *testing.T) {
 		{"faults", filepath.Join(scenarios, "faults.yaml"), day(9), 36 * time.Hour},
 		{"scrape-gap", filepath.Join(scenarios, "scrape-gap.yaml"), day(12), 24 * time.Hour},
 	}
-	summaries := map[string]dcgmSummary{}
+	summaries := map[string]reportSummary{}
 	var dcgmFiles []string
 	for _, r := range runs {
 		om, sum := filepath.Join(dir, r.name+".om"), filepath.Join(dir, r.name+".summary.json")
 		runTool(t, gputally, "simulate", "history", "--scenario", r.scenario, "--duration", r.duration.String(),
 			"--start", r.start.Format(time.RFC3339), "--flavor", "dcgm-exporter", "--out", om, "--summary", sum)
-		var s dcgmSummary
+		var s reportSummary
 		readJSON(t, sum, &s)
 		summaries[r.name] = s
 		dcgmFiles = append(dcgmFiles, filterOpenMetrics(t, om, dcgmFamilies))
@@ -224,19 +212,6 @@ func filterOpenMetrics(t *testing.T, path string, prefixes []string) string {
 	return outPath
 }
 
-// dcgmSummary is simulate history --summary: the ledger's own totals.
-type dcgmSummary struct {
-	Series []struct {
-		GPU       string  `json:"gpu"`
-		Device    string  `json:"device"` // the GPU's UUID, or its MIG instance's
-		Namespace string  `json:"namespace"`
-		Pod       string  `json:"pod"`
-		State     string  `json:"state"`
-		Seconds   float64 `json:"seconds"`
-		EUR       float64 `json:"eur"`
-	} `json:"series"`
-}
-
 // dcgmLedger is the ledger's truth of one run: EUR by namespace and state,
 // by namespace/pod, by GPU UUID, and each namespace's devices.
 type dcgmLedger struct {
@@ -247,7 +222,7 @@ type dcgmLedger struct {
 	total float64
 }
 
-func ledgerOf(s dcgmSummary) dcgmLedger {
+func ledgerOf(s reportSummary) dcgmLedger {
 	l := dcgmLedger{ns: map[string]map[string]float64{}, pods: map[string]float64{}, secs: map[string]float64{}, gpus: map[string]float64{}}
 	for _, x := range s.Series {
 		if l.ns[x.Namespace] == nil {
@@ -286,7 +261,7 @@ func relDiff(got, want float64) float64 {
 }
 
 // checkDCGMRun holds one run's dcgm-exporter report to the ledger's totals.
-func checkDCGMRun(t *testing.T, name string, r dcgmReport, s dcgmSummary) {
+func checkDCGMRun(t *testing.T, name string, r dcgmReport, s reportSummary) {
 	l := ledgerOf(s)
 	if !strings.Contains(r.Kind, "sampled") {
 		t.Errorf("headline figures %q, want sampled", r.Kind)
@@ -474,7 +449,7 @@ func checkSameFigures(t *testing.T, vm, prom dcgmReport) {
 	if !close01(vm.Fleet.Totals.CostEUR, prom.Fleet.Totals.CostEUR) {
 		t.Errorf("VictoriaMetrics: fleet %.4f EUR, Prometheus %.4f EUR: more than 0.1 %% apart", vm.Fleet.Totals.CostEUR, prom.Fleet.Totals.CostEUR)
 	}
-	pns := map[string]dcgmTotals{}
+	pns := map[string]stateTotals{}
 	for _, ns := range prom.Namespaces {
 		pns[ns.Name] = ns.Totals
 	}

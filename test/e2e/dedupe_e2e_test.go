@@ -31,10 +31,7 @@ func TestDuplicateSeriesCountedOnce(t *testing.T) {
 		"--start="+start.Format(time.RFC3339), "--out="+om, "--summary="+summary)
 	var sum reportSummary
 	readJSON(t, summary, &sum)
-	var ledger float64
-	for _, s := range sum.Series {
-		ledger += s.EUR
-	}
+	ledger := sum.totalEUR()
 	replica := filepath.Join(dir, "replica-b.om")
 	withLabel(t, om, replica, `prometheus_replica="b"`)
 

@@ -103,6 +103,16 @@ type stateTotals struct {
 	UnknownEUR     float64 `json:"unknown_eur"`
 }
 
+// add adds o's EUR to s's.
+func (s *stateTotals) add(o stateTotals) {
+	s.CostEUR += o.CostEUR
+	s.BusyEUR += o.BusyEUR
+	s.IdleEUR += o.IdleEUR
+	s.UnallocatedEUR += o.UnallocatedEUR
+	s.LostEUR += o.LostEUR
+	s.UnknownEUR += o.UnknownEUR
+}
+
 // byState returns the EUR by the ledger's state names.
 func (s stateTotals) byState() map[string]float64 {
 	return map[string]float64{"busy": s.BusyEUR, "idle": s.IdleEUR, "unallocated": s.UnallocatedEUR, "lost": s.LostEUR, "unknown": s.UnknownEUR}
@@ -233,7 +243,7 @@ func TestEngineAgreement(t *testing.T) {
 		start, end   time.Time
 		rng          string
 		om, summary  string
-		sum          agreementSummary
+		sum          reportSummary
 		fromP, fromV agreementReport
 	}
 	base := time.Date(2026, 2, 2, 0, 0, 0, 0, time.UTC)
@@ -312,24 +322,6 @@ func TestEngineAgreement(t *testing.T) {
 	t.Logf("%d scenarios: simulated in %s, backfilled in %s, imported in %s, reported in %s; %s in all",
 		len(days), simulated.Sub(began).Round(time.Second), backfilled.Sub(simulated).Round(time.Second),
 		imported.Sub(backfilled).Round(time.Second), time.Since(imported).Round(time.Second), time.Since(began).Round(time.Second))
-}
-
-// agreementSummary is the part of simulate history's --summary the test reads.
-type agreementSummary struct {
-	Namespaces []struct {
-		Namespace string  `json:"namespace"`
-		State     string  `json:"state"`
-		Seconds   float64 `json:"seconds"`
-		EUR       float64 `json:"eur"`
-	} `json:"namespaces"`
-	Series []struct {
-		Namespace string  `json:"namespace"`
-		Pod       string  `json:"pod"`
-		Container string  `json:"container"`
-		State     string  `json:"state"`
-		Seconds   float64 `json:"seconds"`
-		EUR       float64 `json:"eur"`
-	} `json:"series"`
 }
 
 // checkEnginesAgree holds the reports over Prometheus (p) and
@@ -417,7 +409,7 @@ func keysOf[K comparable, V any](a, b map[K]V) func(func(K) bool) {
 // own totals within 0.1 %: the report reads the ledger counters exactly,
 // restarts included; what an exporter accrued after its last scrape before a
 // restart (restart: 20 s a GPU of 86,390) is all it cannot read.
-func checkLedger(t *testing.T, engine string, r agreementReport, sum agreementSummary) {
+func checkLedger(t *testing.T, engine string, r agreementReport, sum reportSummary) {
 	t.Helper()
 	ledger := map[string]float64{}
 	for _, n := range sum.Namespaces {

@@ -100,10 +100,7 @@ func TestReportThroughMimirStyleGateway(t *testing.T) {
 		"--start="+start.Format(time.RFC3339), "--out="+om, "--summary="+summary)
 	var sum reportSummary
 	readJSON(t, summary, &sum)
-	var ledger float64
-	for _, s := range sum.Series {
-		ledger += s.EUR
-	}
+	ledger := sum.totalEUR()
 	prom := promBackfilled(t, promtool, prometheus, om, dir)
 	backend, err := url.Parse(prom)
 	if err != nil {

@@ -14,18 +14,36 @@ import (
 )
 
 // reportSummary is what `gputally simulate history --summary` writes: the
-// ledger's own totals at the end of the simulated period.
+// ledger's own totals at the end of the simulated period, per namespace and
+// state and per series.
 type reportSummary struct {
-	Start  time.Time `json:"start"`
-	End    time.Time `json:"end"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	Namespaces []struct {
+		Namespace string  `json:"namespace"`
+		State     string  `json:"state"`
+		Seconds   float64 `json:"seconds"`
+		EUR       float64 `json:"eur"`
+	} `json:"namespaces"`
 	Series []struct {
 		GPU       string  `json:"gpu"`
+		Device    string  `json:"device"` // the GPU's UUID, or its MIG instance's
 		Namespace string  `json:"namespace"`
 		Pod       string  `json:"pod"`
+		Container string  `json:"container"`
 		State     string  `json:"state"`
 		Seconds   float64 `json:"seconds"`
 		EUR       float64 `json:"eur"`
 	} `json:"series"`
+}
+
+// totalEUR is the EUR of every series of the summary.
+func (s reportSummary) totalEUR() float64 {
+	var eur float64
+	for _, r := range s.Series {
+		eur += r.EUR
+	}
+	return eur
 }
 
 // reportJSON is the part of `gputally report --format=json` the test reads.
