@@ -6,7 +6,6 @@ import (
 
 	"github.com/gputally/gputally/attribution"
 	"github.com/gputally/gputally/cost"
-	"github.com/gputally/gputally/mig"
 )
 
 // HolderSource gives the latest pod attribution; *attribution.Client is one.
@@ -73,19 +72,11 @@ func hostableSlices(g GPU) cost.HostableSlices {
 	if !g.MIGEnabled {
 		return cost.HostableSlices{}
 	}
-	model, ok := mig.ForModel(g.Model)
-	if !ok {
-		return cost.HostableSlices{}
-	}
 	layout := make([]string, len(g.Instances))
 	for j, in := range g.Instances {
 		layout[j] = in.Profile
 	}
-	c, m, err := model.Hostable(layout)
-	if err != nil {
-		return cost.HostableSlices{}
-	}
-	return cost.HostableSlices{Known: true, Compute: c, Memory: m}
+	return cost.HostableFor(g.Model, layout)
 }
 
 // advance charges the time since the previous tick at the readings of s — at

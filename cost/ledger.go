@@ -3,6 +3,8 @@ package cost
 import (
 	"math"
 	"time"
+
+	"github.com/gputally/gputally/mig"
 )
 
 // State is the state a part of a device was in during a tick: the `state`
@@ -92,6 +94,21 @@ type HostableSlices struct {
 	// 8) in no instance that further instances could still use. The other free
 	// slices are stranded and charged to the instances by weight.
 	Compute, Memory int
+}
+
+// HostableFor returns what of a MIG layout (its instances' profiles) on a GPU
+// of model modelName could still host an instance; not Known for a model
+// without MIG profiles or a layout they cannot make.
+func HostableFor(modelName string, layout []string) HostableSlices {
+	m, ok := mig.ForModel(modelName)
+	if !ok {
+		return HostableSlices{}
+	}
+	c, mem, err := m.Hostable(layout)
+	if err != nil {
+		return HostableSlices{}
+	}
+	return HostableSlices{Known: true, Compute: c, Memory: mem}
 }
 
 // GPUState is what the ledger needs to know about one GPU for one tick. UUIDs

@@ -1,7 +1,6 @@
 package advice
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -185,7 +184,7 @@ func existingSharing(r *draft, p *plan, node string) (tsConfig, string) {
 				return c, fmt.Sprintf("the resource %s holds its time-sliced share through is not known", h.Name())
 			}
 			if h.Replicas < 2 {
-				return c, fmt.Sprintf("the replicas %s's GPU %s offers (%s) are not known", g.index, g.uuid, h.Resource)
+				return c, fmt.Sprintf("the replicas %s's GPU %s (gpu %s) offers as %s are not known", h.Name(), g.uuid, g.index, h.Resource)
 			}
 			name := strings.TrimSuffix(h.Resource, ".shared")
 			if have, ok := c.replicas[name]; ok && have != h.Replicas {
@@ -219,13 +218,7 @@ func (s sharingOf) String() string {
 // sharingBefore is how h holds its device at the end of the range; false
 // for a holding the device plugin does not allocate (DRA).
 func sharingBefore(h *analysis.Holding) (sharingOf, bool) {
-	res := h.Resource
-	if res == "" {
-		res = "nvidia.com/gpu"
-		if h.Profile != "" {
-			res = "nvidia.com/mig-" + h.Profile
-		}
-	}
+	res := heldResource(h.Resource, h.Profile)
 	switch h.Sharing {
 	case "time-slicing":
 		return sharingOf{res, h.Replicas}, true
@@ -278,7 +271,7 @@ func sharingChanges(r *draft, p *plan, node string, c tsConfig) string {
 		return ""
 	}
 	var parts []string
-	for _, how := range slices.SortedFunc(maps.Keys(changes), func(x, y string) int { return cmp.Compare(x, y) }) {
+	for _, how := range slices.Sorted(maps.Keys(changes)) {
 		slices.Sort(changes[how])
 		parts = append(parts, fmt.Sprintf("%s: %s", how, strings.Join(changes[how], ", ")))
 	}

@@ -88,7 +88,7 @@ func (a *adviser) quotaHoldings(d *model.Dataset) teamHoldings {
 		if k.Holder == (model.HolderKey{}) || e.Seconds[model.StateBusy]+e.Seconds[model.StateIdle] <= 0 {
 			continue
 		}
-		qt := quotaTarget{analysis.Team(d, a.teams, k), quotaResource(d.Alloc[k].Resource, e.Profile)}
+		qt := quotaTarget{analysis.Team(d, a.teams, k), heldResource(d.Alloc[k].Resource, e.Profile)}
 		if h.namespaces[qt.team] == nil {
 			h.namespaces[qt.team] = map[string]bool{}
 		}
@@ -110,9 +110,10 @@ func (a *adviser) quotaHoldings(d *model.Dataset) teamHoldings {
 	return h
 }
 
-// quotaResource is the extended resource a holding counts against: the one
-// allocated, else the whole GPU or the MIG profile's resource.
-func quotaResource(allocated, profile string) string {
+// heldResource is the extended resource a holding holds its device through,
+// and counts against in a quota: the one allocated, else the whole GPU or
+// the MIG profile's resource.
+func heldResource(allocated, profile string) string {
 	if allocated != "" {
 		return allocated
 	}

@@ -43,14 +43,7 @@ func profiles(is []model.DeviceKey) []string {
 // repartitioned reports whether g's MIG layout changed during the range: it
 // had an instance (a GPU_I_ID with its profile) that it no longer has at the
 // end.
-func (g *gpuInfo) repartitioned() bool {
-	for k := range g.layout {
-		if !slices.Contains(g.current, k) {
-			return true
-		}
-	}
-	return false
-}
+func (g *gpuInfo) repartitioned() bool { return len(gone(g)) > 0 }
 
 func (g *gpuInfo) String() string { return g.node + "/" + g.index + " (" + g.uuid + ")" }
 

@@ -246,6 +246,15 @@ func (d *Dataset) GPU(k GPUKey, e *LedgerEntry) *GPUSeen {
 	return g
 }
 
+// AddHeat adds a device activity ratio v (0–1) sampled at t to the hour of
+// the week (UTC) t is in.
+func (d *Dataset) AddHeat(t time.Time, v float64) {
+	t = t.UTC()
+	h := &d.Heat[t.Weekday()][t.Hour()]
+	h.Sum += v
+	h.N++
+}
+
 // AddSeconds books v device-seconds of state st in step bucket b to entry e
 // on GPU g: the bucket's presence and the fleet's timeline, the GPU's seen and
 // unknown seconds and its first lost bucket, the entry's last bucket with

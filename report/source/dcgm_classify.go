@@ -82,7 +82,7 @@ func (c *nodeDevices) addMIGInstances(d *pointDevice, g *deviceReading, ins []*d
 		d.state.Instances = append(d.state.Instances, inst)
 		d.parts = append(d.parts, part)
 	}
-	d.state.Hostable = hostable(g.id.model, layout)
+	d.state.Hostable = cost.HostableFor(g.id.model, layout)
 }
 
 // addWholeGPU fills in a whole, healthy GPU: held by the one container

@@ -200,7 +200,7 @@ func classify(p *gridPoint, wholeSeen map[string]int) []pointDevice {
 	// A MIG instance's GPU may have no series of its own (older releases
 	// repeat the GPU's fields on each instance): its first instance stands in.
 	for uuid, ins := range instances {
-		slices.SortFunc(ins, func(a, b *deviceReading) int { return cmpGI(a.id.dev.GI, b.id.dev.GI) })
+		slices.SortFunc(ins, func(a, b *deviceReading) int { return model.CompareGPUIndex(a.id.dev.GI, b.id.dev.GI) })
 		if gpus[uuid] == nil {
 			g := newDeviceReading(&dcgmSeries{dev: model.DeviceKey{Cluster: ins[0].id.dev.Cluster, UUID: uuid}, gpu: ins[0].id.gpu, model: ins[0].id.model, host: ins[0].id.host})
 			gpus[uuid] = g
@@ -226,9 +226,6 @@ func classify(p *gridPoint, wholeSeen map[string]int) []pointDevice {
 	return out
 }
 
-// cmpGI orders GPU_I_IDs as numbers.
-func cmpGI(a, b string) int { return model.CompareGPUIndex(a, b) }
-
 func costHolder(h model.HolderKey) cost.HolderKey {
 	return cost.HolderKey{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container}
 }
@@ -248,18 +245,4 @@ func migSlices(modelName, profile string) (compute, memory int) {
 		}
 	}
 	return 0, 0
-}
-
-// hostable returns which free slices of a MIG layout could still host an
-// instance, as the exporter computes it.
-func hostable(modelName string, layout []string) cost.HostableSlices {
-	m, ok := mig.ForModel(modelName)
-	if !ok {
-		return cost.HostableSlices{}
-	}
-	c, mem, err := m.Hostable(layout)
-	if err != nil {
-		return cost.HostableSlices{}
-	}
-	return cost.HostableSlices{Known: true, Compute: c, Memory: mem}
 }

@@ -54,10 +54,7 @@ func (id identity) activity(d *model.Dataset, gr map[model.DeviceKey]bool, devic
 				}
 				d.Activity[k] = append(d.Activity[k], float32(v))
 				if device {
-					t := p.Timestamp.Time().Add(-d.Resolution / 2).UTC()
-					h := &d.Heat[t.Weekday()][t.Hour()]
-					h.Sum += v
-					h.N++
+					d.AddHeat(p.Timestamp.Time().Add(-d.Resolution/2), v)
 				}
 			}
 		}
