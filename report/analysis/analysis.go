@@ -71,7 +71,7 @@ type Result struct {
 	// hour of day, UTC; -1 where there was no data.
 	Heatmap [7][24]float64
 	// Sampling is the source's statement of its grid's resolution; empty
-	// for the ledger's exact counters (model.Sampling).
+	// for the ledger's exact counters (model.Dataset.Sampling).
 	Sampling string
 }
 
@@ -107,9 +107,7 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 	if r.Partial && !allowPartial {
 		return nil, fmt.Errorf("%s (pass --allow-partial to report on what there is)", strings.Join(r.Warnings, "; "))
 	}
-	if d.Sampling != nil {
-		r.Sampling = d.Sampling.Statement
-	}
+	r.Sampling = d.Sampling
 	r.Timeline = timeline(d)
 	r.Heatmap = heatmap(d)
 	a := &analyzer{teams: teams}

@@ -187,9 +187,11 @@ type Dataset struct {
 	Notes    []string
 	Requests int // requests the source made
 
-	// Sampling (nil for the ledger's exact counters) is how a sampled source
-	// read the range: its grid and what the resolution means.
-	Sampling *Sampling
+	// Sampling is a sampled source's statement of how it read the range —
+	// its grid and what that resolution means for the figures — in a
+	// sentence the report prints under its headline; empty for the ledger's
+	// exact counters.
+	Sampling string
 }
 
 // NewDataset returns an empty dataset over r, its maps made and its

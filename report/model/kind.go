@@ -2,7 +2,6 @@ package model
 
 import (
 	"strings"
-	"time"
 )
 
 // Kind says which kind of number a ledger entry's seconds and EUR are: what
@@ -55,15 +54,4 @@ func (s Kinds) String() string {
 		}
 	}
 	return strings.Join(names, " + ")
-}
-
-// Sampling is how a sampled source read its data; a Dataset of the ledger
-// has none.
-type Sampling struct {
-	// Grid is the evaluation grid's resolution: each device has one state
-	// per grid point, standing for the Grid before it.
-	Grid time.Duration
-	// Statement says what the resolution means for the figures, in a
-	// sentence the report prints under its headline.
-	Statement string
 }

@@ -138,9 +138,9 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 		d.Notes = append(d.Notes, a.warnings()...)
 		short += a.short()
 	}
-	d.Sampling = &model.Sampling{Grid: g, Statement: fmt.Sprintf(
+	d.Sampling = fmt.Sprintf(
 		"Sampled on a %s grid: each device has one state per grid point, from the last dcgm-exporter and kube-state-metrics sample in the %s before it, so a holding's time is known to within %s at each start and end; a job shorter than two grid steps (%s) counts only at the grid points that caught it (%d holding(s) here were seen at fewer than two). Time-sliced GPUs are split by the replicas their pods requested (allocation share, not usage).",
-		g, g, g, 2*g, short)}
+		g, g, g, 2*g, short)
 	if interval > g+g/2 {
 		d.Notes = append([]string{fmt.Sprintf("dcgm-exporter's series have a sample about every %s, more than the grid of %s: grid points without one are unknown; set --grid=%s",
 			interval.Round(time.Second), g, interval.Round(time.Second))}, d.Notes...)

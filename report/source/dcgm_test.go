@@ -292,7 +292,7 @@ func TestDCGMExporterStateRules(t *testing.T) {
 	if a := d.Alloc[model.HoldingKey{Dev: model.DeviceKey{UUID: "GPU-2"}, Holder: model.HolderKey{Namespace: "b", Pod: "s0", Container: "c"}}]; a.Sharing != "time-slicing" {
 		t.Errorf("b/s0 allocation %+v, want time-slicing", a)
 	}
-	if d.Sampling == nil || !strings.Contains(d.Sampling.Statement, "30s grid") {
+	if !strings.Contains(d.Sampling, "30s grid") {
 		t.Errorf("sampling %+v, want the 30s grid stated", d.Sampling)
 	}
 	// GR first: a/p0's activity is 0.5 for 6 resolution steps, then 0.1.
@@ -427,7 +427,7 @@ func TestDCGMExporterClustersInChunks(t *testing.T) {
 			t.Errorf("%+v: %+v, want %.0f s and %.2f EUR in state %d", c.k, e, c.sec, c.eur, c.st)
 		}
 	}
-	if d.Sampling == nil || !strings.Contains(d.Sampling.Statement, "(2 holding(s) here were seen at fewer than two)") {
+	if !strings.Contains(d.Sampling, "(2 holding(s) here were seen at fewer than two)") {
 		t.Errorf("sampling %+v, want both clusters' short holdings counted: 2", d.Sampling)
 	}
 	if !slices.ContainsFunc(d.Notes, func(n string) bool { return strings.Contains(n, `cluster "north", where no dcgm-exporter series are`) }) {

@@ -45,7 +45,7 @@ func (c *collector) shares(ctx context.Context, d *model.Dataset) error {
 		`max by (%s, resource, sharing) (last_over_time(gputally_gpu_allocation{sharing=~"time-slicing|mps"}[%s]))`, c.id.byDevice(), c.win.of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
-				if len(s.Values) == 0 {
+				if sh := s.Metric["sharing"]; sh != "time-slicing" && sh != "mps" || len(s.Values) == 0 {
 					continue
 				}
 				p := s.Values[len(s.Values)-1]

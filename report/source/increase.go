@@ -257,8 +257,7 @@ func (c *collector) refine(ctx context.Context, name, metric string, set counter
 		from := to.Add(-(span + fineStep - 1) / fineStep * fineStep).Add(fineStep)
 		query := c.dedupe.read(fmt.Sprintf("last_over_time(%s%s[%s])", metric, uuidMatcher(uuids), c.win.of(fineStep)))
 		c.run.total += c.run.requests(from, to, fineStep)
-		series := c.run.series
-		err := c.run.run(ctx, fmt.Sprintf("%s (buckets %d–%d sample by sample)", name, first, last), query, from, to, fineStep, func(m pmodel.Matrix) {
+		err := c.run.runAside(ctx, fmt.Sprintf("%s (buckets %d–%d sample by sample)", name, first, last), query, from, to, fineStep, func(m pmodel.Matrix) {
 			for _, ss := range m {
 				delete(ss.Metric, pmodel.MetricNameLabel)
 				s := set[ss.Metric.Fingerprint()]
@@ -280,9 +279,6 @@ func (c *collector) refine(ctx context.Context, name, metric string, set counter
 				}
 			}
 		})
-		// A read of a few GPUs' series must not size the requests of the
-		// queries of every series that follow it.
-		c.run.series = series
 		if err != nil {
 			return err
 		}

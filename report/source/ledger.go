@@ -208,7 +208,7 @@ func (c *collector) migModes(ctx context.Context, d *model.Dataset) error {
 		`max by (%s) (max_over_time(gputally_gpu_info{GPU_I_ID=""}[%s]))`, c.id.by("UUID, GPU_I_ID, mig_mode"), c.win.of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
-				if len(s.Values) == 0 {
+				if s.Metric["GPU_I_ID"] != "" || len(s.Values) == 0 {
 					continue
 				}
 				g := c.id.gpuOf(s.Metric)

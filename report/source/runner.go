@@ -200,6 +200,15 @@ func countString(n int) string {
 	return fmt.Sprint(n)
 }
 
+// runAside is run for a query whose answer must not size the requests of
+// the queries that follow it: a probe's single series, a few GPUs' series
+// read again.
+func (r *rangeRunner) runAside(ctx context.Context, name, query string, start, end time.Time, step time.Duration, each func(pmodel.Matrix)) error {
+	series := r.series
+	defer func() { r.series = series }()
+	return r.run(ctx, name, query, start, end, step, each)
+}
+
 // lastStepOfDay is the last of from, from+step, … before the UTC midnight
 // that follows from: the end of a request that starts at from and stays
 // within from's day.

@@ -48,14 +48,11 @@ func (w windows) of(d time.Duration) string {
 func (c *collector) probeWindows(ctx context.Context, at time.Time) error {
 	at = at.Truncate(time.Second)
 	got := math.NaN()
-	series := c.run.series
-	err := c.run.run(ctx, "range selectors", windowProbe, at, at, time.Second, func(m pmodel.Matrix) {
+	err := c.run.runAside(ctx, "range selectors", windowProbe, at, at, time.Second, func(m pmodel.Matrix) {
 		if len(m) == 1 && len(m[0].Values) == 1 {
 			got = float64(m[0].Values[0].Value)
 		}
 	})
-	// The probe's single series must not size the requests that follow it.
-	c.run.series = series
 	if err != nil {
 		if ctx.Err() != nil {
 			return err
