@@ -19,7 +19,7 @@ import (
 // bucket is (read.go, increase.go). The advice releases only a holding still
 // idle there.
 func (c *collector) lastBucket(ctx context.Context, d *model.Dataset) error {
-	l, err := c.ledgerOf(ctx, d, d.End.Add(-d.Step), d.End, false, " (last bucket)")
+	l, err := c.ledger(ctx, d, d.End.Add(-d.Step), d.End, false, " (last bucket)")
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func ledgerOver(t *testing.T, q Querier, start, end time.Time, step time.Duratio
 	if err := c.probeWindows(context.Background(), end); err != nil {
 		t.Fatal(err)
 	}
-	l, err := c.ledger(context.Background(), d, start, end, true)
+	l, err := c.ledger(context.Background(), d, start, end, true, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // thisPeriod fills d.Ledger, and d's per-bucket timeline, presence and GPUs,
 // from the ledger counters over the range.
 func (c *collector) thisPeriod(ctx context.Context, d *model.Dataset) error {
-	ledger, err := c.ledger(ctx, d, d.Start, d.End, true)
+	ledger, err := c.ledger(ctx, d, d.Start, d.End, true, "")
 	if err != nil {
 		return err
 	}
@@ -22,17 +22,9 @@ func (c *collector) thisPeriod(ctx context.Context, d *model.Dataset) error {
 }
 
 // ledger reads seconds and EUR per holding and state over (start, end]; with
-// fill it also fills d's per-bucket timeline and presence.
-func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end time.Time, fill bool) (map[model.HoldingKey]*model.LedgerEntry, error) {
-	suffix := ""
-	if !fill {
-		suffix = " (previous period)"
-	}
-	return c.ledgerOf(ctx, d, start, end, fill, suffix)
-}
-
-// ledgerOf is ledger, its queries named with suffix in the progress line.
-func (c *collector) ledgerOf(ctx context.Context, d *model.Dataset, start, end time.Time, fill bool, suffix string) (map[model.HoldingKey]*model.LedgerEntry, error) {
+// fill it also fills d's per-bucket timeline and presence. Its queries are
+// named with suffix in the progress line.
+func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end time.Time, fill bool, suffix string) (map[model.HoldingKey]*model.LedgerEntry, error) {
 	// Buckets from the one ending at start: its values are the base of the first.
 	secs, err := c.counters(ctx, "gputally_gpu_seconds_total"+suffix, "gputally_gpu_seconds_total", start, end, d.Step)
 	if err != nil {
@@ -155,7 +147,7 @@ func (l *ledgerReading) addEUR(s *counterSeries, isNew bool) {
 // same length before the range, when that period holds enough to compare with.
 func (c *collector) previous(ctx context.Context, d *model.Dataset) error {
 	span := d.End.Sub(d.Start)
-	prev, err := c.ledger(ctx, d, d.Start.Add(-span), d.Start, false)
+	prev, err := c.ledger(ctx, d, d.Start.Add(-span), d.Start, false, " (previous period)")
 	if err != nil {
 		return err
 	}
