@@ -3,73 +3,59 @@ package source
 import (
 	"context"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	pmodel "github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/report/model"
 )
 
-// fakeSeries is one series the fake engine answers: its labels and, per
-// grid point j (1…), its value; NaN where it has no sample.
-type fakeSeries struct {
+// histSeries is one series of a dcgm-exporter or kube-state-metrics history:
+// its metric, labels and, per grid point j (1…), the value of the sample
+// scraped in the grid step before it; NaN where it has none.
+type histSeries struct {
 	metric string
 	labels map[string]string
 	value  func(j int) float64
 }
 
-// fakeDCGM answers the dcgm-exporter source's queries from fakeSeries: a
-// query about a metric returns every series of it with a sample at each
-// requested point.
-type fakeDCGM struct {
+// dcgmHistory is the history a cluster's Prometheus holds, written into the
+// embedded store (the one `report --demo` reads) and read by the source
+// through Prometheus' own PromQL engine, so that its queries are evaluated
+// as written: each series is scraped once per grid step, scrapeLag before
+// each grid point start + j × grid.
+type dcgmHistory struct {
 	start  time.Time
 	grid   time.Duration
-	series []fakeSeries
+	series []histSeries
 }
 
-var fakeMetric = regexp.MustCompile(`last_over_time\(([A-Za-z_]+)`)
+// scrapeLag is how long before a grid point its step's scrape is taken: off
+// the grid, as a scrape loop's own schedule is.
+const scrapeLag = 17 * time.Second
 
-func (f *fakeDCGM) QueryRange(_ context.Context, query string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
-	if strings.HasPrefix(query, "count(") { // exported_ labels
-		for _, s := range f.series {
-			if s.labels["exported_pod"] != "" {
-				return pmodel.Matrix{{Metric: pmodel.Metric{}, Values: []pmodel.SamplePair{{Timestamp: pmodel.TimeFromUnixNano(end.UnixNano()), Value: 1}}}}, nil, nil
+// querier writes grid points 1…points of the history into a store and
+// returns the engine over it.
+func (h *dcgmHistory) querier(t *testing.T, points int) Querier {
+	t.Helper()
+	b := NewStoreBuilder()
+	for _, s := range h.series {
+		ls := labels.NewBuilder(labels.FromMap(s.labels)).Set(pmodel.MetricNameLabel, s.metric).Labels()
+		for j := 1; j <= points; j++ {
+			if v := s.value(j); !math.IsNaN(v) {
+				ts := h.start.Add(time.Duration(j)*h.grid - scrapeLag)
+				if err := b.Append(ls, ts.UnixMilli(), v); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-		return nil, nil, nil
 	}
-	if strings.HasPrefix(query, "quantile(") { // the scrape interval: a sample per grid step
-		return pmodel.Matrix{{Metric: pmodel.Metric{}, Values: []pmodel.SamplePair{{Timestamp: pmodel.TimeFromUnixNano(end.UnixNano()), Value: pmodel.SampleValue(step / f.grid)}}}}, nil, nil
-	}
-	name := fakeMetric.FindStringSubmatch(query)[1]
-	var out pmodel.Matrix
-	for _, s := range f.series {
-		if s.metric != name {
-			continue
-		}
-		if name == "kube_pod_status_phase" && s.labels["phase"] != "Running" {
-			continue
-		}
-		m := pmodel.Metric{}
-		for k, v := range s.labels {
-			m[pmodel.LabelName(k)] = pmodel.LabelValue(v)
-		}
-		st := &pmodel.SampleStream{Metric: m}
-		for t := start; !t.After(end); t = t.Add(step) {
-			if v := s.value(int(t.Sub(f.start) / f.grid)); !math.IsNaN(v) {
-				st.Values = append(st.Values, pmodel.SamplePair{Timestamp: pmodel.TimeFromUnixNano(t.UnixNano()), Value: pmodel.SampleValue(v)})
-			}
-		}
-		if len(st.Values) > 0 {
-			out = append(out, st)
-		}
-	}
-	return out, nil, nil
+	return NewEngineQuerier(b.Store(), time.Minute, discard())
 }
 
 func always(v float64) func(int) float64 { return func(int) float64 { return v } }
@@ -105,17 +91,26 @@ func withPod(l map[string]string, ns, pod, container string) map[string]string {
 	return out
 }
 
-func collectFake(t *testing.T, f *fakeDCGM) *model.Dataset { return collectFakeIn(t, f, "") }
+// collectHistory reads the first hour of h through the source.
+func collectHistory(t *testing.T, h *dcgmHistory) *model.Dataset {
+	t.Helper()
+	return collectHistoryWith(t, h, time.Hour, DCGMExporterOptions{})
+}
 
-// collectFakeIn is collectFake with clusterLabel the source's cluster label.
-func collectFakeIn(t *testing.T, f *fakeDCGM, clusterLabel string) *model.Dataset {
+// collectHistoryWith reads span of h through the source with opts, priced
+// by dcgmTestBook on h's grid, in 1 h buckets and 5 min resolution steps.
+func collectHistoryWith(t *testing.T, h *dcgmHistory, span time.Duration, opts DCGMExporterOptions) *model.Dataset {
 	t.Helper()
 	book, err := cost.Parse([]byte(dcgmTestBook), "test-book.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := NewDCGMExporter(f, DCGMExporterOptions{Book: book, Grid: f.grid, MaxPointsPerQuery: 1000, ClusterLabel: clusterLabel})
-	d, err := src.Collect(context.Background(), model.Range{Start: f.start, End: f.start.Add(time.Hour), Step: time.Hour, Resolution: 5 * time.Minute})
+	opts.Book, opts.Grid = book, h.grid
+	if opts.MaxPointsPerQuery == 0 {
+		opts.MaxPointsPerQuery = 1000
+	}
+	src := NewDCGMExporter(h.querier(t, int(span/h.grid)), opts)
+	d, err := src.Collect(context.Background(), model.Range{Start: h.start, End: h.start.Add(span), Step: time.Hour, Resolution: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,14 +203,14 @@ func TestDCGMExporterStateRules(t *testing.T) {
 			return v
 		}
 	}
-	ksm := func(metric string, v float64, kv ...string) fakeSeries {
+	ksm := func(metric string, v float64, kv ...string) histSeries {
 		l := map[string]string{"instance": "ksm:8080", "job": "kube-state-metrics"}
 		for i := 0; i+1 < len(kv); i += 2 {
 			l[kv[i]] = kv[i+1]
 		}
-		return fakeSeries{metric, l, always(v)}
+		return histSeries{metric, l, always(v)}
 	}
-	f := &fakeDCGM{start: start, grid: 30 * time.Second, series: []fakeSeries{
+	f := &dcgmHistory{start: start, grid: 30 * time.Second, series: []histSeries{
 		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", withPod(g0, "a", "p0", "c"), func(j int) float64 {
 			if j <= 60 {
 				return 0.5
@@ -264,7 +259,7 @@ func TestDCGMExporterStateRules(t *testing.T) {
 		ksm("kube_pod_status_phase", 1, "namespace", "b", "pod", "s0", "phase", "Running"),
 		ksm("kube_pod_status_phase", 1, "namespace", "b", "pod", "s1", "phase", "Running"),
 	}}
-	d := collectFake(t, f)
+	d := collectHistory(t, f)
 	const busy, idle, unalloc, lost, unknown = model.StateBusy, model.StateIdle, model.StateUnallocated, model.StateLost, model.StateUnknown
 	sampled, share := model.Sampled, model.AllocationShare
 	checkEntries(t, d, []want{
@@ -315,14 +310,14 @@ func TestDCGMExporterExportedLabels(t *testing.T) {
 	held := exporter(gpuLabels("n1", "hostname", "0", "GPU-A", "NVIDIA H100 80GB HBM3",
 		"exported_namespace", "ml", "exported_pod", "train-0", "exported_container", "trainer"))
 	free := exporter(gpuLabels("n1", "hostname", "1", "GPU-B", "NVIDIA H100 80GB HBM3"))
-	f := &fakeDCGM{start: start, grid: 30 * time.Second, series: []fakeSeries{
+	f := &dcgmHistory{start: start, grid: 30 * time.Second, series: []histSeries{
 		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", held, always(0.7)},
 		{"DCGM_FI_DEV_POWER_USAGE", held, always(300)},
 		{"DCGM_FI_DEV_FB_USED", held, always(1)},
 		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", free, always(0)},
 		{"DCGM_FI_DEV_POWER_USAGE", free, always(300)},
 	}}
-	d := collectFake(t, f)
+	d := collectHistory(t, f)
 	checkEntries(t, d, []want{
 		{"GPU-A", "", "ml", "train-0", model.StateBusy, 3600, 1.55, model.Sampled},
 		{"GPU-B", "", "", "", model.StateUnallocated, 3600, 1.55, model.Sampled},
@@ -341,13 +336,13 @@ func TestDCGMExporterClusters(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	east := withPod(gpuLabels("n1", "hostname", "0", "GPU-A", "NVIDIA H100 80GB HBM3", "cluster", "east"), "ml", "train-0", "trainer")
 	west := gpuLabels("n1", "hostname", "0", "GPU-A", "NVIDIA H100 80GB HBM3", "cluster", "west")
-	f := &fakeDCGM{start: start, grid: 30 * time.Second, series: []fakeSeries{
+	f := &dcgmHistory{start: start, grid: 30 * time.Second, series: []histSeries{
 		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", east, always(0.7)},
 		{"DCGM_FI_DEV_POWER_USAGE", east, always(300)},
 		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", west, always(0)},
 		{"DCGM_FI_DEV_POWER_USAGE", west, always(100)},
 	}}
-	d := collectFakeIn(t, f, "cluster")
+	d := collectHistoryWith(t, f, time.Hour, DCGMExporterOptions{ClusterLabel: "cluster"})
 	busy := model.HoldingKey{Dev: model.DeviceKey{Cluster: "east", UUID: "GPU-A"}, Holder: model.HolderKey{Namespace: "ml", Pod: "train-0", Container: "trainer"}}
 	free := model.HoldingKey{Dev: model.DeviceKey{Cluster: "west", UUID: "GPU-A"}}
 	if len(d.Ledger) != 2 || d.Ledger[busy] == nil || d.Ledger[free] == nil {
@@ -369,7 +364,7 @@ func TestDCGMExporterClusters(t *testing.T) {
 		}
 	}
 	// Without the cluster label both clusters' samples are one GPU's: the failure the label prevents.
-	if d := collectFake(t, f); len(d.GPUs) != 1 {
+	if d := collectHistory(t, f); len(d.GPUs) != 1 {
 		t.Errorf("without a cluster label %d GPUs, want the two merged into 1", len(d.GPUs))
 	}
 }
@@ -396,7 +391,7 @@ func TestDCGMExporterClustersInChunks(t *testing.T) {
 	eastC := withPod(gpuLabels("n1", "hostname", "1", "GPU-C", h100, "cluster", "east"), "ml", "flash", "main")
 	westA := gpuLabels("n1", "hostname", "0", "GPU-A", h100, "cluster", "west")
 	westB := withPod(gpuLabels("n1", "hostname", "1", "GPU-B", h100, "cluster", "west"), "ml", "blip", "main")
-	f := &fakeDCGM{start: start, grid: 30 * time.Second, series: []fakeSeries{
+	f := &dcgmHistory{start: start, grid: 30 * time.Second, series: []histSeries{
 		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", eastA, always(0.7)},
 		{"DCGM_FI_DEV_POWER_USAGE", eastA, always(300)},
 		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", eastC, at(50, 50, 0.7)},
@@ -405,15 +400,7 @@ func TestDCGMExporterClustersInChunks(t *testing.T) {
 		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", westB, at(200, 200, 0.7)},
 		{"kube_node_status_capacity", map[string]string{"node": "m1", "resource": "nvidia_com_gpu", "cluster": "north"}, always(8)},
 	}}
-	book, err := cost.Parse([]byte(dcgmTestBook), "test-book.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := NewDCGMExporter(f, DCGMExporterOptions{Book: book, Grid: f.grid, MaxPointsPerQuery: 120, ClusterLabel: "cluster"})
-	d, err := src.Collect(context.Background(), model.Range{Start: start, End: start.Add(2 * time.Hour), Step: time.Hour, Resolution: 5 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := collectHistoryWith(t, f, 2*time.Hour, DCGMExporterOptions{MaxPointsPerQuery: 120, ClusterLabel: "cluster"})
 	for _, c := range []struct {
 		k        model.HoldingKey
 		st       int
@@ -438,7 +425,8 @@ func TestDCGMExporterClustersInChunks(t *testing.T) {
 // TestDCGMExporterNoData: a range without dcgm-exporter samples is an error
 // that says what was looked for.
 func TestDCGMExporterNoData(t *testing.T) {
-	src := NewDCGMExporter(&fakeDCGM{start: time.Unix(0, 0), grid: DefaultGrid}, DCGMExporterOptions{})
+	empty := &dcgmHistory{start: time.Unix(0, 0), grid: DefaultGrid}
+	src := NewDCGMExporter(empty.querier(t, 120), DCGMExporterOptions{})
 	_, err := src.Collect(context.Background(), model.Range{Start: time.Unix(0, 0), End: time.Unix(3600, 0), Step: time.Hour, Resolution: 5 * time.Minute})
 	if err == nil || !strings.Contains(err.Error(), "no dcgm-exporter samples") {
 		t.Errorf("error %v, want one about no dcgm-exporter samples", err)
