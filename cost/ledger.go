@@ -157,6 +157,12 @@ type Total struct {
 	State   State
 	Seconds float64 // device-seconds: wall seconds × the part of the GPU
 	EUR     float64
+	// Since is the ledger time (s, the sum of the tick lengths so far) of
+	// the first tick the series was in: it counts from 0 there. A series
+	// dropped after the retention window that comes back starts again with
+	// a later Since, so a reader that kept its last value tells the new
+	// life by it, whatever the values.
+	Since float64
 }
 
 // GPURate is the rate in force for one GPU at the last tick.
@@ -442,32 +448,35 @@ func clampShare(s float64) float64 {
 func (l *Ledger) AppendTotals(dst []Total) []Total {
 	for i := range l.gpus.rows {
 		r := &l.gpus.rows[i]
-		dst = r.val.whole.appendTotals(dst, r.key, r.key)
+		dst = r.val.whole.appendTotals(dst, r.key, r.key, r.since)
 		for j := range r.val.instances.rows {
 			ir := &r.val.instances.rows[j]
-			dst = ir.val.appendTotals(dst, r.key, ir.key)
+			dst = ir.val.appendTotals(dst, r.key, ir.key, ir.since)
 		}
 	}
 	return dst
 }
 
-func (d *deviceAcc) appendTotals(dst []Total, gpu, device string) []Total {
+// appendTotals appends the device's series; since is when its row was made.
+// A holder's row is made with or after its device's, so its own since is
+// its series'.
+func (d *deviceAcc) appendTotals(dst []Total, gpu, device string, since float64) []Total {
 	dst = append(dst, Total{GPU: gpu, Device: device, State: Unallocated,
-		Seconds: d.unalloc.seconds, EUR: d.unalloc.eur})
+		Seconds: d.unalloc.seconds, EUR: d.unalloc.eur, Since: since})
 	if d.lost.used {
-		dst = append(dst, Total{GPU: gpu, Device: device, State: Lost, Seconds: d.lost.seconds, EUR: d.lost.eur})
+		dst = append(dst, Total{GPU: gpu, Device: device, State: Lost, Seconds: d.lost.seconds, EUR: d.lost.eur, Since: since})
 	}
 	if d.unknown.used {
-		dst = append(dst, Total{GPU: gpu, Device: device, State: Unknown, Seconds: d.unknown.seconds, EUR: d.unknown.eur})
+		dst = append(dst, Total{GPU: gpu, Device: device, State: Unknown, Seconds: d.unknown.seconds, EUR: d.unknown.eur, Since: since})
 	}
 	for i := range d.holders.rows {
 		h := &d.holders.rows[i]
 		dst = append(dst,
-			Total{GPU: gpu, Device: device, Holder: h.key, State: Busy, Seconds: h.val.busy.seconds, EUR: h.val.busy.eur},
-			Total{GPU: gpu, Device: device, Holder: h.key, State: Idle, Seconds: h.val.idle.seconds, EUR: h.val.idle.eur})
+			Total{GPU: gpu, Device: device, Holder: h.key, State: Busy, Seconds: h.val.busy.seconds, EUR: h.val.busy.eur, Since: h.since},
+			Total{GPU: gpu, Device: device, Holder: h.key, State: Idle, Seconds: h.val.idle.seconds, EUR: h.val.idle.eur, Since: h.since})
 		if h.val.unknown.used {
 			dst = append(dst, Total{GPU: gpu, Device: device, Holder: h.key, State: Unknown,
-				Seconds: h.val.unknown.seconds, EUR: h.val.unknown.eur})
+				Seconds: h.val.unknown.seconds, EUR: h.val.unknown.eur, Since: h.since})
 		}
 	}
 	return dst

@@ -32,9 +32,10 @@ type table[K comparable, V any] struct {
 }
 
 type row[K comparable, V any] struct {
-	key  K
-	seen float64 // ledger time, s, when the key was last in the input
-	val  V
+	key   K
+	since float64 // ledger time, s, when the row was made: its counters' 0
+	seen  float64 // ledger time, s, when the key was last in the input
+	val   V
 }
 
 // sync lays t out for an input of n keys, key(j) being the j-th, at ledger
@@ -59,7 +60,7 @@ func (t *table[K, V]) sync(n int, key func(int) K, now float64) {
 			}
 			if pos < 0 {
 				pos = len(t.rows)
-				t.rows = append(t.rows, row[K, V]{key: k})
+				t.rows = append(t.rows, row[K, V]{key: k, since: now})
 			}
 			t.index[j] = pos
 		}

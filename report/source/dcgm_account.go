@@ -27,7 +27,7 @@ type dcgmAccount struct {
 
 	devices map[string]dcgmDevice       // by the ledger's device UUID (a MIG instance's is "GPU-…/GI")
 	gpus    map[string]*dcgmGPU         // by UUID
-	prev    map[dcgmTotalKey][2]float64 // the ledger's totals at the last bucket end: seconds, EUR
+	prev    map[dcgmTotalKey]cost.Total // the ledger's totals at the last bucket end
 	shared  map[string]bool             // UUIDs of GPUs split by allocation share at some grid point
 	points  map[model.HoldingKey]int    // grid points each pod-labelled holding was seen at
 	usage   map[model.HoldingKey]*dcgmUsage
@@ -82,7 +82,7 @@ func newDCGMAccount(d *model.Dataset, book *cost.Book, grid time.Duration, clust
 		// A series gone longer than a bucket and a bit has been read at a
 		// bucket end: it may go.
 		ledger:  cost.NewLedger(staticBook{book}, cost.WithRetention(d.Step+4*grid)),
-		devices: map[string]dcgmDevice{}, gpus: map[string]*dcgmGPU{}, prev: map[dcgmTotalKey][2]float64{},
+		devices: map[string]dcgmDevice{}, gpus: map[string]*dcgmGPU{}, prev: map[dcgmTotalKey]cost.Total{},
 		whole: map[string]map[string]bool{}, wholeSeen: map[string]int{},
 		shared: map[string]bool{}, points: map[model.HoldingKey]int{}, usage: map[model.HoldingKey]*dcgmUsage{}, noCap: map[string]bool{},
 	}
@@ -174,18 +174,21 @@ func (a *dcgmAccount) gap(uuid string, g *dcgmGPU, from, to int) {
 	}
 }
 
-// endBucket adds what the ledger accrued since the last bucket end to bucket b.
+// endBucket adds what the ledger accrued since the last bucket end to bucket
+// b: a series' growth since then, or all of it when it began (again) since
+// — one the ledger dropped after its retention window and that came back in
+// the bucket counts from 0, whatever it held before.
 func (a *dcgmAccount) endBucket(b int) {
 	a.totals = a.ledger.AppendTotals(a.totals[:0])
-	cur := make(map[dcgmTotalKey][2]float64, len(a.totals))
+	cur := make(map[dcgmTotalKey]cost.Total, len(a.totals))
 	for _, t := range a.totals {
 		k := dcgmTotalKey{t.Device, t.Holder, t.State}
-		cur[k] = [2]float64{t.Seconds, t.EUR}
+		cur[k] = t
 		p := a.prev[k]
-		if t.Seconds < p[0]-1e-6 { // dropped and begun again
-			p = [2]float64{}
+		if p.Since != t.Since {
+			p = cost.Total{}
 		}
-		sec, eur := t.Seconds-p[0], t.EUR-p[1]
+		sec, eur := t.Seconds-p.Seconds, t.EUR-p.EUR
 		if sec == 0 && eur == 0 {
 			continue
 		}
