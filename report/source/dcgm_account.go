@@ -25,7 +25,7 @@ type dcgmAccount struct {
 	perRes    int // grid points per resolution step
 	ledger    *cost.Ledger
 
-	devices map[string]dcgmDevice       // by the ledger's device UUID (a MIG instance's is "GPU-…/GI")
+	devices map[string]dcgmDevice       // by the ledger's device UUID (a MIG instance's is "GPU-…/GI/profile")
 	gpus    map[string]*dcgmGPU         // by UUID
 	prev    map[dcgmTotalKey]cost.Total // the ledger's totals at the last bucket end
 	shared  map[string]bool             // UUIDs of GPUs split by allocation share at some grid point
@@ -48,7 +48,6 @@ type dcgmAccount struct {
 type dcgmDevice struct {
 	key              model.DeviceKey
 	model, host, gpu string
-	profile          string
 }
 
 // dcgmGPU is what the grid saw of one GPU so far.
@@ -134,7 +133,7 @@ func (a *dcgmAccount) point(j int, p *gridPoint) {
 			dev := part.reading.id.dev
 			if pd.state.MIG {
 				in := pd.state.Instances[n]
-				a.devices[in.UUID] = dcgmDevice{key: dev, model: g.model, host: g.host, gpu: g.gpu, profile: part.reading.id.profile}
+				a.devices[in.UUID] = dcgmDevice{key: dev, model: g.model, host: g.host, gpu: g.gpu}
 			}
 			k := model.HoldingKey{Dev: dev, Holder: part.holder}
 			if part.holder != (model.HolderKey{}) {
@@ -208,7 +207,7 @@ func (a *dcgmAccount) add(b int, dev dcgmDevice, h model.HolderKey, st int, sec,
 		if d.Ledger == nil {
 			d.Ledger = map[model.HoldingKey]*model.LedgerEntry{}
 		}
-		e = &model.LedgerEntry{Model: dev.model, Host: dev.host, Profile: dev.profile, GPU: dev.gpu, Last: -1, BusyPerBucket: make([]float32, d.Buckets)}
+		e = &model.LedgerEntry{Model: dev.model, Host: dev.host, Profile: dev.key.Profile, GPU: dev.gpu, Last: -1, BusyPerBucket: make([]float32, d.Buckets)}
 		d.Ledger[k] = e
 	}
 	e.Seconds[st] += sec

@@ -65,17 +65,17 @@ func (c *nodeDevices) addMIGInstances(d *pointDevice, g *deviceReading, ins []*d
 	d.state.Activity = math.NaN()
 	layout := make([]string, len(ins))
 	for j, in := range ins {
-		layout[j] = in.id.profile
-		cs, ms := migSlices(g.id.model, in.id.profile)
-		inst := cost.Instance{UUID: d.uuid + "/" + in.id.dev.GI, ComputeSlices: cs, MemorySlices: ms, Activity: in.activity(), HoldersKnown: true}
+		layout[j] = in.id.dev.Profile
+		cs, ms := migSlices(g.id.model, in.id.dev.Profile)
+		inst := cost.Instance{UUID: d.uuid + "/" + in.id.dev.GI + "/" + in.id.dev.Profile, ComputeSlices: cs, MemorySlices: ms, Activity: in.activity(), HoldersKnown: true}
 		part := pointPart{reading: in}
 		switch len(in.holders) {
 		case 0:
-			c.migFree[in.id.profile] = append(c.migFree[in.id.profile], pointPartRef{len(c.out), j})
+			c.migFree[in.id.dev.Profile] = append(c.migFree[in.id.dev.Profile], pointPartRef{len(c.out), j})
 		case 1:
 			inst.Holders = []cost.Holder{{Key: costHolder(in.holders[0]), Share: 1, Activity: math.NaN()}}
 			part.holder = in.holders[0]
-			c.migHeld[in.id.profile]++
+			c.migHeld[in.id.dev.Profile]++
 		default:
 			inst.HoldersKnown = false
 		}

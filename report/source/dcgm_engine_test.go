@@ -253,3 +253,155 @@ func TestDCGMExporterSingleMissedPoint(t *testing.T) {
 		{"GPU-1", "", "", "", model.StateUnknown, 30, 1.75 * 30 / 3600, model.Sampled},
 	})
 }
+
+// TestDCGMExporterClustersKeepHoldingsApart: clusters east and west each
+// have node n1 with GPU-T (time-sliced ×2, no nvidia_com_gpu offered; GR 0.6,
+// 400 W: 1.65 EUR/h) and GPU-M (MIG, 2 × 3g.40gb, by memory 4/8 each; 350 W:
+// 1.60 EUR/h) — the same names and UUIDs. In both, ml/x holds GI 1 (GR 0.9 in
+// east: busy; 0.1 in west: idle) and ml/nb-0 requests a replica of GPU-T; it
+// runs in east and has completed in west. By hand, per cluster:
+//
+//	east  GPU-T  ml/nb-0 busy 1,800 s 0.825, free 1,800 s 0.825
+//	      GPU-M  GI 1 ml/x busy 1,800 s 0.80, GI 2 free 1,800 s 0.80
+//	west  GPU-T  free 3,600 s 1.65
+//	      GPU-M  GI 1 ml/x idle 1,800 s 0.80, GI 2 free 1,800 s 0.80
+//
+// and ml/x's activity per 5 minutes is 0.9 in east and 0.1 in west. Keyed
+// without the cluster, the pods' phases (Running in east) were in neither
+// cluster, and the MIG holdings of both were one.
+func TestDCGMExporterClustersKeepHoldingsApart(t *testing.T) {
+	h100 := "NVIDIA H100 80GB HBM3"
+	h := &dcgmHistory{start: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), grid: 30 * time.Second}
+	all := []holderRun{{1, 120, "", "", ""}}
+	for _, c := range []struct {
+		name string
+		gr   float64
+	}{{"east", 0.9}, {"west", 0.1}} {
+		cl := []string{"cluster", c.name}
+		h.series = append(h.series, deviceSeries(gpuLabels("n1", "hostname", "0", "GPU-T", h100, cl...), all, map[string]func(int) float64{
+			"DCGM_FI_PROF_GR_ENGINE_ACTIVE": always(0.6), "DCGM_FI_DEV_POWER_USAGE": always(400), "DCGM_FI_DEV_FB_USED": always(20000)})...)
+		h.series = append(h.series, deviceSeries(gpuLabels("n1", "hostname", "1", "GPU-M", h100, cl...), all, map[string]func(int) float64{
+			"DCGM_FI_DEV_POWER_USAGE": always(350)})...)
+		gi := func(id string) map[string]string {
+			return gpuLabels("n1", "hostname", "1", "GPU-M", h100, append([]string{"GPU_I_ID", id, "GPU_I_PROFILE", "3g.40gb"}, cl...)...)
+		}
+		h.series = append(h.series, deviceSeries(gi("1"), []holderRun{{1, 120, "ml", "x", "main"}}, map[string]func(int) float64{
+			"DCGM_FI_PROF_GR_ENGINE_ACTIVE": always(c.gr), "DCGM_FI_DEV_FB_USED": always(30000)})...)
+		h.series = append(h.series, deviceSeries(gi("2"), all, map[string]func(int) float64{
+			"DCGM_FI_PROF_GR_ENGINE_ACTIVE": always(0), "DCGM_FI_DEV_FB_USED": always(0)})...)
+		for _, r := range []struct {
+			resource string
+			n        float64
+		}{{"nvidia_com_gpu_shared", 2}, {"nvidia_com_mig_3g_40gb", 2}, {"pods", 110}} {
+			h.series = append(h.series, ksmSeries("kube_node_status_capacity", always(r.n), append([]string{"node", "n1", "resource", r.resource, "unit", "integer"}, cl...)...))
+		}
+		h.series = append(h.series, sharedPod("ml", "nb-0", 1, func(int) bool { return c.name == "east" }, cl...)...)
+	}
+	d := collectHistoryWith(t, h, time.Hour, DCGMExporterOptions{ClusterLabel: "cluster"})
+	share := model.AllocationShare
+	east, west := d.OfCluster("east"), d.OfCluster("west")
+	if n := len(east.Ledger) + len(west.Ledger); n != len(d.Ledger) {
+		t.Errorf("%d of %d holdings in east or west", n, len(d.Ledger))
+	}
+	checkEntries(t, east, []want{
+		{"GPU-T", "", "ml", "nb-0", model.StateBusy, 1800, 0.825, share},
+		{"GPU-T", "", "", "", model.StateUnallocated, 1800, 0.825, share},
+		{"GPU-M", "1", "ml", "x", model.StateBusy, 1800, 0.80, model.Sampled},
+		{"GPU-M", "2", "", "", model.StateUnallocated, 1800, 0.80, model.Sampled},
+	})
+	checkEntries(t, west, []want{
+		{"GPU-T", "", "", "", model.StateUnallocated, 3600, 1.65, share},
+		{"GPU-M", "1", "ml", "x", model.StateIdle, 1800, 0.80, model.Sampled},
+		{"GPU-M", "2", "", "", model.StateUnallocated, 1800, 0.80, model.Sampled},
+	})
+	for c, want := range map[string]float32{"east": 0.9, "west": 0.1} {
+		k := model.HoldingKey{Dev: model.DeviceKey{Cluster: c, UUID: "GPU-M", GI: "1", Profile: "3g.40gb"}, Holder: model.HolderKey{Namespace: "ml", Pod: "x", Container: "main"}}
+		act := d.Activity[k]
+		if len(act) != 12 || act[0] != want || act[11] != want {
+			t.Errorf("%s ml/x activity per 5 min %v, want 12 × %g", c, act, want)
+		}
+	}
+}
+
+// TestDCGMExporterRepartitionedInstance: GPU-R (H100, 350 W: 1.60 EUR/h,
+// MIG by memory) is 3g.40gb GI 1 (m/a, busy) + 3g.40gb GI 2 (free) for grid
+// points 1–60, then repartitioned: GI 1 is 4g.40gb (m/b, busy) + 3g.40gb
+// GI 2 for points 61–120. GPU_I_ID 1 with another profile is another device
+// (model.DeviceKey), each with its own holding. By hand, each half hour
+// (1,800 s, 0.80 EUR at the GPU's rate):
+//
+//	GI 1 3g.40gb m/a busy  1,800 × 4/8 = 900 s  0.40 EUR
+//	GI 1 4g.40gb m/b busy  1,800 × 4/8 = 900 s  0.40 EUR
+//	GI 2 3g.40gb free      3,600 × 4/8 = 1,800 s 0.80 EUR
+func TestDCGMExporterRepartitionedInstance(t *testing.T) {
+	h100 := "NVIDIA H100 80GB HBM3"
+	h := &dcgmHistory{start: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), grid: 30 * time.Second}
+	h.series = deviceSeries(gpuLabels("n1", "hostname", "0", "GPU-R", h100), []holderRun{{1, 120, "", "", ""}},
+		map[string]func(int) float64{"DCGM_FI_DEV_POWER_USAGE": always(350)})
+	for _, in := range []struct {
+		gi, profile string
+		run         holderRun
+	}{
+		{"1", "3g.40gb", holderRun{1, 60, "m", "a", "main"}},
+		{"1", "4g.40gb", holderRun{61, 120, "m", "b", "main"}},
+		{"2", "3g.40gb", holderRun{1, 120, "", "", ""}},
+	} {
+		l := gpuLabels("n1", "hostname", "0", "GPU-R", h100, "GPU_I_ID", in.gi, "GPU_I_PROFILE", in.profile)
+		gr := 0.0
+		if in.run.ns != "" {
+			gr = 0.9
+		}
+		h.series = append(h.series, deviceSeries(l, []holderRun{in.run}, map[string]func(int) float64{
+			"DCGM_FI_PROF_GR_ENGINE_ACTIVE": always(gr), "DCGM_FI_DEV_FB_USED": always(1000)})...)
+	}
+	// The device plugin offers what the layout has: two 3g.40gb, then one
+	// and a 4g.40gb.
+	halves := func(first, second float64) func(int) float64 {
+		return func(j int) float64 {
+			if j <= 60 {
+				return first
+			}
+			return second
+		}
+	}
+	for _, c := range []struct {
+		resource      string
+		first, second float64
+	}{{"nvidia_com_mig_3g_40gb", 2, 1}, {"nvidia_com_mig_4g_40gb", 0, 1}, {"pods", 110, 110}} {
+		h.series = append(h.series, ksmSeries("kube_node_status_capacity", halves(c.first, c.second), "node", "n1", "resource", c.resource, "unit", "integer"))
+	}
+	d := collectHistory(t, h)
+	holding := func(gi, profile, pod string) model.HoldingKey {
+		k := model.HoldingKey{Dev: model.DeviceKey{UUID: "GPU-R", GI: gi, Profile: profile}}
+		if pod != "" {
+			k.Holder = model.HolderKey{Namespace: "m", Pod: pod, Container: "main"}
+		}
+		return k
+	}
+	for _, c := range []struct {
+		k        model.HoldingKey
+		st       int
+		sec, eur float64
+	}{
+		{holding("1", "3g.40gb", "a"), model.StateBusy, 900, 0.40},
+		{holding("1", "4g.40gb", "b"), model.StateBusy, 900, 0.40},
+		{holding("2", "3g.40gb", ""), model.StateUnallocated, 1800, 0.80},
+	} {
+		e := d.Ledger[c.k]
+		if e == nil || math.Abs(e.Seconds[c.st]-c.sec) > 1e-6 || math.Abs(e.EUR[c.st]-c.eur) > 1e-9 || e.Profile != c.k.Dev.Profile {
+			t.Errorf("%+v: %+v, want %g s %g EUR in state %d", c.k, e, c.sec, c.eur, c.st)
+		}
+	}
+	var sec float64
+	for k, e := range d.Ledger {
+		for st := range model.NumStates {
+			sec += e.Seconds[st]
+		}
+		if k.Dev.GI != "" && len(d.Activity[k]) == 0 && k.Holder != (model.HolderKey{}) {
+			t.Errorf("%+v: no activity", k)
+		}
+	}
+	if math.Abs(sec-3600) > 1e-6 {
+		t.Errorf("GPU-R: %g device-seconds, want 3600", sec)
+	}
+}

@@ -45,12 +45,11 @@ const xidFallenOffTheBus = 79
 
 // dcgmSeries is what the labels of one DCGM_* series say.
 type dcgmSeries struct {
-	dev     model.DeviceKey
-	gpu     string // index on the node
-	model   string // modelName
-	host    string
-	profile string // GPU_I_PROFILE
-	holder  model.HolderKey
+	dev    model.DeviceKey // GI and Profile: GPU_I_ID and GPU_I_PROFILE
+	gpu    string          // index on the node
+	model  string          // modelName
+	host   string
+	holder model.HolderKey
 }
 
 // parseDCGMSeries reads the labels of a DCGM_* series. exported says that
@@ -59,12 +58,12 @@ type dcgmSeries struct {
 // namespace and pod name the exporter's own pod.
 func (id identity) parseDCGMSeries(m pmodel.Metric, exported bool) dcgmSeries {
 	s := dcgmSeries{
-		dev:   model.DeviceKey{Cluster: id.clusterOf(m), UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"])},
+		// GPU_I_ID and GPU_I_PROFILE only on MIG instances: an instance id
+		// reused with another profile is another device.
+		dev:   model.DeviceKey{Cluster: id.clusterOf(m), UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"]), Profile: string(m["GPU_I_PROFILE"])},
 		gpu:   string(m["gpu"]),
 		model: string(m["modelName"]),
 		host:  hostOf(m),
-		// GPU_I_PROFILE only on MIG instances.
-		profile: string(m["GPU_I_PROFILE"]),
 	}
 	prefix := ""
 	if exported {
