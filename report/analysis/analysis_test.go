@@ -1,0 +1,155 @@
+package analysis_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/model"
+)
+
+// hourly is a dataset of buckets 1 h step buckets that a test fills hour by
+// hour, as a source does (model.Dataset.AddSeconds).
+type hourly struct{ d *model.Dataset }
+
+func newHourly(buckets int) hourly {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	d := model.NewDataset(model.Range{Start: start, End: start.Add(time.Duration(buckets) * time.Hour), Step: time.Hour, Resolution: 5 * time.Minute})
+	d.Ledger = map[model.HoldingKey]*model.LedgerEntry{}
+	return hourly{d}
+}
+
+// add books sec device-seconds of state st in bucket b on GPU uuid (index
+// 0 on node n1, an H100 at 1.80 EUR/h), held by pod of namespace ml ("": no
+// one).
+func (h hourly) add(uuid, pod string, b, st int, sec float64) {
+	k := model.HoldingKey{Dev: model.DeviceKey{UUID: uuid}}
+	if pod != "" {
+		k.Holder = model.HolderKey{Namespace: "ml", Pod: pod, Container: "main"}
+	}
+	d := h.d
+	e := d.Ledger[k]
+	if e == nil {
+		e = &model.LedgerEntry{Model: "NVIDIA H100 80GB HBM3", Host: "n1", GPU: "0", Last: -1, BusyPerBucket: make([]float32, d.Buckets), Kind: model.Exact}
+		d.Ledger[k] = e
+	}
+	e.Seconds[st] += sec
+	e.EUR[st] += sec * 1.8 / 3600
+	d.AddSeconds(e, d.GPU(k.Dev.GPU(), e), b, st, sec)
+}
+
+// holding returns the holding ml/pod of r.
+func holding(t *testing.T, r *analysis.Result, pod string) *analysis.Holding {
+	t.Helper()
+	for i := range r.Holdings {
+		if r.Holdings[i].Pod == pod {
+			return &r.Holdings[i]
+		}
+	}
+	t.Fatalf("no holding ml/%s in %+v", pod, r.Holdings)
+	return nil
+}
+
+// TestAtEndIsTheLastBucket: over three 1 h buckets, ml/ended holds GPU-A
+// idle in buckets 0 and 1 and is gone in bucket 2 (the GPU unallocated
+// there); ml/live holds GPU-B in all three. Only a holding with data in the
+// range's last bucket is there at its end: ml/live, not ml/ended, whose data
+// ends one bucket before.
+func TestAtEndIsTheLastBucket(t *testing.T) {
+	h := newHourly(3)
+	h.add("GPU-A", "ended", 0, model.StateIdle, 3600)
+	h.add("GPU-A", "ended", 1, model.StateIdle, 3600)
+	h.add("GPU-A", "", 2, model.StateUnallocated, 3600)
+	for b := range 3 {
+		h.add("GPU-B", "live", b, model.StateIdle, 3600)
+	}
+	r, err := analysis.Analyze(h.d, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holding(t, r, "ended").AtEnd {
+		t.Error("ml/ended, whose data ends one bucket before the range's end, is present at the end")
+	}
+	if !holding(t, r, "live").AtEnd {
+		t.Error("ml/live, held in the range's last bucket, is not present at the end")
+	}
+}
+
+// TestOneEngineWarningMakesPartial: two GPUs seen whole over two hours
+// (coverage 100 %), but one request of the source came back with the
+// engine's warning that data is missing: the report is partial — refused
+// without --allow-partial, marked and saying so with it.
+func TestOneEngineWarningMakesPartial(t *testing.T) {
+	h := newHourly(2)
+	for b := range 2 {
+		h.add("GPU-A", "p", b, model.StateBusy, 3600)
+		h.add("GPU-B", "", b, model.StateUnallocated, 3600)
+	}
+	if r, err := analysis.Analyze(h.d, nil, false); err != nil || r.Partial {
+		t.Fatalf("without a warning: partial %v, error %v; want a whole report", r != nil && r.Partial, err)
+	}
+	h.d.Warnings = []string{"store gateway store-2 unavailable"}
+	const want = `the engine answered 1 requests with data missing: "store gateway store-2 unavailable"`
+	if _, err := analysis.Analyze(h.d, nil, false); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("one warning, --allow-partial off: error %v, want one containing %q", err, want)
+	}
+	r, err := analysis.Analyze(h.d, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Partial || r.Coverage.Ratio != 1 || len(r.Warnings) == 0 || !strings.Contains(r.Warnings[0], want) {
+		t.Errorf("one warning: partial %v at coverage %g, warnings %q; want partial, saying %q first", r.Partial, r.Coverage.Ratio, r.Warnings, want)
+	}
+}
+
+// TestOnePercentBoundaries: one GPU over 100 h buckets (100 expected
+// device-hours), held idle by ml/p. Exactly 1 % of it missing or unknown is
+// within the thresholds: the report is whole, and the holding (1 h unknown
+// of its 100) and its node (1 of 100 device-hours) still get advice. More is
+// above them. By hand:
+//
+//	missing        bucket 0 without data: 1 h missing            1 %    whole
+//	unknown        bucket 0 unknown (held): 1 h unknown of 100    1 %    whole, advice
+//	missing above  bucket 0 without data, bucket 1 72 s without (beyond the
+//	               36 s a bucket may lack to scrape jitter): 1.02 h missing
+//	                                                              1.02 % partial, advice
+//	unknown above  bucket 0 unknown, bucket 1 36 s unknown + 3,564 s idle:
+//	               1.01 h unknown of 100                          1.01 % partial, blocked
+func TestOnePercentBoundaries(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		first            func(h hourly) // the buckets before idleFrom
+		idleFrom         int            // ml/p holds GPU-A idle from this bucket on
+		partial, blocked bool           // blocked: no advice for the holding or its node
+	}{
+		{"missing", func(h hourly) {}, 1, false, false},
+		{"unknown", func(h hourly) { h.add("GPU-A", "p", 0, model.StateUnknown, 3600) }, 1, false, false},
+		{"missing above", func(h hourly) { h.add("GPU-A", "p", 1, model.StateIdle, 3528) }, 2, true, false},
+		{"unknown above", func(h hourly) {
+			h.add("GPU-A", "p", 0, model.StateUnknown, 3600)
+			h.add("GPU-A", "p", 1, model.StateUnknown, 36)
+			h.add("GPU-A", "p", 1, model.StateIdle, 3564)
+		}, 2, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHourly(100)
+			c.first(h)
+			for b := c.idleFrom; b < 100; b++ {
+				h.add("GPU-A", "p", b, model.StateIdle, 3600)
+			}
+			r, err := analysis.Analyze(h.d, nil, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Coverage.ExpectedHours != 100 {
+				t.Fatalf("expected %g device-hours, want 100", r.Coverage.ExpectedHours)
+			}
+			p := holding(t, r, "p")
+			if r.Partial != c.partial || r.UnknownBlocked(p) != c.blocked || r.DrainBlocked("", "n1") != c.blocked {
+				t.Errorf("missing %g h, unknown %g h of 100: partial %v, holding blocked %v, node blocked %v; want partial %v, blocked %v",
+					r.Coverage.MissingHours, r.Coverage.UnknownHours, r.Partial, r.UnknownBlocked(p), r.DrainBlocked("", "n1"), c.partial, c.blocked)
+			}
+		})
+	}
+}
