@@ -3,40 +3,27 @@ package analysis_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/internal/hourly"
 	"github.com/gputally/gputally/report/model"
 )
 
-// hourly is a dataset of buckets 1 h step buckets that a test fills hour by
-// hour, as a source does (model.Dataset.AddSeconds).
-type hourly struct{ d *model.Dataset }
+// hours is a test's dataset of 1 h step buckets, on GPUs of node n1 (H100
+// at 1.80 EUR/h), held by pods of namespace ml.
+type hours struct{ d *model.Dataset }
 
-func newHourly(buckets int) hourly {
-	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	d := model.NewDataset(model.Range{Start: start, End: start.Add(time.Duration(buckets) * time.Hour), Step: time.Hour, Resolution: 5 * time.Minute})
-	d.Ledger = map[model.HoldingKey]*model.LedgerEntry{}
-	return hourly{d}
-}
+func newHours(buckets int) hours { return hours{hourly.Dataset(buckets)} }
 
-// add books sec device-seconds of state st in bucket b on GPU uuid (index
-// 0 on node n1, an H100 at 1.80 EUR/h), held by pod of namespace ml ("": no
-// one).
-func (h hourly) add(uuid, pod string, b, st int, sec float64) {
-	k := model.HoldingKey{Dev: model.DeviceKey{UUID: uuid}}
+// add books sec device-seconds of state st in bucket b on GPU uuid, held by
+// ml/pod/main ("": no one).
+func (h hours) add(uuid, pod string, b, st int, sec float64) {
+	var holder model.HolderKey
 	if pod != "" {
-		k.Holder = model.HolderKey{Namespace: "ml", Pod: pod, Container: "main"}
+		holder = model.HolderKey{Namespace: "ml", Pod: pod, Container: "main"}
 	}
-	d := h.d
-	e := d.Ledger[k]
-	if e == nil {
-		e = &model.LedgerEntry{Model: "NVIDIA H100 80GB HBM3", Host: "n1", GPU: "0", Last: -1, BusyPerBucket: make([]float32, d.Buckets), Kind: model.Exact}
-		d.Ledger[k] = e
-	}
-	e.Seconds[st] += sec
-	e.EUR[st] += sec * 1.8 / 3600
-	d.AddSeconds(e, d.GPU(k.Dev.GPU(), e), b, st, sec)
+	dev := hourly.Device{Key: model.DeviceKey{UUID: uuid}, Host: "n1", GPU: "0", Model: "NVIDIA H100 80GB HBM3", EURPerHour: 1.8}
+	hourly.Add(h.d, dev, holder, b, st, sec)
 }
 
 // holding returns the holding ml/pod of r.
@@ -57,7 +44,7 @@ func holding(t *testing.T, r *analysis.Result, pod string) *analysis.Holding {
 // range's last bucket is there at its end: ml/live, not ml/ended, whose data
 // ends one bucket before.
 func TestAtEndIsTheLastBucket(t *testing.T) {
-	h := newHourly(3)
+	h := newHours(3)
 	h.add("GPU-A", "ended", 0, model.StateIdle, 3600)
 	h.add("GPU-A", "ended", 1, model.StateIdle, 3600)
 	h.add("GPU-A", "", 2, model.StateUnallocated, 3600)
@@ -81,7 +68,7 @@ func TestAtEndIsTheLastBucket(t *testing.T) {
 // engine's warning that data is missing: the report is partial — refused
 // without --allow-partial, marked and saying so with it.
 func TestOneEngineWarningMakesPartial(t *testing.T) {
-	h := newHourly(2)
+	h := newHours(2)
 	for b := range 2 {
 		h.add("GPU-A", "p", b, model.StateBusy, 3600)
 		h.add("GPU-B", "", b, model.StateUnallocated, 3600)
@@ -119,21 +106,21 @@ func TestOneEngineWarningMakesPartial(t *testing.T) {
 func TestOnePercentBoundaries(t *testing.T) {
 	for _, c := range []struct {
 		name             string
-		first            func(h hourly) // the buckets before idleFrom
-		idleFrom         int            // ml/p holds GPU-A idle from this bucket on
-		partial, blocked bool           // blocked: no advice for the holding or its node
+		first            func(h hours) // the buckets before idleFrom
+		idleFrom         int           // ml/p holds GPU-A idle from this bucket on
+		partial, blocked bool          // blocked: no advice for the holding or its node
 	}{
-		{"missing", func(h hourly) {}, 1, false, false},
-		{"unknown", func(h hourly) { h.add("GPU-A", "p", 0, model.StateUnknown, 3600) }, 1, false, false},
-		{"missing above", func(h hourly) { h.add("GPU-A", "p", 1, model.StateIdle, 3528) }, 2, true, false},
-		{"unknown above", func(h hourly) {
+		{"missing", func(h hours) {}, 1, false, false},
+		{"unknown", func(h hours) { h.add("GPU-A", "p", 0, model.StateUnknown, 3600) }, 1, false, false},
+		{"missing above", func(h hours) { h.add("GPU-A", "p", 1, model.StateIdle, 3528) }, 2, true, false},
+		{"unknown above", func(h hours) {
 			h.add("GPU-A", "p", 0, model.StateUnknown, 3600)
 			h.add("GPU-A", "p", 1, model.StateUnknown, 36)
 			h.add("GPU-A", "p", 1, model.StateIdle, 3564)
 		}, 2, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHourly(100)
+			h := newHours(100)
 			c.first(h)
 			for b := c.idleFrom; b < 100; b++ {
 				h.add("GPU-A", "p", b, model.StateIdle, 3600)
