@@ -44,8 +44,18 @@ func TestBusyAtOnceMultiGPUPod(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if peak, want := busyPeaks(t, b.Store(), identity{}, start, end), map[model.ConcurrencyKey]int{{Namespace: "train"}: 9}; !maps.Equal(peak, want) {
+		t.Errorf("devices busy at once %v, want %v", peak, want)
+	}
+}
+
+// busyPeaks reads the devices busy at once in st over (start, end], in 1 h
+// buckets and 5 min resolution steps, and returns the most per namespace and
+// MIG profile.
+func busyPeaks(t *testing.T, st *Store, id identity, start, end time.Time) map[model.ConcurrencyKey]int {
+	t.Helper()
 	d := model.NewDataset(model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute})
-	c := &collector{run: &rangeRunner{q: NewEngineQuerier(b.Store(), time.Minute, discard()), maxPoints: 1000}}
+	c := &collector{id: id, run: &rangeRunner{q: NewEngineQuerier(st, time.Minute, discard()), maxPoints: 1000}}
 	if err := c.concurrency(context.Background(), d); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +65,5 @@ func TestBusyAtOnceMultiGPUPod(t *testing.T) {
 			peak[k] = max(peak[k], n)
 		}
 	}
-	if want := map[model.ConcurrencyKey]int{{Namespace: "train"}: 9}; !maps.Equal(peak, want) {
-		t.Errorf("devices busy at once %v, want %v", peak, want)
-	}
+	return peak
 }

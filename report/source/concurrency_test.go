@@ -112,17 +112,7 @@ func TestBusyAtOnceClusters(t *testing.T) {
 			appendLedger(t, b, base, ts, ts.Sub(start).Seconds())
 		}
 	}
-	d := model.NewDataset(model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute})
-	c := &collector{id: identity{"cluster"}, run: &rangeRunner{q: NewEngineQuerier(b.Store(), time.Minute, discard()), maxPoints: 1000}}
-	if err := c.concurrency(context.Background(), d); err != nil {
-		t.Fatal(err)
-	}
-	peak := map[model.ConcurrencyKey]int{}
-	for k, busy := range d.Concurrency.Busy {
-		for _, n := range busy {
-			peak[k] = max(peak[k], n)
-		}
-	}
+	peak := busyPeaks(t, b.Store(), identity{"cluster"}, start, end)
 	want := map[model.ConcurrencyKey]int{{Cluster: "east", Namespace: "ml"}: 2, {Cluster: "west", Namespace: "ml"}: 1}
 	if !maps.Equal(peak, want) {
 		t.Errorf("devices busy at once %v, want %v", peak, want)

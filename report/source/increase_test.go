@@ -252,6 +252,15 @@ func TestExactIncreaseScrapeGap(t *testing.T) {
 // holds). The gap stays a gap.
 // Scrapes every 30 s on the minute; the counter holds 1,000 s at the range's
 // start (the reviewer's buckets: 1,000, 1,180, 1,360, missing, 1,720).
+//
+// An exporter restart inside the gap (at 2:30) makes the counter start from 0
+// again: its first sample after the gap (3:00:30) holds 0.05 × 1,830 = 91.5 s,
+// below the last value before the gap — what it holds was accrued since the
+// restart and is read, into the bucket after the gap: the restarted counter's
+// whole value at 4:00, 0.05 × 5,400 = 270. For a series new in the range the
+// value compared with is the last one seen in the range (328.5 at 1:59:30):
+// compared with nothing, or counted from 0 only when new, it read 270 − 91.5
+// = 178.5.
 func TestExactIncreaseSlowCounterGap(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	end := start.Add(4 * time.Hour)
@@ -260,6 +269,7 @@ func TestExactIncreaseSlowCounterGap(t *testing.T) {
 		name    string
 		created time.Duration // the counter is 0 at start+created
 		gap     time.Duration // no scrapes in [gap, gap+1h]
+		restart time.Duration // the exporter restarts then, the counter from 0 (0: never)
 		// want per bucket ending at 1h…4h, device-seconds, hand-computed:
 		// a bucket scraped throughout reads 180; the one before the gap its
 		// growth to the last scrape 30 s before it, 178.5; the gap 0; the one
@@ -274,17 +284,23 @@ func TestExactIncreaseSlowCounterGap(t *testing.T) {
 		// First seen in the range (at 0:10:30, counting from 0 at 0:10): the
 		// first bucket reads its whole 150 s; after the gap it is not new.
 		{name: "new in the range, then a gap", created: 10 * time.Minute, gap: 2 * time.Hour, want: [4]float64{150, 178.5, 0, 178.5}},
+		{name: "a restart in the gap", created: -20000 * time.Second, gap: 2 * time.Hour, restart: 150 * time.Minute, want: [4]float64{180, 178.5, 0, 270}},
+		{name: "new in the range, a restart in the gap", created: 10 * time.Minute, gap: 2 * time.Hour, restart: 150 * time.Minute, want: [4]float64{150, 178.5, 0, 270}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := NewStoreBuilder()
 			base := []string{"UUID", "GPU-0", "gpu", "0", "Hostname", "node-0", "modelName", "NVIDIA H100 80GB HBM3",
 				"namespace", "ml", "pod", "p", "container", "c", "state", "busy"}
 			for ts := start.Add(-2 * time.Hour); !ts.After(end); ts = ts.Add(30 * time.Second) {
-				if off := ts.Sub(start); off <= c.created || off >= c.gap && off <= c.gap+time.Hour {
+				off := ts.Sub(start)
+				if off <= c.created || off >= c.gap && off <= c.gap+time.Hour {
 					continue // not created yet, or not scraped
 				}
-				secs := rate * ts.Sub(start.Add(c.created)).Seconds()
-				appendLedger(t, b, base, ts, secs)
+				from := c.created
+				if c.restart > 0 && off > c.restart {
+					from = c.restart
+				}
+				appendLedger(t, b, base, ts, rate*(off-from).Seconds())
 			}
 			d, l := ledgerOver(t, NewEngineQuerier(b.Store(), time.Minute, discard()), start, end, time.Hour)
 			g := d.GPUs[model.GPUKey{UUID: "GPU-0"}]
