@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -174,8 +175,8 @@ func TestFaultsReport(t *testing.T) {
 	if !warned {
 		t.Errorf("no warning names node-b's unknown hours: %q", r.Warnings)
 	}
-	wantGap := analysis.Gap{Node: "node-c", UUID: "GPU-C0", GPU: "0", From: start.Add(50 * time.Hour), To: start.Add(53 * time.Hour), Hours: 3}
-	if len(r.Coverage.Gaps) != 1 || r.Coverage.Gaps[0] != wantGap {
+	wantGap := analysis.Gap{Node: "node-c", UUID: "GPU-C0", GPU: "0", From: start.Add(50 * time.Hour), To: start.Add(53 * time.Hour), Hours: 3, Kind: analysis.GapMissing}
+	if len(r.Coverage.Gaps) != 1 || !reflect.DeepEqual(r.Coverage.Gaps[0], wantGap) {
 		t.Errorf("gaps %+v, want %+v", r.Coverage.Gaps, wantGap)
 	}
 	for _, n := range r.Coverage.Nodes {

@@ -2,6 +2,7 @@ package source
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -62,7 +63,7 @@ func (id identity) parseDCGMSeries(m pmodel.Metric, exported bool) dcgmSeries {
 		dev:   model.DeviceKey{Cluster: id.clusterOf(m), UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"])},
 		gpu:   string(m["gpu"]),
 		model: string(m["modelName"]),
-		host:  hostOf(m),
+		host:  dcgmHostOf(m),
 		// GPU_I_PROFILE only on MIG instances.
 		profile: string(m["GPU_I_PROFILE"]),
 	}
@@ -76,6 +77,40 @@ func (id identity) parseDCGMSeries(m pmodel.Metric, exported bool) dcgmSeries {
 		s.holder = model.HolderKey{}
 	}
 	return s
+}
+
+// dcgmHostLabels are the labels that name a DCGM_* series' node, in the
+// order they are read: dcgm-exporter's own (hostname since 4.8.3, Hostname
+// before: the node's name in Kubernetes, from the NODE_NAME its chart sets),
+// then the ones a relabeling adds from __meta_kubernetes_pod_node_name when
+// dcgm-exporter runs with -n (--no-hostname): nodename, as its chart's
+// example names it, or node.
+var dcgmHostLabels = []pmodel.LabelName{"hostname", "Hostname", "nodename", "node"}
+
+// dcgmHostOf returns the node of a DCGM_* series; "" when no label names it.
+func dcgmHostOf(m pmodel.Metric) string {
+	for _, l := range dcgmHostLabels {
+		if h, ok := m[l]; ok {
+			return string(h)
+		}
+	}
+	return ""
+}
+
+// noHost returns an error when a GPU's DCGM_* series name no node (the
+// first such GPU by UUID), saying how to have them do so.
+func noHost(series map[pmodel.Fingerprint]*dcgmSeries) error {
+	var s *dcgmSeries
+	for _, sr := range series {
+		if sr.host == "" && sr.dev.UUID != "" && (s == nil || sr.dev.UUID < s.dev.UUID) {
+			s = sr
+		}
+	}
+	if s == nil {
+		return nil
+	}
+	return fmt.Errorf("the dcgm-exporter series of GPU %s (%s, gpu %q) have no hostname label, nor Hostname, nodename or node: the report cannot tell which node the GPU is on. dcgm-exporter leaves the hostname out when started with -n (--no-hostname, DCGM_EXPORTER_NO_HOSTNAME): run it without, or add the node's name with a relabeling of __meta_kubernetes_pod_node_name to nodename in its scrape config (dcgm-exporter's chart has one to uncomment)",
+		s.dev.UUID, s.model, s.gpu)
 }
 
 // deviceReading is what one grid point sampled of one GPU or MIG instance.
@@ -170,8 +205,11 @@ type pointDevice struct {
 	uuid  string
 	id    *dcgmSeries // the GPU's identity: node, index, model
 	state cost.GPUState
-	// shared: a time-sliced GPU split by requested replicas (allocation share).
-	shared bool
+	// shared is, for a time-sliced GPU split by requested replicas
+	// (allocation share), the resource its replicas are offered as, as
+	// kube-state-metrics names it: ksmGPUShared, or ksmGPU when not
+	// renamed; "" for any other GPU.
+	shared string
 	// Per device of the GPU (the GPU itself, or each MIG instance, in the
 	// order of state.Instances): its reading and the holder whose activity
 	// and framebuffer it is (zero: none).
@@ -186,8 +224,9 @@ type pointPart struct {
 // classify applies the state rules to one grid point: the ledger input of
 // every GPU with a sample there, sorted by UUID. wholeSeen is, per node, how
 // many GPUs out of MIG mode the grid has seen there so far: a GPU without a
-// sample at this point still counts against the node's capacity.
-func classify(p *gridPoint, wholeSeen map[string]int) []pointDevice {
+// sample at this point still counts against the node's capacity. idleBelow
+// is the price book's idle threshold.
+func classify(p *gridPoint, wholeSeen map[string]int, idleBelow float64) []pointDevice {
 	gpus := map[string]*deviceReading{}
 	instances := map[string][]*deviceReading{}
 	for k, r := range p.devices {
@@ -220,7 +259,7 @@ func classify(p *gridPoint, wholeSeen map[string]int) []pointDevice {
 	for _, node := range slices.Sorted(maps.Keys(byNode)) {
 		uuids := byNode[node]
 		slices.Sort(uuids)
-		out = append(out, classifyNode(p, node, uuids, gpus, instances, wholeSeen[node])...)
+		out = append(out, classifyNode(p, node, uuids, gpus, instances, wholeSeen[node], idleBelow)...)
 	}
 	slices.SortFunc(out, func(a, b pointDevice) int { return cmp.Compare(a.uuid, b.uuid) })
 	return out
