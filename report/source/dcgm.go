@@ -15,8 +15,9 @@ import (
 	"github.com/gputally/gputally/report/model"
 )
 
-// DefaultGrid is the dcgm-exporter source's evaluation grid when none is
-// set: dcgm-exporter's default collect interval.
+// DefaultGrid is the dcgm-exporter source's evaluation grid of a cluster
+// whose scrape interval it could not measure: dcgm-exporter's default
+// collect interval.
 const DefaultGrid = 30 * time.Second
 
 // DCGMExporterOptions are the settings of a DCGMExporter source.
@@ -24,11 +25,10 @@ type DCGMExporterOptions struct {
 	// Book prices the devices, gives the idle threshold and splits MIG GPUs
 	// by its mig_weight, as the exporters' ledgers do; nil: cost.Default().
 	Book *cost.Book
-	// Grid is the evaluation grid: one state per device per grid point. It
-	// must divide the range's Step and Resolution, and be at least the
-	// scrape interval of dcgm-exporter and kube-state-metrics (a device
-	// without a sample in the Grid before a point is unknown there). 0:
-	// DefaultGrid.
+	// Grid is the evaluation grid of every cluster: one state per device
+	// per grid point; it must divide the range's Step and Resolution. 0:
+	// each cluster's grid follows the scrape interval the source measures
+	// there (dcgm_grid.go).
 	Grid time.Duration
 	// TeamLabel (optional) is a pod label key whose value names the team,
 	// read from kube-state-metrics' kube_pod_labels into Dataset.PodTeams.
@@ -66,9 +66,6 @@ type DCGMExporter struct {
 func NewDCGMExporter(q Querier, opts DCGMExporterOptions) *DCGMExporter {
 	if opts.Book == nil {
 		opts.Book = cost.Default()
-	}
-	if opts.Grid <= 0 {
-		opts.Grid = DefaultGrid
 	}
 	return &DCGMExporter{q: q, opts: opts}
 }
@@ -114,11 +111,11 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	if err != nil {
 		return nil, err
 	}
-	dcgm, err := s.measureIntervals(ctx, run, r, id, "DCGM_FI_DEV_FB_USED")
+	dcgm, err := s.measureIntervals(ctx, run, r, id, "DCGM_FI_DEV_FB_USED", "UUID, GPU_I_ID")
 	if err != nil {
 		return nil, err
 	}
-	ksm, err := s.measureIntervals(ctx, run, r, id, `kube_node_status_capacity{resource="pods"}`)
+	ksm, err := s.measureIntervals(ctx, run, r, id, `kube_node_status_capacity{resource="pods"}`, "node, exported_node")
 	if err != nil {
 		return nil, err
 	}
@@ -294,8 +291,8 @@ func dcgmQueries(p gridPlan, exported bool, dedupe []string, id identity) []dcgm
 	// out of a request a series whose first sample lies exactly at its end
 	// (a job that starts there).
 	w := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(p.dcgmWindow))
-	device := func(name string, set func(r *deviceReading, v float64)) dcgmQuery {
-		return dcgmQuery{name: name, query: fmt.Sprintf("max without (%s) (last_over_time(%s[%s))", without(dcgmWithout, dedupe), selector(name, p.selector), w),
+	device := func(name, window string, set func(r *deviceReading, h model.HolderKey, v float64)) dcgmQuery {
+		return dcgmQuery{name: name, query: fmt.Sprintf("max without (%s) (last_over_time(%s[%s))", without(dcgmWithout, dedupe), selector(name, p.selector), window),
 			fill: func(pt *gridPoint, m pmodel.Metric, series map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				fp := m.Fingerprint()
 				s := series[fp]
@@ -304,24 +301,26 @@ func dcgmQueries(p gridPlan, exported bool, dedupe []string, id identity) []dcgm
 					s = &ps
 					series[fp] = s
 				}
-				if s.dev.UUID == "" {
-					return
+				if s.dev.UUID != "" {
+					set(pt.device(s), s.holder, v)
 				}
-				r := pt.device(s)
-				r.addHolder(s.holder)
-				set(r, v)
 			}}
 	}
+	// Which series had a sample in the last scrape interval (or grid step,
+	// when longer) before each point: the device's current ones, when its
+	// lookback also holds a series that ended (deviceReading.resolve).
+	presence := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(max(p.grid, p.dcgmFastest)))
 	// kube-state-metrics is scraped on its own schedule: its last sample in
 	// its own lookback before each point.
 	kw := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(p.ksmWindow))
 	requests := selector("kube_pod_container_resource_requests", `resource=~"nvidia_com_.*"`, p.selector)
 	return []dcgmQuery{
-		device("DCGM_FI_PROF_GR_ENGINE_ACTIVE", func(r *deviceReading, v float64) { r.gr = maxNaN(r.gr, v) }),
-		device("DCGM_FI_DEV_GPU_UTIL", func(r *deviceReading, v float64) { r.util = maxNaN(r.util, v) }),
-		device("DCGM_FI_DEV_FB_USED", func(r *deviceReading, v float64) { r.fb = maxNaN(r.fb, v) }),
-		device("DCGM_FI_DEV_POWER_USAGE", func(r *deviceReading, v float64) { r.power = maxNaN(r.power, v) }),
-		device("DCGM_FI_DEV_XID_ERRORS", func(r *deviceReading, v float64) { r.xid = maxNaN(r.xid, v) }),
+		device("DCGM_FI_PROF_GR_ENGINE_ACTIVE", w, func(r *deviceReading, h model.HolderKey, v float64) { r.of(h).gr = maxNaN(r.of(h).gr, v) }),
+		device("DCGM_FI_DEV_GPU_UTIL", w, func(r *deviceReading, h model.HolderKey, v float64) { r.of(h).util = maxNaN(r.of(h).util, v) }),
+		device("DCGM_FI_DEV_FB_USED", w, func(r *deviceReading, h model.HolderKey, v float64) { r.of(h).fb = maxNaN(r.of(h).fb, v) }),
+		device("DCGM_FI_DEV_POWER_USAGE", w, func(r *deviceReading, h model.HolderKey, v float64) { r.of(h).power = maxNaN(r.of(h).power, v) }),
+		device("DCGM_FI_DEV_XID_ERRORS", w, func(r *deviceReading, h model.HolderKey, v float64) { r.of(h).xid = maxNaN(r.of(h).xid, v) }),
+		device("DCGM_FI_DEV_FB_USED", presence, func(r *deviceReading, h model.HolderKey, _ float64) { r.markFresh(h) }),
 		{name: "kube_pod_container_resource_requests",
 			query: fmt.Sprintf(`max without (%s) (last_over_time(%s[%s))`, without("instance, job, uid, unit", dedupe), requests, kw),
 			fill: func(pt *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {

@@ -51,6 +51,7 @@ type gridPlan struct {
 	grid                  time.Duration
 	dcgmWindow, ksmWindow time.Duration
 	dcgmScrape, ksmScrape time.Duration // the slowest jobs' intervals measured; 0: none
+	dcgmFastest           time.Duration // the fastest dcgm-exporter job's interval; 0: none
 	clusters              []string      // sorted
 	selector              string        // the cluster matcher of the queries; "": every series
 }
@@ -79,14 +80,19 @@ func gridFor(interval, res time.Duration) time.Duration {
 
 // measureIntervals returns how often the series of metric (a selector) were
 // scraped, per cluster: per job, the step over the median number of samples
-// a series has in a step bucket, the median over the buckets with any;
+// a thing has in a step bucket, the median over the buckets with any;
 // across a cluster's jobs the fastest and the slowest, rounded to whole
-// milliseconds. The buckets are shifted a millisecond later, as the grid's
-// lookbacks are (dcgmQueries): an engine that closes a range on both ends
-// would otherwise count a scrape on the bucket's edge in two buckets.
-func (s *DCGMExporter) measureIntervals(ctx context.Context, run *rangeRunner, r model.Range, id identity, metric string) (intervals, error) {
+// milliseconds. A thing is a series with its labels but those of thing
+// (the device of a DCGM_* series, whichever pods were labelled on it in the
+// bucket: a pod's series alone would make the interval of a pod that ran
+// ten minutes of the hour six times too long). The buckets are shifted a
+// millisecond later, as the grid's lookbacks are (dcgmQueries): an engine
+// that closes a range on both ends would otherwise count a scrape on the
+// bucket's edge in two buckets.
+func (s *DCGMExporter) measureIntervals(ctx context.Context, run *rangeRunner, r model.Range, id identity, metric, thing string) (intervals, error) {
 	counts := map[[2]string][]float64{} // by cluster and job: the median count per bucket
-	err := run.run(ctx, "scrape interval of "+metric, fmt.Sprintf("quantile(0.5, count_over_time(%s[%s] offset -1ms)) by (%s)", metric, pmodel.Duration(r.Step), id.by("job")),
+	perThing := fmt.Sprintf("sum by (%s) (count_over_time(%s[%s] offset -1ms))", without(id.by("job, "+thing), s.opts.DedupeLabels), metric, pmodel.Duration(r.Step))
+	err := run.run(ctx, "scrape interval of "+metric, fmt.Sprintf("quantile(0.5, %s) by (%s)", perThing, id.by("job")),
 		r.Start.Add(r.Step), r.End, r.Step, func(m pmodel.Matrix) {
 			for _, st := range m {
 				k := [2]string{id.clusterOf(st.Metric), string(st.Metric["job"])}
@@ -134,7 +140,7 @@ func (s *DCGMExporter) plan(dcgm, ksm intervals, res time.Duration, id identity)
 		if ksmScrape <= 0 {
 			ksmScrape = ksmDefaultInterval
 		}
-		p := gridPlan{grid: g, dcgmWindow: lookback(g, d[1]), ksmWindow: lookback(g, ksmScrape), dcgmScrape: d[1], ksmScrape: k[1]}
+		p := gridPlan{grid: g, dcgmWindow: lookback(g, d[1]), ksmWindow: lookback(g, ksmScrape), dcgmScrape: d[1], ksmScrape: k[1], dcgmFastest: d[0]}
 		key := [3]time.Duration{p.grid, p.dcgmWindow, p.ksmWindow}
 		if byKey[key] == nil {
 			byKey[key] = &p

@@ -113,48 +113,6 @@ func noHost(series map[pmodel.Fingerprint]*dcgmSeries) error {
 		s.dev.UUID, s.model, s.gpu)
 }
 
-// deviceReading is what one grid point sampled of one GPU or MIG instance.
-type deviceReading struct {
-	id      *dcgmSeries // the first series seen: identity, model, host
-	holders []model.HolderKey
-	gr      float64 // DCGM_FI_PROF_GR_ENGINE_ACTIVE, 0–1; NaN: none
-	util    float64 // DCGM_FI_DEV_GPU_UTIL, %; NaN: none
-	fb      float64 // DCGM_FI_DEV_FB_USED, MiB; NaN: none
-	power   float64 // DCGM_FI_DEV_POWER_USAGE, W; NaN: none
-	xid     float64 // DCGM_FI_DEV_XID_ERRORS; NaN: none
-}
-
-func newDeviceReading(s *dcgmSeries) *deviceReading {
-	nan := math.NaN()
-	return &deviceReading{id: s, gr: nan, util: nan, fb: nan, power: nan, xid: nan}
-}
-
-// activity is the device's activity ratio: GR engine, else GPU utilization
-// (never on a MIG instance); NaN without either.
-func (r *deviceReading) activity() float64 {
-	if !math.IsNaN(r.gr) {
-		return r.gr
-	}
-	if r.id.dev.GI == "" && !math.IsNaN(r.util) {
-		return r.util / 100
-	}
-	return math.NaN()
-}
-
-func (r *deviceReading) addHolder(h model.HolderKey) {
-	if h != (model.HolderKey{}) && !slices.Contains(r.holders, h) {
-		r.holders = append(r.holders, h)
-	}
-}
-
-// maxNaN returns the larger of a and b, ignoring NaN.
-func maxNaN(a, b float64) float64 {
-	if math.IsNaN(a) || b > a {
-		return b
-	}
-	return a
-}
-
 // ksmRequest is one container's request of an nvidia.com resource
 // (kube_pod_container_resource_requests).
 type ksmRequest struct {
@@ -230,6 +188,7 @@ func classify(p *gridPoint, wholeSeen map[string]int, idleBelow float64) []point
 	gpus := map[string]*deviceReading{}
 	instances := map[string][]*deviceReading{}
 	for k, r := range p.devices {
+		r.resolve()
 		if k.GI == "" {
 			gpus[k.UUID] = r
 		} else {
