@@ -291,7 +291,7 @@ func dcgmQueries(p gridPlan, exported bool, dedupe []string, id identity) []dcgm
 	// out of a request a series whose first sample lies exactly at its end
 	// (a job that starts there).
 	w := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(p.dcgmWindow))
-	device := func(name, window string, set func(r *deviceReading, h model.HolderKey, v float64)) dcgmQuery {
+	device := func(name, window string, set func(r *deviceReading, s *dcgmSeries, v float64)) dcgmQuery {
 		return dcgmQuery{name: name, query: fmt.Sprintf("max without (%s) (last_over_time(%s[%s))", without(dcgmWithout, dedupe), selector(name, p.selector), window),
 			fill: func(pt *gridPoint, m pmodel.Metric, series map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				fp := m.Fingerprint()
@@ -302,25 +302,32 @@ func dcgmQueries(p gridPlan, exported bool, dedupe []string, id identity) []dcgm
 					series[fp] = s
 				}
 				if s.dev.UUID != "" {
-					set(pt.device(s), s.holder, v)
+					set(pt.device(s), s, v)
 				}
 			}}
 	}
 	// Which series had a sample in the last scrape interval (or grid step,
 	// when longer) before each point: the device's current ones, when its
-	// lookback also holds a series that ended (deviceReading.resolve).
+	// lookback also holds a series that ended (deviceReading). Read first.
 	presence := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(max(p.grid, p.dcgmFastest)))
+	value := func(field func(r *deviceReading) *float64) func(r *deviceReading, s *dcgmSeries, v float64) {
+		return func(r *deviceReading, s *dcgmSeries, v float64) {
+			if r.current(s) {
+				*field(r) = maxNaN(*field(r), v)
+			}
+		}
+	}
 	// kube-state-metrics is scraped on its own schedule: its last sample in
 	// its own lookback before each point.
 	kw := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(p.ksmWindow))
 	requests := selector("kube_pod_container_resource_requests", `resource=~"nvidia_com_.*"`, p.selector)
 	return []dcgmQuery{
-		device("DCGM_FI_PROF_GR_ENGINE_ACTIVE", w, func(r *deviceReading, h model.HolderKey, v float64) { r.of(h).gr = maxNaN(r.of(h).gr, v) }),
-		device("DCGM_FI_DEV_GPU_UTIL", w, func(r *deviceReading, h model.HolderKey, v float64) { r.of(h).util = maxNaN(r.of(h).util, v) }),
-		device("DCGM_FI_DEV_FB_USED", w, func(r *deviceReading, h model.HolderKey, v float64) { r.of(h).fb = maxNaN(r.of(h).fb, v) }),
-		device("DCGM_FI_DEV_POWER_USAGE", w, func(r *deviceReading, h model.HolderKey, v float64) { r.of(h).power = maxNaN(r.of(h).power, v) }),
-		device("DCGM_FI_DEV_XID_ERRORS", w, func(r *deviceReading, h model.HolderKey, v float64) { r.of(h).xid = maxNaN(r.of(h).xid, v) }),
-		device("DCGM_FI_DEV_FB_USED", presence, func(r *deviceReading, h model.HolderKey, _ float64) { r.markFresh(h) }),
+		device("DCGM_FI_DEV_FB_USED", presence, func(r *deviceReading, s *dcgmSeries, _ float64) { r.markFresh(s) }),
+		device("DCGM_FI_PROF_GR_ENGINE_ACTIVE", w, value(func(r *deviceReading) *float64 { return &r.gr })),
+		device("DCGM_FI_DEV_GPU_UTIL", w, value(func(r *deviceReading) *float64 { return &r.util })),
+		device("DCGM_FI_DEV_FB_USED", w, value(func(r *deviceReading) *float64 { return &r.fb })),
+		device("DCGM_FI_DEV_POWER_USAGE", w, value(func(r *deviceReading) *float64 { return &r.power })),
+		device("DCGM_FI_DEV_XID_ERRORS", w, value(func(r *deviceReading) *float64 { return &r.xid })),
 		{name: "kube_pod_container_resource_requests",
 			query: fmt.Sprintf(`max without (%s) (last_over_time(%s[%s))`, without("instance, job, uid, unit", dedupe), requests, kw),
 			fill: func(pt *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {

@@ -8,21 +8,23 @@ import (
 )
 
 // deviceReading is what one grid point sampled of one GPU or MIG instance:
-// per holder labelled on its series (none too), the values of those series'
-// last samples in the lookback, and the holders whose series have a sample
-// in the presence window. The lookback is longer than a scrape interval
-// (dcgm_grid.go), so that a late scrape still counts; it then also holds
-// the last sample of a series that ended a scrape ago — the pod that left
-// as the next one came. resolve reads only the series with a sample in the
-// presence window (at most one scrape long) when there are any: the
-// device's holders and values are those of its latest scrape.
+// the holders labelled on its current series and those series' values.
+//
+// A point's lookback is longer than a scrape interval (dcgm_grid.go), so
+// that a late scrape still counts; it then also holds the last sample of a
+// series that ended a scrape ago — the pod that left as the next one came.
+// So the presence query, read first, marks the series with a sample in the
+// last scrape interval before the point (fresh); when a device has any,
+// its other series are past and the value queries leave them out: the
+// device's holders and values are those of its latest scrape. A device
+// with no fresh series (a scrape stored late, a job scraped less often than
+// the grid) reads every series of its lookback.
 type deviceReading struct {
-	id     *dcgmSeries // the first series seen: identity, model, host
-	series []holderReading
-	fresh  []model.HolderKey // holders with a sample in the presence window
-	// Set by resolve: the holders of the current series, and their values.
+	id      *dcgmSeries // the first series seen: identity, model, host
 	holders []model.HolderKey
+	fresh   []*dcgmSeries // the series with a sample in the presence window
 	readings
+	freshBuf [1]*dcgmSeries // fresh's first array: one series at almost every point
 }
 
 // readings are the values of a device's series at a grid point; NaN: none.
@@ -34,58 +36,30 @@ type readings struct {
 	xid   float64 // DCGM_FI_DEV_XID_ERRORS
 }
 
-// holderReading is the readings of the series labelled with one holder.
-type holderReading struct {
-	holder model.HolderKey
-	readings
-}
-
-func noReadings() readings {
-	nan := math.NaN()
-	return readings{gr: nan, util: nan, fb: nan, power: nan, xid: nan}
-}
-
 func newDeviceReading(s *dcgmSeries) *deviceReading {
-	return &deviceReading{id: s, readings: noReadings()}
+	nan := math.NaN()
+	r := &deviceReading{id: s, readings: readings{gr: nan, util: nan, fb: nan, power: nan, xid: nan}}
+	r.fresh = r.freshBuf[:0]
+	return r
 }
 
-// of returns the readings of the series labelled with h, made if new.
-func (r *deviceReading) of(h model.HolderKey) *readings {
-	for i := range r.series {
-		if r.series[i].holder == h {
-			return &r.series[i].readings
-		}
-	}
-	r.series = append(r.series, holderReading{holder: h, readings: noReadings()})
-	return &r.series[len(r.series)-1].readings
-}
-
-// markFresh notes that a series labelled with h has a sample in the
-// presence window.
-func (r *deviceReading) markFresh(h model.HolderKey) {
-	if !slices.Contains(r.fresh, h) {
-		r.fresh = append(r.fresh, h)
+// markFresh notes that series s has a sample in the presence window.
+func (r *deviceReading) markFresh(s *dcgmSeries) {
+	if !slices.Contains(r.fresh, s) {
+		r.fresh = append(r.fresh, s)
 	}
 }
 
-// resolve sets the device's holders and readings from its current series:
-// those with a sample in the presence window, or every one when none has
-// (a scrape stored late, a job scraped less often than the grid).
-func (r *deviceReading) resolve() {
-	anyFresh := false
-	for _, s := range r.series {
-		anyFresh = anyFresh || slices.Contains(r.fresh, s.holder)
+// current reports whether series s is one of the device's current ones —
+// fresh, or any when none is — and adds its holder when it is.
+func (r *deviceReading) current(s *dcgmSeries) bool {
+	if len(r.fresh) > 0 && !slices.Contains(r.fresh, s) {
+		return false
 	}
-	for _, s := range r.series {
-		if anyFresh && !slices.Contains(r.fresh, s.holder) {
-			continue
-		}
-		if s.holder != (model.HolderKey{}) {
-			r.holders = append(r.holders, s.holder)
-		}
-		r.gr, r.util, r.fb = maxNaN(r.gr, s.gr), maxNaN(r.util, s.util), maxNaN(r.fb, s.fb)
-		r.power, r.xid = maxNaN(r.power, s.power), maxNaN(r.xid, s.xid)
+	if h := s.holder; h != (model.HolderKey{}) && !slices.Contains(r.holders, h) {
+		r.holders = append(r.holders, h)
 	}
+	return true
 }
 
 // activity is the device's activity ratio: GR engine, else GPU utilization

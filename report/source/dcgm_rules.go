@@ -188,7 +188,6 @@ func classify(p *gridPoint, wholeSeen map[string]int, idleBelow float64) []point
 	gpus := map[string]*deviceReading{}
 	instances := map[string][]*deviceReading{}
 	for k, r := range p.devices {
-		r.resolve()
 		if k.GI == "" {
 			gpus[k.UUID] = r
 		} else {
