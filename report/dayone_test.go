@@ -565,6 +565,20 @@ func TestDayOneGapIsItsHoldersUnknown(t *testing.T) {
 		from, to    time.Duration
 		hours       float64
 	}{{"2", "dev/notebook-0/jupyter", 20 * time.Hour, 21*time.Hour + 29*time.Minute + 30*time.Second, unknown}})
+	// The renderers list it with its holder: Markdown's gaps table, the
+	// CSV's gap row (its hours unknown, its holder in the evidence).
+	for format, want := range map[string]string{
+		FormatMarkdown: "| dev/notebook-0/jupyter | 2026-01-05T20:00:00Z | 2026-01-05T21:29:30Z | 1.5 | unknown |",
+		FormatCSV:      ",unknown,,,,held by dev/notebook-0/jupyter,,1.491667,,,,,2026-01-05T20:00:00Z,2026-01-05T21:29:30Z,",
+	} {
+		var out bytes.Buffer
+		if err := render.Render(&out, r, format); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("%s lacks %q", format, want)
+		}
+	}
 }
 
 // TestDayOneExporterOutage: gpu-node-a's dcgm-exporter stopped from 10 h to

@@ -187,7 +187,7 @@ func TestFaultsReport(t *testing.T) {
 
 	// Every format states the lost GPU, the unknown hours, the coverage and the gap.
 	for _, c := range []struct{ format, lost, unknown, coverage, gap string }{
-		{FormatMarkdown, wantBroken, "7.0 unknown", "99.6 % of 840.0 device-hours seen", "| node-c | 0 | GPU-C0 | 2026-01-07T02:00:00Z | 2026-01-07T05:00:00Z | 3.0 |"},
+		{FormatMarkdown, wantBroken, "7.0 unknown", "99.6 % of 840.0 device-hours seen", "| node-c | 0 | GPU-C0 |  | 2026-01-07T02:00:00Z | 2026-01-07T05:00:00Z | 3.0 | missing |"},
 		{FormatHTML, wantBroken, "unknown<b>10.50 EUR</b>", "99.6 % of 840.0 device-hours seen", "<td class=\"l\">2026-01-07T02:00:00Z</td><td class=\"l\">2026-01-07T05:00:00Z</td><td>3.0</td>"},
 		// The timeline chart stacks lost and unknown hours too.
 		{FormatHTML, `<rect class="lost" x=`, `<rect class="unknown" x=`, `lost legend`, `unknown legend`},

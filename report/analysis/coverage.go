@@ -92,7 +92,7 @@ type Gap struct {
 	// Holders are the containers (namespace/pod/container) that held the
 	// GPU at its last sample before an unknown gap, whose unknown time it
 	// is; none when no one held it, or for a missing gap.
-	Holders []string `json:"holders,omitempty"`
+	Holders []string `json:"holders"`
 }
 
 // The kinds of Gap.
