@@ -21,7 +21,6 @@ import (
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/history"
 	"github.com/gputally/gputally/report/advice"
-	"github.com/gputally/gputally/report/model"
 	"github.com/gputally/gputally/report/render"
 	"github.com/gputally/gputally/report/source"
 )
@@ -175,17 +174,6 @@ func dayOneReport(t testing.TB, st *Store, cfg Config) (*Report, error) {
 		t.Fatal(err)
 	}
 	return Generate(context.Background(), cfg, cfg.source(source.NewEngineQuerier(st, time.Minute, discard())), discard())
-}
-
-// dayOneDataset collects cfg's range of st through cfg's source.
-func dayOneDataset(t testing.TB, st *Store, cfg Config) *model.Dataset {
-	t.Helper()
-	d, err := cfg.source(source.NewEngineQuerier(st, time.Minute, discard())).Collect(context.Background(),
-		model.Range{Start: cfg.End.Add(-cfg.Range), End: cfg.End, Step: cfg.Step, Resolution: cfg.Resolution})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 // sinkFunc is a history.Sink of a function.
