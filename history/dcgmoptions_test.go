@@ -26,7 +26,7 @@ func (s *everyScrapeSink) AddScrape(mfs []*dto.MetricFamily, t time.Time) error 
 
 func runOptions(t *testing.T, scenario string, d time.Duration, o Options) *everyScrapeSink {
 	t.Helper()
-	sc, err := sim.Parse([]byte(scenario), "test.yaml")
+	sc, err := sim.Load(scenario)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,22 +39,8 @@ func runOptions(t *testing.T, scenario string, d time.Duration, o Options) *ever
 }
 
 // lostAndPlain: GPU 0 is time-sliced ×4 without renaming, replicas 0 and 3
-// held by dev/a-0 and dev/b-0; GPU 1 falls off the bus at 1 min.
-const lostAndPlain = `seed: 8
-node: {hostname: opts-node}
-gpus:
-  - model: NVIDIA H100 80GB HBM3
-    replicas: 4
-    resource: nvidia.com/gpu
-  - model: NVIDIA H100 80GB HBM3
-workloads:
-  - {name: nb, pattern: idle, fb_mib: 8000}
-pods:
-  - {namespace: dev, pod: b-0, container: c, resource: nvidia.com/gpu, device: {gpu: 0, replica: 3}, workload: nb}
-  - {namespace: dev, pod: a-0, container: c, resource: nvidia.com/gpu, device: {gpu: 0, replica: 0}, workload: nb}
-events:
-  - {at: 1m, gpu: 1, lost: true}
-`
+// held by dev/a-0 and dev/b-0; GPU 1, ml/t-0's, falls off the bus at 1 min.
+const lostAndPlain = "../testdata/scenarios/replicas-not-renamed.yaml"
 
 // TestDCGMExporterFlavorLeavesOut: each DCGMExporterOptions field leaves out
 // what it names and nothing else — no hostname label on any DCGM_* series,
@@ -110,7 +96,7 @@ func TestDCGMExporterFlavorLeavesOut(t *testing.T) {
 // TestDCGMExporterFlavorReplicasNotRenamed: on GPU 0, time-sliced without
 // renaming, the DCGM_* series carry the pod labels of the last container
 // listed that holds a replica — dev/b-0 sorts after dev/a-0 — as
-// dcgm-exporter's pod mapper writes them; the whole GPU 1 none.
+// dcgm-exporter's pod mapper writes them; the whole GPU 1 its own pod's.
 func TestDCGMExporterFlavorReplicasNotRenamed(t *testing.T) {
 	s := runOptions(t, lostAndPlain, 30*time.Second, Options{SampleInterval: 30 * time.Second, ScrapeInterval: 30 * time.Second})
 	util := familyOf(s.scrapes[0], "DCGM_FI_DEV_GPU_UTIL")
@@ -121,8 +107,8 @@ func TestDCGMExporterFlavorReplicasNotRenamed(t *testing.T) {
 			t.Errorf("labels not sorted: %v", labelNames(m))
 		}
 	}
-	if pods["0"] != "dev/b-0/c" || pods["1"] != "//" {
-		t.Errorf("pods labelled %v, want dev/b-0/c on GPU 0 and none on GPU 1", pods)
+	if pods["0"] != "dev/b-0/c" || pods["1"] != "ml/t-0/c" {
+		t.Errorf("pods labelled %v, want dev/b-0/c on GPU 0 and ml/t-0/c, its own, on GPU 1", pods)
 	}
 }
 

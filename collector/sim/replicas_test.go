@@ -1,35 +1,22 @@
 package sim
 
 import (
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// notRenamed is a node whose GPU 0 is time-sliced ×4 without renaming: the
-// device plugin advertises its replicas as nvidia.com/gpu (renameByDefault
-// false), beside a whole GPU 1.
-const notRenamed = `seed: 5
-node: {hostname: plain-node}
-gpus:
-  - model: NVIDIA H100 80GB HBM3
-    replicas: 4
-    resource: nvidia.com/gpu
-  - model: NVIDIA H100 80GB HBM3
-workloads:
-  - {name: nb, pattern: idle, fb_mib: 8000}
-pods:
-  - {namespace: dev, pod: a-0, container: c, resource: nvidia.com/gpu, device: {gpu: 0, replica: 0}, workload: nb}
-  - {namespace: dev, pod: b-0, container: c, resource: nvidia.com/gpu, device: {gpu: 0, replica: 3}, workload: nb}
-  - {namespace: ml, pod: t-0, container: c, resource: nvidia.com/gpu, device: {gpu: 1}, workload: nb}
-`
+// notRenamed is the scenario of time-slicing without renamed resources.
+const notRenamed = "../../testdata/scenarios/replicas-not-renamed.yaml"
 
 // TestReplicasNotRenamed: a group's resource: nvidia.com/gpu advertises its
 // replicas under that name — capacity 4 + 1 = 5 nvidia.com/gpu on two GPUs,
 // no nvidia.com/gpu.shared — and the pods on them request nvidia.com/gpu
 // with the replica's device ID.
 func TestReplicasNotRenamed(t *testing.T) {
-	sc, err := Parse([]byte(notRenamed), "plain.yaml")
+	sc, err := Load(notRenamed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +24,7 @@ func TestReplicasNotRenamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	requests, capacity := b.KubeState(t0.Add(time.Minute))
+	requests, capacity := b.KubeState(t0.Add(30 * time.Second))
 	if len(capacity) != 1 || capacity["nvidia.com/gpu"] != 5 {
 		t.Errorf("capacity %v, want nvidia.com/gpu: 5 alone", capacity)
 	}
@@ -56,14 +43,20 @@ func TestReplicasNotRenamed(t *testing.T) {
 // TestReplicasNotRenamedErrors: a pod on replicas that are not renamed
 // requests nvidia.com/gpu and names its replica.
 func TestReplicasNotRenamedErrors(t *testing.T) {
+	b, err := os.ReadFile(notRenamed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	line := strings.Count(text[:strings.Index(text, "pod: b-0")], "\n") + 1
 	for _, tc := range []struct{ old, new, want string }{
-		{"resource: nvidia.com/gpu, device: {gpu: 0, replica: 0}", "resource: nvidia.com/gpu.shared, device: {gpu: 0, replica: 0}",
-			"plain.yaml:11: pods[0].resource: GPU 0 is time-sliced (replicas: 4): request nvidia.com/gpu"},
-		{"device: {gpu: 0, replica: 0}", "device: {gpu: 0}", "plain.yaml:11: pods[0].device.replica: required for nvidia.com/gpu on a time-sliced GPU"},
+		{"resource: nvidia.com/gpu, device: {gpu: 0, replica: 3}", "resource: nvidia.com/gpu.shared, device: {gpu: 0, replica: 3}",
+			"pods[0].resource: GPU 0 is time-sliced (replicas: 4): request nvidia.com/gpu"},
+		{"device: {gpu: 0, replica: 3}", "device: {gpu: 0}", "pods[0].device.replica: required for nvidia.com/gpu on a time-sliced GPU"},
 	} {
-		_, err := Parse([]byte(strings.Replace(notRenamed, tc.old, tc.new, 1)), "plain.yaml")
-		if err == nil || err.Error() != tc.want {
-			t.Errorf("%s: error %v, want %q", tc.new, err, tc.want)
+		_, err := Parse([]byte(strings.Replace(text, tc.old, tc.new, 1)), "plain.yaml")
+		if want := "plain.yaml:" + strconv.Itoa(line) + ": " + tc.want; err == nil || err.Error() != want {
+			t.Errorf("%s: error %v, want %q", tc.new, err, want)
 		}
 	}
 }

@@ -38,10 +38,10 @@ models:
 // engine holds the last 15, half the range. The report exits 0 without
 // --allow-partial; it covers the history there is — from the first kept
 // scrape's grid step, 1 min before day 2 — 360 of the 720 hours asked for,
-// and says so; its grid is the
-// minute it measures, no time unknown for the late scrapes; and the idle
-// notebook's release frees 2.00 EUR/h × 730.5 h = 1461.00 EUR a month,
-// scaled by the hours covered, not by the 30 days asked for (730.53).
+// and says so; its grid is the minute it measures, no time unknown for the
+// late scrapes; and the idle notebook's release frees 2.00 EUR/h × 730.5 h
+// = 1461.00 EUR a month, scaled by the hours covered, not by the 30 days
+// asked for (730.53).
 func TestDayOneAgainstPrometheus(t *testing.T) {
 	prometheus := promLookPath(t, "prometheus")
 	promtool := promLookPath(t, "promtool")
