@@ -150,35 +150,6 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	return d, nil
 }
 
-// sampling is the statement of how the plans read the range, for
-// Dataset.Sampling; short is the holdings seen at fewer than two grid points.
-func sampling(plans []gridPlan, short int) string {
-	var grids []string
-	for _, p := range plans {
-		g := p.describe()
-		if len(plans) > 1 {
-			g = "cluster " + strings.Join(quoteAll(p.clusters), ", ") + ": " + g
-		}
-		grids = append(grids, g)
-	}
-	finest := plans[0].grid
-	for _, p := range plans {
-		finest = min(finest, p.grid)
-	}
-	return fmt.Sprintf(
-		"Sampled on %s: each device has one state per grid point, from the last dcgm-exporter and kube-state-metrics sample in the lookback before it (the scrape interval and a tenth), so a late scrape still counts and a point without a sample is a missed one; a holding's time is known to within a grid step at each start and end, and a job shorter than two grid steps (%s) counts only at the grid points that caught it (%d holding(s) here were seen at fewer than two). Time-sliced GPUs are split by the replicas their pods requested (allocation share, not usage).",
-		strings.Join(grids, "; "), 2*finest, short)
-}
-
-// quoteAll quotes each cluster name.
-func quoteAll(names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = fmt.Sprintf("%q", n)
-	}
-	return out
-}
-
 // readGrid evaluates plan p's grid over d's range in chunks of whole step
 // buckets (at most run.maxPoints grid points a request), every query of a
 // chunk before its points are priced: each cluster's points by an account
