@@ -196,8 +196,8 @@ type Dataset struct {
 	Gaps []Gap
 	// NoDrain are the nodes whose unallocated time is no evidence that
 	// their GPUs are free — the source could not read what the node hands
-	// out — with why, in a clause: no drain advice is made for them.
-	NoDrain map[NodeKey]string
+	// out, and its notes say so: no drain advice is made for them.
+	NoDrain map[NodeKey]bool
 
 	// Warnings are the backend's words about answers it marked partial or
 	// incomplete (warnings, isPartial, infos that say data is missing): any

@@ -243,7 +243,7 @@ func (a *dcgmAccount) finish() {
 		a.flush(k, a.usage[k])
 	}
 	if d.NoDrain == nil {
-		d.NoDrain = map[model.NodeKey]string{}
+		d.NoDrain = map[model.NodeKey]bool{}
 	}
 	a.ev.noDrain(d.NoDrain)
 	for k, e := range d.Ledger {

@@ -75,12 +75,13 @@ func (n *nodeEvidence) see(j int, p *gridPoint, pd *pointDevice) {
 // GPUs.
 func (n *nodeEvidence) capacityUnread() bool { return n.noCapacity*100 > n.points }
 
-// noDrain adds the cluster's nodes whose capacity went unread to nd, with
-// why.
-func (e *dcgmEvidence) noDrain(nd map[model.NodeKey]string) {
+// noDrain adds to nd the cluster's nodes whose capacity went unread: a GPU
+// no pod is labelled on there may be held by pods dcgm-exporter does not
+// map.
+func (e *dcgmEvidence) noDrain(nd map[model.NodeKey]bool) {
 	for _, n := range e.nodes {
 		if n.capacityUnread() {
-			nd[model.NodeKey{Cluster: e.cluster, Node: n.name}] = "without kube-state-metrics' capacity of the node, a GPU no pod is labelled on may be held by pods dcgm-exporter does not map"
+			nd[model.NodeKey{Cluster: e.cluster, Node: n.name}] = true
 		}
 	}
 }
