@@ -119,7 +119,8 @@ func (s *DCGMExporter) measureIntervals(ctx context.Context, run *rangeRunner, r
 	return out, nil
 }
 
-// plan groups the clusters by how their points are read. With one group its
+// plan groups the clusters by how their points are read: their grid and
+// the intervals measured there. With one group its
 // queries select every series; with several, each selects its clusters'
 // series, and the group of the first cluster also those of clusters
 // nothing was measured of (their series are read on its grid).
@@ -128,7 +129,7 @@ func (s *DCGMExporter) plan(dcgm, ksm intervals, res time.Duration, id identity)
 	if len(clusters) == 0 {
 		clusters = []string{""}
 	}
-	byKey := map[[3]time.Duration]*gridPlan{}
+	byKey := map[[4]time.Duration]*gridPlan{} // by grid and the intervals measured
 	var plans []*gridPlan
 	for _, c := range clusters {
 		d, k := dcgm[c], ksm[c]
@@ -141,7 +142,7 @@ func (s *DCGMExporter) plan(dcgm, ksm intervals, res time.Duration, id identity)
 			ksmScrape = ksmDefaultInterval
 		}
 		p := gridPlan{grid: g, dcgmWindow: lookback(g, d[1]), ksmWindow: lookback(g, ksmScrape), dcgmScrape: d[1], ksmScrape: k[1], dcgmFastest: d[0]}
-		key := [3]time.Duration{p.grid, p.dcgmWindow, p.ksmWindow}
+		key := [4]time.Duration{p.grid, p.dcgmFastest, p.dcgmScrape, p.ksmScrape}
 		if byKey[key] == nil {
 			byKey[key] = &p
 			plans = append(plans, &p)
