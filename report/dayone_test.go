@@ -38,8 +38,8 @@ import (
 //
 //	gpu-node-a  GPU 0 serving/llm-serve-0, GPU 1 serving/llm-serve-1 (training:
 //	            85–97 % active, always busy); GPU 2 dev/notebook-0 (idle: 0 %)
-//	gpu-node-b  GPU 0 MIG 2× 3g.40gb: serving/embed-0 on instance 1, instance
-//	            2 free; GPU 1 batch/train-0 (training) until 30 h, then free
+//	gpu-node-b  GPU 0 MIG 2× 3g.40gb: serving/embed-0 on the first instance,
+//	            the second free; GPU 1 batch/train-0 (training) until 30 h, then free
 //	gpu-node-c  GPU 0 time-sliced ×4 (nvidia.com/gpu.shared): dev-ann/nb-0
 //	            and dev-ben/nb-0 on replicas 0 and 1, two free
 //	gpu-node-d  GPU 0 nobody holds, its memory empty
@@ -59,7 +59,7 @@ import (
 //	          at 30 h no longer labels it and its last grid point is the one
 //	          before: 29 h 59 m 30 s, 59.983333 EUR
 //	dev-ann   12 h, 24 EUR: 1 of 4 replicas of a GPU (allocation share); dev-ben alike
-//	""        unallocated 114 h and a grid step, 228.016667 EUR: MIG instance 2
+//	""        unallocated 114 h and a grid step, 228.016667 EUR: the free MIG instance
 //	          24 h (48 EUR), node-b's GPU 1 after the Job 18 h 30 s (36.016667
 //	          EUR), node-c's free replicas 2/4 × 48 h (48 EUR), node-d's GPU 48 h
 //	          (96 EUR)
@@ -397,7 +397,7 @@ func TestDayOneHistoryShorterThanTheRange(t *testing.T) {
 // time-sliced GPU of gpu-node-c, 18000 MiB or more in use and active all
 // along, has no pod label and no known holder: its 48 h are unknown, never
 // unallocated (96 EUR with no holder); the GPUs without pod labels whose
-// memory is empty and activity 0 stay unallocated — MIG instance 2 (24 h),
+// memory is empty and activity 0 stay unallocated — the free MIG instance (24 h),
 // node-b's GPU 1 after the Job (18 h 30 s), node-d's GPU (48 h).
 // No node gets drain advice — gpu-node-d, 100 % unallocated, would, but
 // without its capacity its GPU may be held by pods dcgm-exporter maps no
@@ -635,7 +635,7 @@ func TestDayOneReplicasNotRenamed(t *testing.T) {
 // gpu-node-a and gpu-node-b: no DCGM_FI_PROF_GR_ENGINE_ACTIVE. The whole
 // GPUs' activity is DCGM_FI_DEV_GPU_UTIL ÷ 100 (the trainers 85–97 %: busy
 // 48 h each and train-0's 30 h less a grid step; the idle notebook 0 %:
-// idle; MIG instance 2 and GPU 1 after the Job unallocated), and the
+// idle; the free MIG instance and GPU 1 after the Job unallocated), and the
 // warning names the missing field and the fallback; the MIG GPU, where
 // GPU_UTIL is not supported, has no activity signal: embed-0's 24 h are
 // unknown, its own. 24 of 240 device-hours unknown: without --allow-partial
