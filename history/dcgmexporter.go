@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -42,18 +43,38 @@ const (
 //     node's resources (time-sliced GPUs as their replicas, and pods), from what the
 //     simulated API server knows at the scrape — not from the exporter's
 //     attribution, so a kubelet outage does not hide them;
+//   - on a GPU time-sliced without renaming (its replicas advertised as
+//     nvidia.com/gpu), the pod labels of one of the containers that hold a
+//     replica — the last listed, as dcgm-exporter's pod mapper maps every
+//     replica's device ID to the GPU and keeps the last;
 //   - no gputally_* series.
 //
-// The ledger runs as in any run: Result.Totals are the truth to compare with.
+// opts leaves out what clusters often lack. The ledger runs as in any run:
+// Result.Totals are the truth to compare with.
 type dcgmExporterSink struct {
 	sink    Sink
 	backend *sim.Backend
 	node    string
+	opts    DCGMExporterOptions
 	pairs   map[[2]string]*dto.LabelPair // interned, so a series has the same pairs in every scrape
 }
 
-func newDCGMExporterSink(sink Sink, backend *sim.Backend) *dcgmExporterSink {
-	return &dcgmExporterSink{sink: sink, backend: backend, node: backend.Hostname(), pairs: map[[2]string]*dto.LabelPair{}}
+// DCGMExporterOptions leave out of the dcgm-exporter flavour what clusters
+// often lack.
+type DCGMExporterOptions struct {
+	// NoHostname writes the DCGM_* series without the hostname (or
+	// Hostname) label, as dcgm-exporter's -n (--no-hostname) does.
+	NoHostname bool
+	// NoProfiling writes no DCGM_FI_PROF_* series, as dcgm-exporter does
+	// when its profiling (DCP) fields are off or unsupported.
+	NoProfiling bool
+	// NoKubeStateMetrics writes no kube-state-metrics series: a cluster
+	// that does not run it, or whose Prometheus does not scrape it.
+	NoKubeStateMetrics bool
+}
+
+func newDCGMExporterSink(sink Sink, backend *sim.Backend, opts DCGMExporterOptions) *dcgmExporterSink {
+	return &dcgmExporterSink{sink: sink, backend: backend, node: backend.Hostname(), opts: opts, pairs: map[[2]string]*dto.LabelPair{}}
 }
 
 // pair returns the interned label pair name=value.
@@ -75,12 +96,16 @@ func (s *dcgmExporterSink) AddScrape(mfs []*dto.MetricFamily, t time.Time) error
 	var info, healthy, xids *dto.MetricFamily
 	withSeries := map[string]bool{} // GPU UUIDs with a DCGM_* series in this scrape
 	var xidFamily *dto.MetricFamily
+	requests, capacity := s.backend.KubeState(t)
+	labelled := s.labelledReplicas(requests)
 	for _, mf := range mfs {
 		name := mf.GetName()
 		switch {
+		case s.opts.NoProfiling && strings.HasPrefix(name, "DCGM_FI_PROF_"):
 		case strings.HasPrefix(name, "DCGM_"):
 			for _, m := range mf.GetMetric() {
 				withSeries[labelValue(m, "UUID")] = true
+				s.relabel(m, labelled)
 			}
 			if name == "DCGM_FI_DEV_XID_ERRORS" {
 				// Copied: lost GPUs' samples are added to it.
@@ -103,10 +128,58 @@ func (s *dcgmExporterSink) AddScrape(mfs []*dto.MetricFamily, t time.Time) error
 			out = append(out, xidFamily)
 		}
 		for _, labels := range lost {
-			xidFamily.Metric = append(xidFamily.Metric, &dto.Metric{Label: labels, Gauge: &dto.Gauge{Value: proto.Float64(79)}})
+			m := &dto.Metric{Label: labels, Gauge: &dto.Gauge{Value: proto.Float64(79)}}
+			s.relabel(m, nil)
+			xidFamily.Metric = append(xidFamily.Metric, m)
 		}
 	}
-	return s.sink.AddScrape(append(out, s.kubeState(t)...), t)
+	if !s.opts.NoKubeStateMetrics {
+		out = append(out, s.kubeState(requests, capacity)...)
+	}
+	return s.sink.AddScrape(out, t)
+}
+
+// labelledReplicas returns, per GPU time-sliced without renaming, the
+// container dcgm-exporter labels on it: of the requests of nvidia.com/gpu
+// replicas ("GPU-<uuid>::<n>"), the last.
+func (s *dcgmExporterSink) labelledReplicas(requests []sim.PodRequest) map[string]*sim.PodRequest {
+	var out map[string]*sim.PodRequest
+	for i, r := range requests {
+		if r.Resource != "nvidia.com/gpu" {
+			continue
+		}
+		for _, id := range r.DeviceIDs {
+			if uuid, _, replica := strings.Cut(id, "::"); replica {
+				if out == nil {
+					out = map[string]*sim.PodRequest{}
+				}
+				out[uuid] = &requests[i]
+			}
+		}
+	}
+	return out
+}
+
+// relabel gives a DCGM_* sample the labels dcgm-exporter would: without
+// the hostname under NoHostname, and with the pod labels of the container
+// labelled on its GPU when that is time-sliced without renaming. The label
+// pairs stay shared; the slice is new when it changes.
+func (s *dcgmExporterSink) relabel(m *dto.Metric, labelled map[string]*sim.PodRequest) {
+	r := labelled[labelValue(m, "UUID")]
+	if !s.opts.NoHostname && (r == nil || labelValue(m, "GPU_I_ID") != "") {
+		return
+	}
+	labels := make([]*dto.LabelPair, 0, len(m.Label)+3)
+	for _, p := range m.Label {
+		if !s.opts.NoHostname || p.GetName() != "hostname" && p.GetName() != "Hostname" {
+			labels = append(labels, p)
+		}
+	}
+	if r != nil && labelValue(m, "GPU_I_ID") == "" {
+		labels = append(labels, s.pair("container", r.Container), s.pair("namespace", r.Namespace), s.pair("pod", r.Pod))
+		slices.SortFunc(labels, func(a, b *dto.LabelPair) int { return cmp.Compare(a.GetName(), b.GetName()) })
+	}
+	m.Label = labels
 }
 
 // lostGPUs returns the label sets of DCGM_FI_DEV_XID_ERRORS for the GPUs that
@@ -149,9 +222,9 @@ func (s *dcgmExporterSink) lostGPUs(info, healthy, xids *dto.MetricFamily, withS
 	return out
 }
 
-// kubeState returns kube-state-metrics' families of the node at t.
-func (s *dcgmExporterSink) kubeState(t time.Time) []*dto.MetricFamily {
-	requests, capacity := s.backend.KubeState(t)
+// kubeState returns kube-state-metrics' families of the node's requests
+// and capacity.
+func (s *dcgmExporterSink) kubeState(requests []sim.PodRequest, capacity map[string]int) []*dto.MetricFamily {
 	gauge := func(name, help string) *dto.MetricFamily {
 		return &dto.MetricFamily{Name: proto.String(name), Help: proto.String(help), Type: dto.MetricType_GAUGE.Enum()}
 	}

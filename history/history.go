@@ -8,6 +8,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,7 +50,14 @@ type Options struct {
 	// Flavor is the form the scrapes are written in: FlavorGputally (also
 	// "") or FlavorDCGMExporter (dcgmexporter.go).
 	Flavor string
-	Logger *slog.Logger
+	// DCGMExporter leaves out of the dcgm-exporter flavour what clusters
+	// often lack (FlavorDCGMExporter only).
+	DCGMExporter DCGMExporterOptions
+	// ScrapeJitter, when not 0, stores some scrapes late by up to it, as a
+	// loaded scrape loop does (jitter.go); at least 1ms and under half the
+	// scrape interval.
+	ScrapeJitter time.Duration
+	Logger       *slog.Logger
 	// Progress (optional) is called on the run's goroutine after every whole
 	// hour of virtual time and at the end, with the virtual time simulated so
 	// far and the run's Duration.
@@ -104,7 +112,10 @@ func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 	}
 	defer node.close()
 	if opts.Flavor == FlavorDCGMExporter {
-		sink = newDCGMExporterSink(sink, node.backend)
+		sink = newDCGMExporterSink(sink, node.backend, opts.DCGMExporter)
+	}
+	if opts.ScrapeJitter > 0 {
+		sink = &jitterSink{sink: sink, most: opts.ScrapeJitter, seed: cmp.Or(opts.Seed, opts.Scenario.Seed)}
 	}
 	// Scrapes are gathered and handed to the sink by a second goroutine while
 	// the next samples are taken: each scrape reads the snapshot it was handed.
@@ -186,6 +197,12 @@ func (o *Options) defaults() error {
 	}
 	if o.Flavor != "" && o.Flavor != FlavorGputally && o.Flavor != FlavorDCGMExporter {
 		return fmt.Errorf("flavor %q: want %s or %s", o.Flavor, FlavorGputally, FlavorDCGMExporter)
+	}
+	if o.DCGMExporter != (DCGMExporterOptions{}) && o.Flavor != FlavorDCGMExporter {
+		return fmt.Errorf("what the dcgm-exporter flavour leaves out applies to it alone, not to flavor %q", o.Flavor)
+	}
+	if o.ScrapeJitter != 0 && (o.ScrapeJitter < time.Millisecond || 2*o.ScrapeJitter >= o.ScrapeInterval) {
+		return fmt.Errorf("scrape jitter %s must be 0, or at least 1ms and under half the scrape interval %s", o.ScrapeJitter, o.ScrapeInterval)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

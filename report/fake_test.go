@@ -170,6 +170,7 @@ type fakeGPU struct {
 	hasActivity, hasFB bool
 	resource, sharing  string
 	from               time.Time // zero: from the start
+	to                 time.Time // its last data; zero: to the end
 }
 
 func identity(g fakeGPU) map[string]string {
@@ -194,7 +195,7 @@ func fakeSeriesFor(g fakeGPU, step time.Duration) []fakeSeries {
 	id := identity(g)
 	live := func(f func(t time.Time) float64) func(t time.Time) float64 {
 		return func(t time.Time) float64 {
-			if !g.from.IsZero() && t.Before(g.from) {
+			if !g.from.IsZero() && t.Before(g.from) || !g.to.IsZero() && t.After(g.to) {
 				return math.NaN()
 			}
 			return f(t)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -174,8 +175,8 @@ func TestFaultsReport(t *testing.T) {
 	if !warned {
 		t.Errorf("no warning names node-b's unknown hours: %q", r.Warnings)
 	}
-	wantGap := analysis.Gap{Node: "node-c", UUID: "GPU-C0", GPU: "0", From: start.Add(50 * time.Hour), To: start.Add(53 * time.Hour), Hours: 3}
-	if len(r.Coverage.Gaps) != 1 || r.Coverage.Gaps[0] != wantGap {
+	wantGap := analysis.Gap{Node: "node-c", UUID: "GPU-C0", GPU: "0", From: start.Add(50 * time.Hour), To: start.Add(53 * time.Hour), Hours: 3, Kind: analysis.GapMissing}
+	if len(r.Coverage.Gaps) != 1 || !reflect.DeepEqual(r.Coverage.Gaps[0], wantGap) {
 		t.Errorf("gaps %+v, want %+v", r.Coverage.Gaps, wantGap)
 	}
 	for _, n := range r.Coverage.Nodes {
@@ -186,7 +187,7 @@ func TestFaultsReport(t *testing.T) {
 
 	// Every format states the lost GPU, the unknown hours, the coverage and the gap.
 	for _, c := range []struct{ format, lost, unknown, coverage, gap string }{
-		{FormatMarkdown, wantBroken, "7.0 unknown", "99.6 % of 840.0 device-hours seen", "| node-c | 0 | GPU-C0 | 2026-01-07T02:00:00Z | 2026-01-07T05:00:00Z | 3.0 |"},
+		{FormatMarkdown, wantBroken, "7.0 unknown", "99.6 % of 840.0 device-hours seen", "| node-c | 0 | GPU-C0 |  | 2026-01-07T02:00:00Z | 2026-01-07T05:00:00Z | 3.0 | missing |"},
 		{FormatHTML, wantBroken, "unknown<b>10.50 EUR</b>", "99.6 % of 840.0 device-hours seen", "<td class=\"l\">2026-01-07T02:00:00Z</td><td class=\"l\">2026-01-07T05:00:00Z</td><td>3.0</td>"},
 		// The timeline chart stacks lost and unknown hours too.
 		{FormatHTML, `<rect class="lost" x=`, `<rect class="unknown" x=`, `lost legend`, `unknown legend`},

@@ -161,8 +161,8 @@ type Config struct {
 	// Source is where the figures come from: SourceLedger ("" too) or
 	// SourceDCGMExporter (sources.go).
 	Source string
-	// Grid is the dcgm-exporter source's evaluation grid; 0:
-	// source.DefaultGrid. It must divide Step and Resolution.
+	// Grid is the dcgm-exporter source's evaluation grid; 0: the scrape
+	// interval it measures, per cluster. It must divide Step and Resolution.
 	Grid time.Duration
 	// PriceBook (optional) prices the dcgm-exporter source's devices; nil:
 	// the built-in book. Its mig_weight should be MIGWeight's.

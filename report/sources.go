@@ -12,8 +12,9 @@ const (
 	// SourceLedger reads gputally's own ledger counters, exactly (the default).
 	SourceLedger = "ledger"
 	// SourceDCGMExporter reads the history a cluster already has:
-	// dcgm-exporter's device series and kube-state-metrics, sampled on the
-	// Config.Grid (docs/report.md, "Report from existing dcgm-exporter data").
+	// dcgm-exporter's device series and kube-state-metrics, sampled on a
+	// grid that follows their scrape interval, or Config.Grid
+	// (docs/report.md, "Report from existing dcgm-exporter data").
 	SourceDCGMExporter = "dcgm-exporter"
 )
 
@@ -23,8 +24,7 @@ func (c *Config) validateSource() error {
 	case "", SourceLedger:
 		return nil
 	case SourceDCGMExporter:
-		g := c.grid()
-		if g < time.Second || c.Step%g != 0 || c.Resolution%g != 0 {
+		if g := c.Grid; g != 0 && (g < time.Second || c.Step%g != 0 || c.Resolution%g != 0) {
 			return fmt.Errorf("grid %s must be at least 1s and divide the step %s and the resolution %s", g, c.Step, c.Resolution)
 		}
 		return nil
@@ -32,19 +32,12 @@ func (c *Config) validateSource() error {
 	return fmt.Errorf("source %q: want %s or %s", c.Source, SourceLedger, SourceDCGMExporter)
 }
 
-func (c *Config) grid() time.Duration {
-	if c.Grid > 0 {
-		return c.Grid
-	}
-	return source.DefaultGrid
-}
-
 // source returns the Source cfg names, reading through q with cfg's team
 // label, request bounds and progress writer: the same Querier, so the same
 // HTTP client, for every source.
 func (c *Config) source(q source.Querier) Source {
 	if c.Source == SourceDCGMExporter {
-		return source.NewDCGMExporter(q, source.DCGMExporterOptions{Book: c.PriceBook, Grid: c.grid(), TeamLabel: c.TeamLabel,
+		return source.NewDCGMExporter(q, source.DCGMExporterOptions{Book: c.PriceBook, Grid: c.Grid, TeamLabel: c.TeamLabel,
 			MaxPointsPerQuery: c.MaxPointsPerQuery, MaxSamplesPerQuery: c.MaxSamplesPerQuery, QueriesInFlight: c.QueriesInFlight, DedupeLabels: c.DedupeLabels, ClusterLabel: c.ClusterLabel, Progress: NewProgress(c.Progress)})
 	}
 	return c.ledger(q)
@@ -53,8 +46,11 @@ func (c *Config) source(q source.Querier) Source {
 // sourceName is what the report names as its source: where, and through
 // which source when it is not the ledger.
 func (c *Config) sourceName(where string) string {
-	if c.Source == SourceDCGMExporter {
-		return where + " (dcgm-exporter and kube-state-metrics series, sampled every " + c.grid().String() + ")"
+	switch {
+	case c.Source == SourceDCGMExporter && c.Grid > 0:
+		return where + " (dcgm-exporter and kube-state-metrics series, sampled every " + c.Grid.String() + ")"
+	case c.Source == SourceDCGMExporter:
+		return where + " (dcgm-exporter and kube-state-metrics series, sampled at their scrape interval)"
 	}
 	return where
 }

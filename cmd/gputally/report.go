@@ -71,7 +71,7 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("query.max-points", "Most steps one range query asks for; longer ranges are split.").Default("1000").IntVar(&c.cfg.MaxPointsPerQuery)
 	cmd.Flag("query.max-samples", "About the most samples (series × steps) one range query's answer holds; requests are sized by the series of the previous answer; 0: no bound.").Default("500000").IntVar(&c.cfg.MaxSamplesPerQuery)
 	cmd.Flag("query.concurrency", "Most requests the report has in flight at once; the figures do not depend on it.").Default(strconv.Itoa(report.DefaultQueriesInFlight)).IntVar(&c.cfg.QueriesInFlight)
-	cmd.Flag("report.dedupe-labels", "Labels by which copies of one ledger series differ when the engine delivers it twice (an HA pair without deduplication, a second scrape job); each is counted once. Comma-separated; empty: count every series.").
+	cmd.Flag("report.dedupe-labels", "Labels by which copies of one series differ when the engine delivers it twice — an HA pair without deduplication (prometheus_replica, replica, __replica__), a second scrape job (job) — for the ledger's and dcgm-exporter's series alike; each is counted once. Comma-separated; empty: count every series.").
 		Default(strings.Join(source.DefaultDedupeLabels, ",")).StringVar(&c.dedupe)
 	cmd.Flag("report.cluster-label", "Label naming a series' cluster when one engine holds several (the usual external label): a GPU is its cluster and UUID, nodes are grouped per cluster, advice and --apply-dir are per cluster; empty: one cluster.").
 		Default(source.DefaultClusterLabel).StringVar(&c.cfg.ClusterLabel)
@@ -81,7 +81,7 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("apply-dir", "Also write the configuration to apply (mig-parted, device plugin, Kueue, node labels) as files into this directory.").StringVar(&c.cfg.ApplyDir)
 	cmd.Flag("source", "Where the figures come from: ledger (gputally's counters, exact) or dcgm-exporter (the dcgm-exporter and kube-state-metrics series a cluster already has, sampled on --grid).").
 		Default(report.SourceLedger).EnumVar(&c.cfg.Source, report.SourceLedger, report.SourceDCGMExporter)
-	c.grid = durationFlag(cmd.Flag("grid", "Evaluation grid of --source=dcgm-exporter: one state per device per grid point; at least the scrape interval, dividing --step and --resolution."), pmodel.Duration(source.DefaultGrid).String())
+	c.grid = durationFlag(cmd.Flag("grid", "Evaluation grid of --source=dcgm-exporter: one state per device per grid point, dividing --step and --resolution; 0: the scrape interval it measures, per cluster (each point reads the last sample in the interval and a tenth before it)."), "0s")
 	c.demoScrape = durationFlag(cmd.Flag("demo.scrape-interval", "Scrape interval of the simulated history for --demo."), "60s")
 	return c
 }

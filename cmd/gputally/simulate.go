@@ -53,6 +53,8 @@ type simulateHistoryCommand struct {
 	summary   string
 	legacy    bool
 	flavor    string
+	dcgm      history.DCGMExporterOptions
+	jitter    *promDuration
 	stdout    io.Writer
 }
 
@@ -71,6 +73,10 @@ func newSimulateCommand(app *kingpin.Application, stdout io.Writer) *simulateHis
 	legacyHostnameFlag(cmd).BoolVar(&c.legacy)
 	cmd.Flag("flavor", "Form of the written series: gputally (the exporter's own, the ledger among them) or dcgm-exporter (dcgm-exporter 4.8's DCGM_* label sets and kube-state-metrics' pod requests, phases, labels and node capacity; no gputally_* series). --summary writes the ledger's totals either way.").
 		Default(history.FlavorGputally).EnumVar(&c.flavor, history.FlavorGputally, history.FlavorDCGMExporter)
+	cmd.Flag("dcgm-exporter.no-hostname", "With --flavor=dcgm-exporter: no hostname label on the DCGM_* series, as dcgm-exporter's -n (--no-hostname) writes them.").BoolVar(&c.dcgm.NoHostname)
+	cmd.Flag("dcgm-exporter.no-profiling", "With --flavor=dcgm-exporter: no DCGM_FI_PROF_* series, as dcgm-exporter writes them with its profiling (DCP) fields off.").BoolVar(&c.dcgm.NoProfiling)
+	cmd.Flag("dcgm-exporter.no-kube-state-metrics", "With --flavor=dcgm-exporter: no kube-state-metrics series, as in a cluster that does not run it.").BoolVar(&c.dcgm.NoKubeStateMetrics)
+	c.jitter = durationFlag(cmd.Flag("scrape-jitter", "Store one scrape in 20 late by up to this (a tenth of it at least, whole milliseconds), as a loaded scrape loop does; 0: none."), "0s")
 	cmd.Flag("summary", "Also write the ledger's own totals as JSON to this file: per namespace and state, and per series, in device-seconds and EUR, summed over exporter restarts.").StringVar(&c.summary)
 	return c
 }
@@ -79,7 +85,7 @@ func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) e
 	opts := history.Options{
 		Seed: c.seed, Duration: time.Duration(*c.duration),
 		SampleInterval: time.Duration(*c.sample), ScrapeInterval: time.Duration(*c.scrape),
-		LegacyHostnameLabel: c.legacy, Flavor: c.flavor, Logger: logger,
+		LegacyHostnameLabel: c.legacy, Flavor: c.flavor, DCGMExporter: c.dcgm, ScrapeJitter: time.Duration(*c.jitter), Logger: logger,
 	}
 	nodes, err := loadFleet(c.scenarios)
 	if err != nil {
@@ -100,6 +106,12 @@ func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) e
 	}
 	if opts.Duration <= 0 || opts.SampleInterval <= 0 || opts.ScrapeInterval < opts.SampleInterval {
 		return badInput(fmt.Errorf("need --duration > 0 and --scrape-interval ≥ --sample-interval > 0"))
+	}
+	if opts.ScrapeJitter != 0 && (opts.ScrapeJitter < time.Millisecond || 2*opts.ScrapeJitter >= opts.ScrapeInterval) {
+		return badInput(fmt.Errorf("--scrape-jitter %s: want 0, or at least 1ms and under half --scrape-interval", c.jitter))
+	}
+	if opts.DCGMExporter != (history.DCGMExporterOptions{}) && opts.Flavor != history.FlavorDCGMExporter {
+		return badInput(fmt.Errorf("--dcgm-exporter.* flags need --flavor=%s", history.FlavorDCGMExporter))
 	}
 	w := c.stdout
 	if c.out != "-" {

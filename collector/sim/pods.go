@@ -94,8 +94,9 @@ func (b *Backend) allocatable(since int64) []Allocatable {
 }
 
 // advertised lists the devices the device plugin advertises of inv: whole GPUs
-// as nvidia.com/gpu, time-sliced GPUs as nvidia.com/gpu.shared replicas, MIG
-// instances as nvidia.com/mig-<profile>.
+// as nvidia.com/gpu, time-sliced GPUs as replicas of their group's resource
+// (nvidia.com/gpu.shared unless it says nvidia.com/gpu), MIG instances as
+// nvidia.com/mig-<profile>.
 func (b *Backend) advertised(sc *Scenario, inv collector.Inventory) []Allocatable {
 	byRes := map[string][]string{}
 	i := 0
@@ -111,8 +112,9 @@ func (b *Backend) advertised(sc *Scenario, inv collector.Inventory) []Allocatabl
 					byRes[r] = append(byRes[r], in.UUID)
 				}
 			case g.Replicas > 0:
+				res := g.replicaResource()
 				for r := range g.Replicas {
-					byRes[resourceShared] = append(byRes[resourceShared], fmt.Sprintf("%s::%d", gpu.UUID, r))
+					byRes[res] = append(byRes[res], fmt.Sprintf("%s::%d", gpu.UUID, r))
 				}
 			default:
 				byRes[resourceGPU] = append(byRes[resourceGPU], gpu.UUID)

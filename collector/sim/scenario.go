@@ -22,6 +22,8 @@
 //	    count: 2                      # GPUs in this group, default 1
 //	  - model: NVIDIA H100 80GB HBM3
 //	    replicas: 3                   # time-slicing: advertised as nvidia.com/gpu.shared ×3
+//	    resource: nvidia.com/gpu      # optional: the replicas' resource; nvidia.com/gpu.shared (default: the
+//	                                  # device plugin's renameByDefault) or nvidia.com/gpu (not renamed)
 //	  - model: NVIDIA H100 80GB HBM3
 //	    mig: [3g.40gb, 1g.10gb]       # MIG mode with these instances (mig: [] = none)
 //	  - model: Some Future GPU
@@ -146,13 +148,26 @@ const (
 
 // GPUGroup is Count GPUs of one model and configuration.
 type GPUGroup struct {
-	Model     string   `yaml:"model"`      // product name, e.g. "NVIDIA H100 80GB HBM3"
-	Count     int      `yaml:"count"`      // 0 means 1
-	MIG       []string `yaml:"mig"`        // MIG layout as profile names; non-nil enables MIG mode
-	Replicas  int      `yaml:"replicas"`   // time-slicing replicas; 0: not shared
-	MemoryMiB int      `yaml:"memory_mib"` // framebuffer, MiB; 0: the model's
-	TDPWatts  float64  `yaml:"tdp_watts"`  // power limit, W; 0: the model's
-	IdleWatts float64  `yaml:"idle_watts"` // power at rest, W; 0: the model's
+	Model    string   `yaml:"model"`    // product name, e.g. "NVIDIA H100 80GB HBM3"
+	Count    int      `yaml:"count"`    // 0 means 1
+	MIG      []string `yaml:"mig"`      // MIG layout as profile names; non-nil enables MIG mode
+	Replicas int      `yaml:"replicas"` // time-slicing replicas; 0: not shared
+	// Resource is the device plugin resource the replicas are advertised
+	// as: nvidia.com/gpu.shared (also ""; the device plugin's
+	// renameByDefault) or nvidia.com/gpu (time-slicing without rename).
+	Resource  string  `yaml:"resource"`
+	MemoryMiB int     `yaml:"memory_mib"` // framebuffer, MiB; 0: the model's
+	TDPWatts  float64 `yaml:"tdp_watts"`  // power limit, W; 0: the model's
+	IdleWatts float64 `yaml:"idle_watts"` // power at rest, W; 0: the model's
+}
+
+// replicaResource is the resource the group's time-sliced replicas are
+// advertised as.
+func (g *GPUGroup) replicaResource() string {
+	if g.Resource == "" {
+		return resourceShared
+	}
+	return g.Resource
 }
 
 // Workload is a named usage pattern that pods run.
@@ -206,7 +221,7 @@ type Job struct {
 // Device points at a whole GPU, a time-slicing replica of one, or a MIG instance.
 type Device struct {
 	GPU      int  `yaml:"gpu"`
-	Replica  *int `yaml:"replica"`  // for nvidia.com/gpu.shared
+	Replica  *int `yaml:"replica"`  // for a time-sliced GPU's resource
 	Instance *int `yaml:"instance"` // for nvidia.com/mig-<profile>: index in the GPU's layout
 }
 

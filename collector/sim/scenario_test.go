@@ -131,6 +131,8 @@ func TestParseErrors(t *testing.T) {
 		{"exclusive on MIG GPU", "{gpu: 0}", "{gpu: 3}", 16, "pods[0].resource", "MIG mode"},
 		{"exclusive on time-sliced GPU", "{gpu: 0}", "{gpu: 2}", 16, "pods[0].resource", "time-sliced"},
 		{"replica out of range", "    resource: nvidia.com/gpu\n    device: {gpu: 0}", "    resource: nvidia.com/gpu.shared\n    device: {gpu: 2, replica: 2}", 17, "pods[0].device.replica", "replicas 0 to 1"},
+		{"replica resource without replicas", "    count: 2", "    count: 2\n    resource: nvidia.com/gpu", 5, "gpus[0].resource", "set replicas"},
+		{"unknown replica resource", "    replicas: 2", "    replicas: 2\n    resource: nvidia.com/mig-1g.10gb", 7, "gpus[1].resource", "want nvidia.com/gpu.shared or nvidia.com/gpu"},
 		{"shared without replica", "    resource: nvidia.com/gpu\n    device: {gpu: 0}", "    resource: nvidia.com/gpu.shared\n    device: {gpu: 2}", 17, "pods[0].device.replica", "required"},
 		{"MIG instance missing", "    resource: nvidia.com/gpu\n    device: {gpu: 0}", "    resource: nvidia.com/mig-1g.10gb\n    device: {gpu: 3, instance: 5}", 17, "pods[0].device.instance", "2 MIG instances"},
 		{"MIG profile mismatch", "    resource: nvidia.com/gpu\n    device: {gpu: 0}", "    resource: nvidia.com/mig-1g.10gb\n    device: {gpu: 3, instance: 0}", 16, "pods[0].resource", "is a 3g.40gb"},

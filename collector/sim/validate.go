@@ -157,6 +157,12 @@ func (sc *Scenario) validateGPUs() ([]gpuFacts, error) {
 		if g.Replicas < 0 || g.Replicas > maxReplicas {
 			return nil, sc.errAt(p+".replicas", "must be between 1 and %d, got %d", maxReplicas, g.Replicas)
 		}
+		switch {
+		case g.Resource != "" && g.Replicas == 0:
+			return nil, sc.errAt(p+".resource", "names the resource of time-sliced replicas: set replicas")
+		case g.Resource != "" && g.Resource != resourceShared && g.Resource != resourceGPU:
+			return nil, sc.errAt(p+".resource", "want %s or %s, got %q", resourceShared, resourceGPU, g.Resource)
+		}
 		var model *mig.Model
 		if g.MIG != nil {
 			if g.Replicas > 0 {
@@ -355,6 +361,20 @@ func (sc *Scenario) checkDevice(p, resource string, d Device, gpus []gpuFacts, s
 	group := sc.GPUs[g.group]
 	key := devKey{gpu: d.GPU, replica: -1, instance: -1}
 	switch {
+	case group.Replicas > 0 && (resource == resourceGPU || resource == resourceShared):
+		if want := group.replicaResource(); resource != want {
+			return key, sc.errAt(p+".resource", "GPU %d is time-sliced (replicas: %d): request %s", d.GPU, group.Replicas, want)
+		}
+		if d.Instance != nil {
+			return key, sc.errAt(p+".device.instance", "%s takes a replica, not a MIG instance", resource)
+		}
+		if d.Replica == nil {
+			return key, sc.errAt(p+".device.replica", "required for %s on a time-sliced GPU", resource)
+		}
+		if *d.Replica < 0 || *d.Replica >= group.Replicas {
+			return key, sc.errAt(p+".device.replica", "GPU %d has replicas 0 to %d, got %d", d.GPU, group.Replicas-1, *d.Replica)
+		}
+		key.replica = *d.Replica
 	case resource == resourceGPU:
 		if d.Replica != nil || d.Instance != nil {
 			return key, sc.errAt(p+".device", "%s takes a whole GPU: give only gpu", resourceGPU)
@@ -362,23 +382,8 @@ func (sc *Scenario) checkDevice(p, resource string, d Device, gpus []gpuFacts, s
 		if g.mig != nil {
 			return key, sc.errAt(p+".resource", "GPU %d is in MIG mode: request %s<profile>", d.GPU, resourceMIGPrefix)
 		}
-		if group.Replicas > 0 {
-			return key, sc.errAt(p+".resource", "GPU %d is time-sliced (replicas: %d): request %s", d.GPU, group.Replicas, resourceShared)
-		}
 	case resource == resourceShared:
-		if group.Replicas == 0 {
-			return key, sc.errAt(p+".resource", "GPU %d is not time-sliced: set replicas on gpus[%d] or request %s", d.GPU, g.group, resourceGPU)
-		}
-		if d.Instance != nil {
-			return key, sc.errAt(p+".device.instance", "%s takes a replica, not a MIG instance", resourceShared)
-		}
-		if d.Replica == nil {
-			return key, sc.errAt(p+".device.replica", "required for %s", resourceShared)
-		}
-		if *d.Replica < 0 || *d.Replica >= group.Replicas {
-			return key, sc.errAt(p+".device.replica", "GPU %d has replicas 0 to %d, got %d", d.GPU, group.Replicas-1, *d.Replica)
-		}
-		key.replica = *d.Replica
+		return key, sc.errAt(p+".resource", "GPU %d is not time-sliced: set replicas on gpus[%d] or request %s", d.GPU, g.group, resourceGPU)
 	case strings.HasPrefix(resource, resourceMIGPrefix):
 		if g.mig == nil {
 			return key, sc.errAt(p+".resource", "GPU %d is not in MIG mode", d.GPU)

@@ -10,9 +10,11 @@ import (
 )
 
 // TestReportSource: report.source=dcgm-exporter makes every report container
-// read dcgm-exporter and kube-state-metrics (--source, --grid) and price the
-// devices with the exporters' price book, mounted from its ConfigMap; the
-// default is the ledger, without the book; another value fails to render.
+// read dcgm-exporter and kube-state-metrics (--source, and --grid when
+// report.grid is set: without it the report follows the scrape interval it
+// measures) and price the devices with the exporters' price book, mounted
+// from its ConfigMap; the default is the ledger, without the book; another
+// value fails to render.
 func TestReportSource(t *testing.T) {
 	base := []string{"--set", "report.enabled=true", "--set", "report.prometheusURL=http://prometheus:9090", "--set-json", `report.formats=["html","md"]`}
 	for _, tc := range []struct {
@@ -20,11 +22,14 @@ func TestReportSource(t *testing.T) {
 		args     []string
 		want     []string
 		wantBook bool
+		grid     bool // --grid is passed
 	}{
-		{"default", nil, []string{"--source=ledger", "--report.cluster-label=cluster"}, false},
-		{"one cluster", []string{"--set", "report.clusterLabel="}, []string{"--report.cluster-label="}, false},
-		{"dcgm-exporter", []string{"--set", "report.source=dcgm-exporter", "--set", "report.grid=15s"},
-			[]string{"--source=dcgm-exporter", "--grid=15s", "--cost.price-book=/etc/gputally/price-book/price-book.yaml"}, true},
+		{"default", nil, []string{"--source=ledger", "--report.cluster-label=cluster"}, false, false},
+		{"one cluster", []string{"--set", "report.clusterLabel="}, []string{"--report.cluster-label="}, false, false},
+		{"dcgm-exporter", []string{"--set", "report.source=dcgm-exporter"},
+			[]string{"--source=dcgm-exporter", "--cost.price-book=/etc/gputally/price-book/price-book.yaml"}, true, false},
+		{"dcgm-exporter on a grid", []string{"--set", "report.source=dcgm-exporter", "--set", "report.grid=15s"},
+			[]string{"--source=dcgm-exporter", "--grid=15s", "--cost.price-book=/etc/gputally/price-book/price-book.yaml"}, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var cj batchv1.CronJob
@@ -43,8 +48,8 @@ func TestReportSource(t *testing.T) {
 				if mt := mountOf(c, "price-book"); (mt != nil) != tc.wantBook || mt != nil && !mt.ReadOnly {
 					t.Errorf("container %s: price-book mount %+v, want one read-only: %v", c.Name, mt, tc.wantBook)
 				}
-				if !tc.wantBook && slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--grid") }) {
-					t.Errorf("container %s: --grid without the dcgm-exporter source", c.Name)
+				if grid := slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--grid") }); grid != tc.grid {
+					t.Errorf("container %s: --grid passed %v, want %v", c.Name, grid, tc.grid)
 				}
 			}
 		})

@@ -79,6 +79,9 @@ type Recommendation struct {
 	FreedEURPerMonth       float64  `json:"freed_eur_per_month"`
 	ReclaimableEURPerMonth float64  `json:"reclaimable_eur_per_month"`
 	Evidence               string   `json:"evidence"`
+	// Figures is which kind of number the evidence is (figures.go):
+	// "exact", "sampled", "allocation share" or several.
+	Figures string `json:"figures"`
 }
 
 // Advise makes the recommendations for a, the analysis of d (docs/report.md):
@@ -149,7 +152,9 @@ func (a *adviser) recommend(r *draft, d *model.Dataset) {
 	ts := a.timeSlicing(r, p)
 	layouts := a.migSizing(r, p)
 	slices.SortStableFunc(r.Recommendations, byFreed)
-	for _, rec := range r.Recommendations {
+	for i := range r.Recommendations {
+		rec := &r.Recommendations[i]
+		rec.Figures = figuresOf(d, rec)
 		r.FreedEURPerMonth += rec.FreedEURPerMonth
 		r.ReclaimableEURPerMonth += rec.ReclaimableEURPerMonth
 	}

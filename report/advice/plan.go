@@ -63,12 +63,18 @@ type plan struct {
 	// (model.AllocationShare: what was requested, not used): advice frees no
 	// money from them.
 	share map[string]bool
+	// noDrain are the nodes whose unallocated time is no evidence of free
+	// GPUs (model.Dataset.NoDrain): no drain for them.
+	noDrain map[string]bool
 }
 
 func newPlan(r *draft, d *model.Dataset) *plan {
 	p := &plan{month: r.MonthFactor(), gpus: map[string]*gpuInfo{}, nodes: map[string][]*gpuInfo{},
 		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]bool{}, lost: map[string]bool{},
-		share: map[string]bool{}, endRead: d.EndSeconds != nil}
+		share: map[string]bool{}, noDrain: map[string]bool{}, endRead: d.EndSeconds != nil}
+	for n := range d.NoDrain {
+		p.noDrain[n.Node] = true
+	}
 	for _, b := range r.BrokenGPUs {
 		p.lost[b.UUID] = true
 	}

@@ -10,11 +10,12 @@ import (
 // drainNodes recommends draining nodes whose GPUs sat (almost) all
 // unallocated; a drain frees every healthy GPU of the node, and covers what
 // little was held on it but for the holdings that get no advice. A node with
-// too much unknown time gets no drain (analysis.Result.DrainBlocked).
+// too much unknown time (analysis.Result.DrainBlocked), or whose unallocated
+// time is no evidence of free GPUs (model.Dataset.NoDrain), gets no drain.
 func (a *adviser) drainNodes(r *draft, p *plan) {
 	for _, n := range r.Nodes {
 		t := n.Totals
-		if r.DrainBlocked(n.Cluster, n.Name) || t.GPUHours <= 0 || t.UnallocatedHours/t.GPUHours < a.drain {
+		if r.DrainBlocked(n.Cluster, n.Name) || p.noDrain[n.Name] || t.GPUHours <= 0 || t.UnallocatedHours/t.GPUHours < a.drain {
 			continue
 		}
 		target := n.Name

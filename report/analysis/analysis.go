@@ -91,6 +91,8 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 	if len(d.Ledger) == 0 {
 		return nil, fmt.Errorf(errNoDataFmt, r.Start.Format(time.RFC3339), r.End.Format(time.RFC3339))
 	}
+	start, first := historyStart(d)
+	r.Start = start.UTC()
 	r.Coverage = coverageOf(d)
 	for _, gap := range []struct {
 		partial bool
@@ -104,17 +106,21 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 			r.Warnings = append(r.Warnings, gap.msg)
 		}
 	}
+	// The source's notes say what it could not read: why time is unknown.
+	r.Warnings = append(r.Warnings, d.Notes...)
 	if r.Partial && !allowPartial {
 		return nil, fmt.Errorf("%s (pass --allow-partial to report on what there is)", strings.Join(r.Warnings, "; "))
 	}
+	if start.After(d.Start) {
+		r.Warnings = append(r.Warnings, historyWarning(d, start))
+	}
 	r.Sampling = d.Sampling
-	r.Timeline = timeline(d)
+	r.Timeline = timeline(d)[first:]
 	r.Heatmap = heatmap(d)
 	a := &analyzer{teams: teams}
 	a.groups(r, d)
 	r.Holdings = a.holdings(d)
 	r.BrokenGPUs = brokenGPUs(d)
-	r.Warnings = append(r.Warnings, d.Notes...)
 	if w := unlabelledWarning(d); w != "" {
 		r.Warnings = append(r.Warnings, w)
 	}

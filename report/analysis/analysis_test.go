@@ -90,38 +90,39 @@ func TestOneEngineWarningMakesPartial(t *testing.T) {
 	}
 }
 
-// TestOnePercentBoundaries: one GPU over 100 h buckets (100 expected
-// device-hours), held idle by ml/p. Exactly 1 % of it missing or unknown is
-// within the thresholds: the report is whole, and the holding (1 h unknown
-// of its 100) and its node (1 of 100 device-hours) still get advice. More is
-// above them. By hand:
+// TestOnePercentBoundaries: one GPU over 100 h buckets, seen from bucket 0
+// (100 expected device-hours), held idle by ml/p. Exactly 1 % of it missing
+// or unknown is within the thresholds: the report is whole, and the holding
+// (1 h unknown of its 100) and its node (1 of 100 device-hours) still get
+// advice. More is above them. By hand:
 //
-//	missing        bucket 0 without data: 1 h missing            1 %    whole
-//	unknown        bucket 0 unknown (held): 1 h unknown of 100    1 %    whole, advice
-//	missing above  bucket 0 without data, bucket 1 72 s without (beyond the
+//	missing        bucket 1 without data: 1 h missing            1 %    whole
+//	unknown        bucket 1 unknown (held): 1 h unknown of 100    1 %    whole, advice
+//	missing above  bucket 1 without data, bucket 2 72 s without (beyond the
 //	               36 s a bucket may lack to scrape jitter): 1.02 h missing
 //	                                                              1.02 % partial, advice
-//	unknown above  bucket 0 unknown, bucket 1 36 s unknown + 3,564 s idle:
+//	unknown above  bucket 1 unknown, bucket 2 36 s unknown + 3,564 s idle:
 //	               1.01 h unknown of 100                          1.01 % partial, blocked
 func TestOnePercentBoundaries(t *testing.T) {
 	for _, c := range []struct {
 		name             string
-		first            func(h hours) // the buckets before idleFrom
-		idleFrom         int           // ml/p holds GPU-A idle from this bucket on
+		between          func(h hours) // buckets 1 to idleFrom-1
+		idleFrom         int           // ml/p holds GPU-A idle in bucket 0 and from this bucket on
 		partial, blocked bool          // blocked: no advice for the holding or its node
 	}{
-		{"missing", func(h hours) {}, 1, false, false},
-		{"unknown", func(h hours) { h.add("GPU-A", "p", 0, model.StateUnknown, 3600) }, 1, false, false},
-		{"missing above", func(h hours) { h.add("GPU-A", "p", 1, model.StateIdle, 3528) }, 2, true, false},
+		{"missing", func(h hours) {}, 2, false, false},
+		{"unknown", func(h hours) { h.add("GPU-A", "p", 1, model.StateUnknown, 3600) }, 2, false, false},
+		{"missing above", func(h hours) { h.add("GPU-A", "p", 2, model.StateIdle, 3528) }, 3, true, false},
 		{"unknown above", func(h hours) {
-			h.add("GPU-A", "p", 0, model.StateUnknown, 3600)
-			h.add("GPU-A", "p", 1, model.StateUnknown, 36)
-			h.add("GPU-A", "p", 1, model.StateIdle, 3564)
-		}, 2, true, true},
+			h.add("GPU-A", "p", 1, model.StateUnknown, 3600)
+			h.add("GPU-A", "p", 2, model.StateUnknown, 36)
+			h.add("GPU-A", "p", 2, model.StateIdle, 3564)
+		}, 3, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHours(100)
-			c.first(h)
+			h.add("GPU-A", "p", 0, model.StateIdle, 3600)
+			c.between(h)
 			for b := c.idleFrom; b < 100; b++ {
 				h.add("GPU-A", "p", b, model.StateIdle, 3600)
 			}

@@ -23,19 +23,21 @@ const gapTolerance = 0.01
 // device-hours the ledger recorded (seconds over all states) against the
 // range, the hours with no data at all (exporter stopped, node not scraped,
 // exporter restarts) and the hours recorded as unknown. A GPU counts from the
-// moment any series of it is seen in the range; a GPU never seen in the range
-// cannot be known.
+// first step bucket in which any series of it is seen — from its first
+// seconds there (history.go); a GPU never seen in the range cannot be known.
 type Coverage struct {
 	// Ratio is SeenHours ÷ ExpectedHours, 0–1.
 	Ratio         float64 `json:"ratio"`
-	ExpectedHours float64 `json:"expected_hours"` // GPUs seen × the range in hours
+	ExpectedHours float64 `json:"expected_hours"` // each GPU seen, from when it is first seen to the range's end
 	SeenHours     float64 `json:"seen_hours"`     // device-hours recorded, all states
 	MissingHours  float64 `json:"missing_hours"`  // device-hours without any data
 	UnknownHours  float64 `json:"unknown_hours"`  // recorded as unknown
 	// Nodes and GPUs break the same down; sorted by node, then GPU index.
 	Nodes []NodeCoverage `json:"nodes"`
 	GPUs  []GPUCoverage  `json:"gpus"`
-	// Gaps are the runs of step buckets in which a GPU lacked data.
+	// Gaps are the runs of step buckets in which a GPU lacked data, and the
+	// stretches a sampled source had no sample of a GPU in between two it
+	// had (model.Dataset.Gaps).
 	Gaps []Gap `json:"gaps"`
 }
 
@@ -82,8 +84,22 @@ type Gap struct {
 	GPU     string    `json:"gpu"`
 	From    time.Time `json:"from"`
 	To      time.Time `json:"to"`
-	Hours   float64   `json:"hours"` // device-hours missing in [From, To)
+	Hours   float64   `json:"hours"` // device-hours of the gap: missing, or unknown
+	// Kind is GapMissing (no data: its hours are missing) or GapUnknown (a
+	// sampled source had no sample between two: its hours are its holders'
+	// unknown time).
+	Kind string `json:"kind"`
+	// Holders are the containers (namespace/pod/container) that held the
+	// GPU at its last sample before an unknown gap, whose unknown time it
+	// is; none when no one held it, or for a missing gap.
+	Holders []string `json:"holders"`
 }
+
+// The kinds of Gap.
+const (
+	GapMissing = "missing"
+	GapUnknown = "unknown"
+)
 
 func (c *CoverageOf) add(o CoverageOf) {
 	c.ExpectedHours += o.ExpectedHours
@@ -107,21 +123,24 @@ func coverageOf(d *model.Dataset) Coverage {
 	for _, k := range slices.SortedFunc(maps.Keys(d.GPUs), model.CompareGPUKeys) {
 		g := d.GPUs[k]
 		gc := GPUCoverage{Cluster: k.Cluster, Node: g.Host, UUID: k.UUID, GPU: g.GPU}
-		gc.ExpectedHours = float64(d.Buckets) * step / 3600
+		first := firstSeen(g)
+		if first < d.Buckets { // from its first seconds in its first bucket
+			gc.ExpectedHours = (g.Seen[first] + float64(d.Buckets-first-1)*step) / 3600
+		}
 		run := -1 // first bucket of the current gap
 		var runHours float64
 		flush := func(end int) {
 			if run >= 0 {
-				cov.Gaps = append(cov.Gaps, Gap{Cluster: k.Cluster, Node: g.Host, UUID: k.UUID, GPU: g.GPU,
+				cov.Gaps = append(cov.Gaps, Gap{Cluster: k.Cluster, Node: g.Host, UUID: k.UUID, GPU: g.GPU, Kind: GapMissing,
 					From: d.Start.Add(time.Duration(run) * d.Step).UTC(), To: d.Start.Add(time.Duration(end) * d.Step).UTC(), Hours: runHours})
 			}
 			run, runHours = -1, 0
 		}
-		for b := range d.Buckets {
+		for b := first; b < d.Buckets; b++ {
 			gc.SeenHours += g.Seen[b] / 3600
 			gc.UnknownHours += g.Unknown[b] / 3600
 			deficit := step - g.Seen[b]
-			if deficit <= gapTolerance*step {
+			if b == first || deficit <= gapTolerance*step {
 				flush(b)
 				continue
 			}
@@ -143,6 +162,7 @@ func coverageOf(d *model.Dataset) Coverage {
 		n.add(gc.CoverageOf)
 		fleet.add(gc.CoverageOf)
 	}
+	cov.Gaps = append(cov.Gaps, unknownGaps(d)...)
 	for _, n := range nodes {
 		n.finish()
 		cov.Nodes = append(cov.Nodes, *n)
@@ -162,6 +182,21 @@ func coverageOf(d *model.Dataset) Coverage {
 	return cov
 }
 
+// unknownGaps are the source's gaps between two samples (model.Dataset.Gaps),
+// as the report lists them.
+func unknownGaps(d *model.Dataset) []Gap {
+	var out []Gap
+	for _, g := range d.Gaps {
+		gap := Gap{Cluster: g.GPU.Cluster, Node: g.Host, UUID: g.GPU.UUID, GPU: g.Index, Kind: GapUnknown,
+			From: g.From.UTC(), To: g.To.UTC(), Hours: g.Seconds / 3600}
+		for _, h := range g.Holders {
+			gap.Holders = append(gap.Holders, h.Namespace+"/"+h.Pod+"/"+h.Container)
+		}
+		out = append(out, gap)
+	}
+	return out
+}
+
 // partial reports whether more than PartialAbove of the expected device-hours
 // are missing or unknown.
 func (c *Coverage) partial() bool {
@@ -174,7 +209,7 @@ func (c *Coverage) summary() string {
 	fmt.Fprintf(&b, "coverage %s of %s device-hours: %s missing, %s unknown (more than %s)",
 		model.FormatPct(c.Ratio), model.FormatHours(c.ExpectedHours), model.FormatHours(c.MissingHours), model.FormatHours(c.UnknownHours), model.FormatPct(PartialAbove))
 	if len(c.Gaps) > 0 {
-		b.WriteString("; the range has gaps without GPU data: ")
+		b.WriteString("; gaps: ")
 		for i, g := range c.Gaps {
 			if i == 5 {
 				fmt.Fprintf(&b, " and %d more", len(c.Gaps)-5)
@@ -189,8 +224,13 @@ func (c *Coverage) summary() string {
 	return b.String()
 }
 
-// String names the gap: node, GPU, from – to and hours.
+// String names the gap: node, GPU, from – to, hours and, for an unknown
+// one, whose unknown time it is.
 func (g Gap) String() string {
-	return fmt.Sprintf("%s GPU %s (%s) %s – %s (%s h)", g.Place(), g.GPU, g.UUID,
-		g.From.Format(time.RFC3339), g.To.Format(time.RFC3339), model.FormatHours(g.Hours))
+	s := fmt.Sprintf("%s GPU %s (%s) %s – %s (%s h %s", g.Place(), g.GPU, g.UUID,
+		g.From.Format(time.RFC3339), g.To.Format(time.RFC3339), model.FormatHours(g.Hours), g.Kind)
+	if len(g.Holders) > 0 {
+		s += ", held by " + strings.Join(g.Holders, ", ")
+	}
+	return s + ")"
 }

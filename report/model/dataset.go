@@ -95,6 +95,20 @@ type LedgerEntry struct {
 	Kind                 Kind               // which kind of number Seconds and EUR are; Exact for the ledger
 }
 
+// NodeKey names a node in its cluster.
+type NodeKey struct{ Cluster, Node string }
+
+// Gap is a stretch (From, To] in which a sampled source had no sample of a
+// GPU between two that it had: Seconds device-seconds charged as unknown to
+// the holders of its last sample before it (none: no one held it).
+type Gap struct {
+	GPU         GPUKey
+	Host, Index string // its node, and its index there (the `gpu` label)
+	Holders     []HolderKey
+	From, To    time.Time
+	Seconds     float64
+}
+
 // Alloc is what gputally_gpu_allocation says of a holding: the extended
 // resource it was allocated through and how the device is shared.
 type Alloc struct{ Resource, Sharing string }
@@ -177,6 +191,13 @@ type Dataset struct {
 	// Concurrency is how many devices each namespace kept busy at the same
 	// time; nil when the source cannot tell.
 	Concurrency *Concurrency
+	// Gaps are the stretches a sampled source had no sample of a GPU in,
+	// between two it had: its seconds there are its holders' unknown time.
+	Gaps []Gap
+	// NoDrain are the nodes whose unallocated time is no evidence that
+	// their GPUs are free — the source could not read what the node hands
+	// out, and its notes say so: no drain advice is made for them.
+	NoDrain map[NodeKey]bool
 
 	// Warnings are the backend's words about answers it marked partial or
 	// incomplete (warnings, isPartial, infos that say data is missing): any
@@ -306,6 +327,8 @@ func (d *Dataset) OfCluster(c string) *Dataset {
 	out.GPUs = keep(d.GPUs, func(k GPUKey) bool { return k.Cluster == c })
 	out.MIGMode = keep(d.MIGMode, func(k GPUKey) bool { return k.Cluster == c })
 	out.PodTeams = keep(d.PodTeams, func(k PodKey) bool { return k.Cluster == c })
+	out.NoDrain = keep(d.NoDrain, func(k NodeKey) bool { return k.Cluster == c })
+	out.Gaps = slices.DeleteFunc(slices.Clone(d.Gaps), func(g Gap) bool { return g.GPU.Cluster != c })
 	if d.Concurrency != nil {
 		cc := *d.Concurrency
 		cc.Busy = keep(d.Concurrency.Busy, func(k ConcurrencyKey) bool { return k.Cluster == c })

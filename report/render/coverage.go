@@ -16,6 +16,20 @@ func heldBy(holdings []string) string {
 	return "; held by " + strings.Join(holdings, ", ")
 }
 
+// gapsTitle heads the list of gaps.
+const gapsTitle = "Gaps: no data (missing), or no sample between two (unknown: the time of the GPU's holders before it)"
+
+// gapHolders names whose unknown time a gap is; "" for none.
+func gapHolders(g analysis.Gap) string { return strings.Join(g.Holders, ", ") }
+
+// heldByGap says whose unknown time a gap is, in a clause; "" for none.
+func heldByGap(g analysis.Gap) string {
+	if len(g.Holders) == 0 {
+		return ""
+	}
+	return "held by " + gapHolders(g)
+}
+
 // uncovered returns the GPUs with missing or unknown time: the rest were
 // fully covered, which the renderers say in one line.
 func uncovered(c *analysis.Coverage) []analysis.GPUCoverage {
@@ -52,10 +66,10 @@ func mdCoverage(b *strings.Builder, r *Report) {
 		b.WriteString("\n")
 	}
 	if len(c.Gaps) > 0 {
-		b.WriteString("Gaps without data:\n\n| node | GPU | UUID | from | to | device-hours |\n|---|---|---|---|---|---:|\n")
+		b.WriteString(gapsTitle + ":\n\n| node | GPU | UUID | held by | from | to | device-hours | counted as |\n|---|---|---|---|---|---|---:|---|\n")
 		for _, g := range c.Gaps {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(orNone(g.Place())), mdCell(g.GPU), mdCell(g.UUID),
-				g.From.Format(time.RFC3339), g.To.Format(time.RFC3339), hours(g.Hours))
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(orNone(g.Place())), mdCell(g.GPU), mdCell(g.UUID), mdCell(gapHolders(g)),
+				g.From.Format(time.RFC3339), g.To.Format(time.RFC3339), hours(g.Hours), g.Kind)
 		}
 		b.WriteString("\n")
 	}
@@ -88,7 +102,12 @@ func csvFaultRows(r *Report) [][]string {
 	for _, g := range c.Gaps {
 		cells := make([]string, len(csvHeader))
 		cells[0], cells[1] = "gap", g.Node+"/"+g.GPU+"@"+g.UUID
-		cells[csvMissingHours], cells[csvFrom], cells[csvTo] = f64(g.Hours), g.From.Format(time.RFC3339), g.To.Format(time.RFC3339)
+		hoursCell := csvMissingHours
+		if g.Kind == analysis.GapUnknown {
+			hoursCell = csvUnknownHours
+		}
+		cells[hoursCell], cells[csvFrom], cells[csvTo] = f64(g.Hours), g.From.Format(time.RFC3339), g.To.Format(time.RFC3339)
+		cells[csvKind], cells[csvEvidence] = g.Kind, heldByGap(g)
 		rows = append(rows, withCluster(cells, g.Cluster))
 	}
 	for _, g := range r.BrokenGPUs {

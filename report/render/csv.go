@@ -95,7 +95,7 @@ func renderCSV(w io.Writer, r *Report) error {
 		cells := make([]string, len(csvHeader))
 		cells[0], cells[1] = "recommendation", rec.Target
 		cells[csvKind], cells[csvFreed], cells[csvReclaimable] = recTitle(rec), f64(rec.FreedEURPerMonth), f64(rec.ReclaimableEURPerMonth)
-		cells[csvHoursPerMonth], cells[csvEvidence], cells[csvCluster] = month, rec.Evidence, rec.Cluster
+		cells[csvHoursPerMonth], cells[csvEvidence], cells[csvFigures], cells[csvCluster] = month, rec.Evidence, rec.Figures, rec.Cluster
 		rows = append(rows, cells)
 	}
 	rows = append(rows, csvFaultRows(r)...)

@@ -17,7 +17,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"eur": eur, "hours": hours, "pct": pct, "activity": activity, "mib": mib, "change": change,
 	"rectitle": recTitle, "inc": func(i int) int { return i + 1 }, "orNone": orNone, "layouts": layoutsText,
 	"join": func(s []string) string { return strings.Join(s, ", ") }, "join_lines": func(s []string) string { return strings.Join(s, "\n") },
-	"rfc3339": func(t time.Time) string { return t.Format(time.RFC3339) }, "heldBy": heldBy, "coverageLine": coverageLine,
+	"rfc3339": func(t time.Time) string { return t.Format(time.RFC3339) }, "heldBy": heldBy, "coverageLine": coverageLine, "gapHolders": gapHolders, "gapsTitle": func() string { return gapsTitle },
 	"rectarget": recTarget, "clustertitle": clusterTitle, "recnodes": recNodes, "incluster": inCluster,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
@@ -68,9 +68,9 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 <table id="coverage-gpus"><tr><th class="l">node</th><th class="l">GPU</th><th class="l">UUID</th><th>coverage</th><th>missing device-hours</th><th>unknown device-hours</th></tr>
 {{range .}}<tr><td>{{orNone .Place}}</td><td class="l">{{.GPU}}</td><td class="l">{{.UUID}}</td><td>{{pct .Ratio}}</td><td>{{hours .MissingHours}}</td><td>{{hours .UnknownHours}}</td></tr>
 {{end}}</table>{{end}}
-{{with .R.Coverage.Gaps}}<p>Gaps without data:</p>
-<table id="gaps"><tr><th class="l">node</th><th class="l">GPU</th><th class="l">UUID</th><th class="l">from</th><th class="l">to</th><th>device-hours</th></tr>
-{{range .}}<tr><td>{{orNone .Place}}</td><td class="l">{{.GPU}}</td><td class="l">{{.UUID}}</td><td class="l">{{rfc3339 .From}}</td><td class="l">{{rfc3339 .To}}</td><td>{{hours .Hours}}</td></tr>
+{{with .R.Coverage.Gaps}}<p>{{gapsTitle}}:</p>
+<table id="gaps"><tr><th class="l">node</th><th class="l">GPU</th><th class="l">UUID</th><th class="l">held by</th><th class="l">from</th><th class="l">to</th><th>device-hours</th><th class="l">counted as</th></tr>
+{{range .}}<tr><td>{{orNone .Place}}</td><td class="l">{{.GPU}}</td><td class="l">{{.UUID}}</td><td class="l">{{gapHolders .}}</td><td class="l">{{rfc3339 .From}}</td><td class="l">{{rfc3339 .To}}</td><td>{{hours .Hours}}</td><td class="l">{{.Kind}}</td></tr>
 {{end}}</table>{{end}}
 {{with .R.BrokenGPUs}}<h2>Broken hardware</h2>
 <ul id="broken-gpus">{{range .}}<li>{{.Advice}} ({{.Model}}, lost since {{rfc3339 .Since}}, {{hours .LostHours}} device-hours{{heldBy .Holdings}})</li>

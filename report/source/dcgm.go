@@ -15,8 +15,9 @@ import (
 	"github.com/gputally/gputally/report/model"
 )
 
-// DefaultGrid is the dcgm-exporter source's evaluation grid when none is
-// set: dcgm-exporter's default collect interval.
+// DefaultGrid is the dcgm-exporter source's evaluation grid of a cluster
+// whose scrape interval it could not measure: dcgm-exporter's default
+// collect interval.
 const DefaultGrid = 30 * time.Second
 
 // DCGMExporterOptions are the settings of a DCGMExporter source.
@@ -24,11 +25,10 @@ type DCGMExporterOptions struct {
 	// Book prices the devices, gives the idle threshold and splits MIG GPUs
 	// by its mig_weight, as the exporters' ledgers do; nil: cost.Default().
 	Book *cost.Book
-	// Grid is the evaluation grid: one state per device per grid point. It
-	// must divide the range's Step and Resolution, and be at least the
-	// scrape interval of dcgm-exporter and kube-state-metrics (a device
-	// without a sample in the Grid before a point is unknown there). 0:
-	// DefaultGrid.
+	// Grid is the evaluation grid of every cluster: one state per device
+	// per grid point; it must divide the range's Step and Resolution. 0:
+	// each cluster's grid follows the scrape interval the source measures
+	// there (dcgm_grid.go).
 	Grid time.Duration
 	// TeamLabel (optional) is a pod label key whose value names the team,
 	// read from kube-state-metrics' kube_pod_labels into Dataset.PodTeams.
@@ -67,9 +67,6 @@ func NewDCGMExporter(q Querier, opts DCGMExporterOptions) *DCGMExporter {
 	if opts.Book == nil {
 		opts.Book = cost.Default()
 	}
-	if opts.Grid <= 0 {
-		opts.Grid = DefaultGrid
-	}
 	return &DCGMExporter{q: q, opts: opts}
 }
 
@@ -90,12 +87,12 @@ func without(base string, dedupe []string) string {
 	return out
 }
 
-// Collect implements Source: it evaluates the grid over (r.Start, r.End] in
-// chunks of whole step buckets (readGrid), so that memory stays bounded by a
-// chunk.
+// Collect implements Source: it measures how often each cluster was
+// scraped, plans the grid of each (dcgm_grid.go) and evaluates it over
+// (r.Start, r.End] in chunks of whole step buckets (readGrid), so that
+// memory stays bounded by a chunk.
 func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
-	g := s.opts.Grid
-	if r.Step%g != 0 || r.Resolution%g != 0 {
+	if g := s.opts.Grid; g > 0 && (r.Step%g != 0 || r.Resolution%g != 0) {
 		return nil, fmt.Errorf("the dcgm-exporter source's grid %s must divide the step %s and the resolution %s", g, r.Step, r.Resolution)
 	}
 	run := &rangeRunner{q: s.q, maxPoints: s.opts.MaxPointsPerQuery, maxSamples: s.opts.MaxSamplesPerQuery,
@@ -106,10 +103,7 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	defer run.finish()
 	d := model.NewDataset(r)
 	id := identity{pmodel.LabelName(s.opts.ClusterLabel)}
-	perBucket := int(r.Step / g)
-	bucketsPerChunk := max(1, run.maxPoints/perBucket)
-	chunks := ceilDiv(d.Buckets, bucketsPerChunk)
-	run.total = 1 + run.requests(r.Start.Add(r.Step), r.End, r.Step) + chunks*len(dcgmQueries(g, false, nil, id))
+	run.total = 1 + 2*run.requests(r.Start.Add(r.Step), r.End, r.Step)
 	if s.opts.TeamLabel != "" {
 		run.total += run.requests(r.Start.Add(r.Step), r.End, r.Step)
 	}
@@ -117,13 +111,25 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	if err != nil {
 		return nil, err
 	}
-	interval, err := s.scrapeInterval(ctx, run, r)
+	dcgm, err := s.measureIntervals(ctx, run, r, id, "DCGM_FI_DEV_FB_USED", "UUID, GPU_I_ID")
 	if err != nil {
 		return nil, err
 	}
-	accounts, err := s.readGrid(ctx, run, d, dcgmQueries(g, exported, s.opts.DedupeLabels, id), bucketsPerChunk, id)
+	ksm, err := s.measureIntervals(ctx, run, r, id, `kube_node_status_capacity{resource="pods"}`, "node, exported_node")
 	if err != nil {
 		return nil, err
+	}
+	plans := s.plan(dcgm, ksm, r.Resolution, id)
+	for _, p := range plans {
+		run.total += p.chunks(d, run.maxPoints) * len(dcgmQueries(p, false, nil, id))
+	}
+	var accounts []*dcgmAccount
+	for _, p := range plans {
+		as, err := s.readGrid(ctx, run, d, p, dcgmQueries(p, exported, s.opts.DedupeLabels, id), id)
+		if err != nil {
+			return nil, err
+		}
+		accounts = append(accounts, as...)
 	}
 	if len(d.Ledger) == 0 {
 		return nil, fmt.Errorf("no GPU data: no dcgm-exporter samples (DCGM_FI_DEV_FB_USED, DCGM_FI_PROF_GR_ENGINE_ACTIVE, …) with a UUID label between %s and %s (is dcgm-exporter scraped, and is the range right?)",
@@ -138,26 +144,21 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 		d.Notes = append(d.Notes, a.warnings()...)
 		short += a.short()
 	}
-	d.Sampling = fmt.Sprintf(
-		"Sampled on a %s grid: each device has one state per grid point, from the last dcgm-exporter and kube-state-metrics sample in the %s before it, so a holding's time is known to within %s at each start and end; a job shorter than two grid steps (%s) counts only at the grid points that caught it (%d holding(s) here were seen at fewer than two). Time-sliced GPUs are split by the replicas their pods requested (allocation share, not usage).",
-		g, g, g, 2*g, short)
-	if interval > g+g/2 {
-		d.Notes = append([]string{fmt.Sprintf("dcgm-exporter's series have a sample about every %s, more than the grid of %s: grid points without one are unknown; set --grid=%s",
-			interval.Round(time.Second), g, interval.Round(time.Second))}, d.Notes...)
-	}
+	d.Sampling = sampling(plans, short)
 	d.Warnings = run.warnings
 	d.Requests = run.done
 	return d, nil
 }
 
-// readGrid evaluates the grid over d's range in chunks of bucketsPerChunk
-// step buckets, every query of a chunk before its points are priced: each
-// cluster's points by an account of its own (a cluster seen once gets every
-// later point, with data or not). It returns the accounts, finished, in the
-// order of their clusters.
-func (s *DCGMExporter) readGrid(ctx context.Context, run *rangeRunner, d *model.Dataset, queries []dcgmQuery, bucketsPerChunk int, id identity) ([]*dcgmAccount, error) {
-	g := s.opts.Grid
+// readGrid evaluates plan p's grid over d's range in chunks of whole step
+// buckets (at most run.maxPoints grid points a request), every query of a
+// chunk before its points are priced: each cluster's points by an account
+// of its own (a cluster seen once gets every later point, with data or
+// not). It returns the accounts, finished, in the order of their clusters.
+func (s *DCGMExporter) readGrid(ctx context.Context, run *rangeRunner, d *model.Dataset, p gridPlan, queries []dcgmQuery, id identity) ([]*dcgmAccount, error) {
+	g := p.grid
 	perBucket := int(d.Step / g)
+	bucketsPerChunk := p.bucketsPerChunk(d, run.maxPoints)
 	series := map[pmodel.Fingerprint]*dcgmSeries{}
 	accounts := map[string]*dcgmAccount{} // by cluster
 	for b := 0; b < d.Buckets; b += bucketsPerChunk {
@@ -183,15 +184,15 @@ func (s *DCGMExporter) readGrid(ctx context.Context, run *rangeRunner, d *model.
 			err := run.run(ctx, q.name, q.query, from, to, g, func(m pmodel.Matrix) {
 				for _, st := range m {
 					var ps []*gridPoint
-					for _, p := range st.Values {
-						i := int(math.Round(float64(p.Timestamp.Time().Sub(from)) / float64(g)))
-						if i < 0 || i >= last-first+1 || math.IsNaN(float64(p.Value)) {
+					for _, pt := range st.Values {
+						i := int(math.Round(float64(pt.Timestamp.Time().Sub(from)) / float64(g)))
+						if i < 0 || i >= last-first+1 || math.IsNaN(float64(pt.Value)) {
 							continue
 						}
 						if ps == nil {
 							ps = of(id.clusterOf(st.Metric))
 						}
-						q.fill(ps[i], st.Metric, series, float64(p.Value))
+						q.fill(ps[i], st.Metric, series, float64(pt.Value))
 					}
 				}
 			})
@@ -199,14 +200,17 @@ func (s *DCGMExporter) readGrid(ctx context.Context, run *rangeRunner, d *model.
 				return nil, err
 			}
 		}
+		if err := noHost(series); err != nil {
+			return nil, err
+		}
 		for _, c := range slices.Sorted(maps.Keys(points)) {
 			a := accounts[c]
 			if a == nil {
 				a = newDCGMAccount(d, s.opts.Book, g, c)
 				accounts[c] = a
 			}
-			for i, p := range points[c] {
-				a.point(first+i, p)
+			for i, pt := range points[c] {
+				a.point(first+i, pt)
 			}
 		}
 	}
@@ -216,6 +220,16 @@ func (s *DCGMExporter) readGrid(ctx context.Context, run *rangeRunner, d *model.
 		out = append(out, accounts[c])
 	}
 	return out, nil
+}
+
+// bucketsPerChunk is how many step buckets one request of the plan holds.
+func (p gridPlan) bucketsPerChunk(d *model.Dataset, maxPoints int) int {
+	return max(1, maxPoints/int(d.Step/p.grid))
+}
+
+// chunks is how many requests each query of the plan makes.
+func (p gridPlan) chunks(d *model.Dataset, maxPoints int) int {
+	return ceilDiv(d.Buckets, p.bucketsPerChunk(d, maxPoints))
 }
 
 // exportedLabels reports whether the range's DCGM_* series carry
@@ -234,51 +248,27 @@ func (s *DCGMExporter) exportedLabels(ctx context.Context, run *rangeRunner, r m
 	return found, err
 }
 
-// scrapeInterval estimates how often dcgm-exporter was scraped: a step
-// bucket over the median number of samples a DCGM_FI_DEV_FB_USED series has
-// in it, over the buckets that have any; 0 without data.
-func (s *DCGMExporter) scrapeInterval(ctx context.Context, run *rangeRunner, r model.Range) (time.Duration, error) {
-	var sum float64
-	n := 0
-	err := run.run(ctx, "scrape interval", fmt.Sprintf("quantile(0.5, count_over_time(DCGM_FI_DEV_FB_USED[%s]))", pmodel.Duration(r.Step)),
-		r.Start.Add(r.Step), r.End, r.Step, func(m pmodel.Matrix) {
-			for _, st := range m {
-				for _, p := range st.Values {
-					if p.Value > 0 {
-						sum += float64(p.Value)
-						n++
-					}
-				}
-			}
-		})
-	if err != nil || n == 0 {
-		return 0, err
-	}
-	return time.Duration(float64(r.Step) / (sum / float64(n))), nil
-}
-
 // dcgmQuery is one query of a chunk and what a sample of it fills in.
 type dcgmQuery struct {
 	name, query string
 	fill        func(p *gridPoint, m pmodel.Metric, series map[pmodel.Fingerprint]*dcgmSeries, v float64)
 }
 
-// dcgmQueries are the queries of each chunk: the device series' last sample
-// in the grid step before each point, and kube-state-metrics' requests of
-// nvidia.com resources, the Running phase of pods that request shared ones,
-// and the nodes' capacity of nvidia.com resources (and of pods, which every
-// node has: a node without nvidia.com capacity offers no device plugin
-// resource at all).
-func dcgmQueries(g time.Duration, exported bool, dedupe []string, id identity) []dcgmQuery {
-	// Each point reads the grid step before it, shifted a millisecond
-	// later: Prometheus 2 closes a range on both ends (a sample exactly one
-	// step before the point belongs to the point before), and
-	// VictoriaMetrics leaves out of a request a series whose first sample
-	// lies exactly at its end (a job that starts there).
-	w := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(g))
-	device := func(name string, set func(r *deviceReading, v float64)) dcgmQuery {
-		return dcgmQuery{name: name, query: fmt.Sprintf("max without (%s) (last_over_time(%s[%s))", without(dcgmWithout, dedupe), name, w),
-			fill: func(p *gridPoint, m pmodel.Metric, series map[pmodel.Fingerprint]*dcgmSeries, v float64) {
+// dcgmQueries are the queries of each chunk of plan p: the device series'
+// last sample in the lookback before each point, and kube-state-metrics'
+// requests of nvidia.com resources, the Running phase of pods that request
+// GPUs or shared ones, and the nodes' capacity of nvidia.com resources (and
+// of pods, which every node has: a node without nvidia.com capacity offers
+// no device plugin resource at all).
+func dcgmQueries(p gridPlan, exported bool, dedupe []string, id identity) []dcgmQuery {
+	// Each point reads the lookback before it, shifted a millisecond later:
+	// Prometheus 2 closes a range on both ends, and VictoriaMetrics leaves
+	// out of a request a series whose first sample lies exactly at its end
+	// (a job that starts there).
+	w := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(p.dcgmWindow))
+	device := func(name, window string, set func(r *deviceReading, s *dcgmSeries, v float64)) dcgmQuery {
+		return dcgmQuery{name: name, query: fmt.Sprintf("max without (%s) (last_over_time(%s[%s))", without(dcgmWithout, dedupe), selector(name, p.selector), window),
+			fill: func(pt *gridPoint, m pmodel.Metric, series map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				fp := m.Fingerprint()
 				s := series[fp]
 				if s == nil {
@@ -286,49 +276,56 @@ func dcgmQueries(g time.Duration, exported bool, dedupe []string, id identity) [
 					s = &ps
 					series[fp] = s
 				}
-				if s.dev.UUID == "" {
-					return
+				if s.dev.UUID != "" {
+					set(pt.device(s), s, v)
 				}
-				r := p.device(s)
-				r.addHolder(s.holder)
-				set(r, v)
 			}}
 	}
+	// Which series had a sample in the last scrape interval (or grid step,
+	// when longer) before each point: the device's current ones, when its
+	// lookback also holds a series that ended (deviceReading). Read first.
+	presence := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(max(p.grid, p.dcgmFastest)))
+	value := func(field func(r *deviceReading) *float64) func(r *deviceReading, s *dcgmSeries, v float64) {
+		return func(r *deviceReading, s *dcgmSeries, v float64) {
+			if r.current(s) {
+				*field(r) = maxNaN(*field(r), v)
+			}
+		}
+	}
 	// kube-state-metrics is scraped on its own schedule: its last sample in
-	// ksmWindow before each point.
-	kw := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(max(g, ksmWindow)))
+	// its own lookback before each point.
+	kw := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(p.ksmWindow))
+	requests := selector("kube_pod_container_resource_requests", `resource=~"nvidia_com_.*"`, p.selector)
 	return []dcgmQuery{
-		device("DCGM_FI_PROF_GR_ENGINE_ACTIVE", func(r *deviceReading, v float64) { r.gr = maxNaN(r.gr, v) }),
-		device("DCGM_FI_DEV_GPU_UTIL", func(r *deviceReading, v float64) { r.util = maxNaN(r.util, v) }),
-		device("DCGM_FI_DEV_FB_USED", func(r *deviceReading, v float64) { r.fb = maxNaN(r.fb, v) }),
-		device("DCGM_FI_DEV_POWER_USAGE", func(r *deviceReading, v float64) { r.power = maxNaN(r.power, v) }),
-		device("DCGM_FI_DEV_XID_ERRORS", func(r *deviceReading, v float64) { r.xid = maxNaN(r.xid, v) }),
+		device("DCGM_FI_DEV_FB_USED", presence, func(r *deviceReading, s *dcgmSeries, _ float64) { r.markFresh(s) }),
+		device("DCGM_FI_PROF_GR_ENGINE_ACTIVE", w, value(func(r *deviceReading) *float64 { return &r.gr })),
+		device("DCGM_FI_DEV_GPU_UTIL", w, value(func(r *deviceReading) *float64 { return &r.util })),
+		device("DCGM_FI_DEV_FB_USED", w, value(func(r *deviceReading) *float64 { return &r.fb })),
+		device("DCGM_FI_DEV_POWER_USAGE", w, value(func(r *deviceReading) *float64 { return &r.power })),
+		device("DCGM_FI_DEV_XID_ERRORS", w, value(func(r *deviceReading) *float64 { return &r.xid })),
 		{name: "kube_pod_container_resource_requests",
-			query: fmt.Sprintf(`max without (%s) (last_over_time(kube_pod_container_resource_requests{resource=~"nvidia_com_.*"}[%s))`, without("instance, job, uid, unit", dedupe), kw),
-			fill: func(p *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
+			query: fmt.Sprintf(`max without (%s) (last_over_time(%s[%s))`, without("instance, job, uid, unit", dedupe), requests, kw),
+			fill: func(pt *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				h := ksmHolder(m)
-				p.requests = append(p.requests, ksmRequest{holder: h, node: ksmLabel(m, "node"), resource: string(m["resource"]), value: v})
+				pt.requests = append(pt.requests, ksmRequest{holder: h, node: ksmLabel(m, "node"), resource: string(m["resource"]), value: v})
 			}},
 		{name: "kube_pod_status_phase",
-			query: fmt.Sprintf(`max by (%[1]s) (last_over_time(kube_pod_status_phase{phase="Running"}[%[2]s)) == 1 and on (%[1]s) max by (%[1]s) (last_over_time(kube_pod_container_resource_requests{resource=~"nvidia_com_.*_shared"}[%[2]s))`, id.by("namespace, pod"), kw),
-			fill: func(p *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
-				p.running[model.HolderKey{Namespace: string(m["namespace"]), Pod: string(m["pod"])}] = true
+			query: fmt.Sprintf(`max by (%[1]s) (last_over_time(%[3]s[%[2]s)) == 1 and on (%[1]s) max by (%[1]s) (last_over_time(%[4]s[%[2]s))`, id.by("namespace, pod"), kw,
+				selector("kube_pod_status_phase", `phase="Running"`, p.selector), selector("kube_pod_container_resource_requests", `resource=~"nvidia_com_gpu|nvidia_com_.*_shared"`, p.selector)),
+			fill: func(pt *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
+				pt.running[model.HolderKey{Namespace: string(m["namespace"]), Pod: string(m["pod"])}] = true
 			}},
 		{name: "kube_node_status_capacity",
-			query: fmt.Sprintf(`max without (%s) (last_over_time(kube_node_status_capacity{resource=~"nvidia_com_.*|pods"}[%s))`, without("instance, job, unit", dedupe), kw),
-			fill: func(p *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
+			query: fmt.Sprintf(`max without (%s) (last_over_time(%s[%s))`, without("instance, job, unit", dedupe), selector("kube_node_status_capacity", `resource=~"nvidia_com_.*|pods"`, p.selector), kw),
+			fill: func(pt *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				node := ksmLabel(m, "node")
-				if p.capacity[node] == nil {
-					p.capacity[node] = map[string]float64{}
+				if pt.capacity[node] == nil {
+					pt.capacity[node] = map[string]float64{}
 				}
-				p.capacity[node][string(m["resource"])] = v
+				pt.capacity[node][string(m["resource"])] = v
 			}},
 	}
 }
-
-// ksmWindow is how far back a grid point looks for kube-state-metrics'
-// last sample: it is scraped on its own schedule, often every minute.
-const ksmWindow = time.Minute
 
 // ksmLabel returns a kube-state-metrics label, or its exported_ form when
 // Prometheus scraped it without honor_labels.

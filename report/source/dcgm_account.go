@@ -1,7 +1,6 @@
 package source
 
 import (
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -33,11 +32,7 @@ type dcgmAccount struct {
 	usage   map[model.HoldingKey]*dcgmUsage
 	states  []cost.GPUState
 	totals  []cost.Total
-	noCap   map[string]bool // nodes with devices but no kube_node_status_capacity
-	anyCap  bool
-	// anyDevice and anyKSM: some grid point had a device, or
-	// kube-state-metrics' requests or capacity, in the cluster.
-	anyDevice, anyKSM bool
+	ev      *dcgmEvidence // what the cluster's data lacks
 	// whole are the GPUs out of MIG mode seen so far, by node, and
 	// wholeSeen how many (classify's argument).
 	whole     map[string]map[string]bool
@@ -53,9 +48,14 @@ type dcgmDevice struct {
 // dcgmGPU is what the grid saw of one GPU so far.
 type dcgmGPU struct {
 	model, host, gpu string
-	last             int     // the last grid point with a sample; 0: none yet
-	powerW           float64 // the last power read, W; NaN: none (or lost)
-	mig              bool    // MIG mode at the last sample
+	last             int           // the last grid point with a sample; 0: none yet
+	powerW           float64       // the last power read, W; NaN: none (or lost)
+	mig              bool          // MIG mode at the last sample
+	state            cost.GPUState // the ledger's input at the last sample: a gap's holders
+	node             *nodeEvidence
+	// gr and util: some sample of the GPU (or its instances) had
+	// DCGM_FI_PROF_GR_ENGINE_ACTIVE, DCGM_FI_DEV_GPU_UTIL.
+	gr, util bool
 }
 
 type dcgmTotalKey struct {
@@ -83,7 +83,7 @@ func newDCGMAccount(d *model.Dataset, book *cost.Book, grid time.Duration, clust
 		ledger:  cost.NewLedger(staticBook{book}, cost.WithRetention(d.Step+4*grid)),
 		devices: map[string]dcgmDevice{}, gpus: map[string]*dcgmGPU{}, prev: map[dcgmTotalKey]cost.Total{},
 		whole: map[string]map[string]bool{}, wholeSeen: map[string]int{},
-		shared: map[string]bool{}, points: map[model.HoldingKey]int{}, usage: map[model.HoldingKey]*dcgmUsage{}, noCap: map[string]bool{},
+		shared: map[string]bool{}, points: map[model.HoldingKey]int{}, usage: map[model.HoldingKey]*dcgmUsage{}, ev: newDCGMEvidence(cluster),
 	}
 }
 
@@ -96,12 +96,8 @@ func (s staticBook) Book() *cost.Book { return s.b }
 // every GPU with a sample there is charged the grid step before it at its
 // state; a GPU without one between two that have one is unknown there.
 func (a *dcgmAccount) point(j int, p *gridPoint) {
-	if len(p.capacity) > 0 {
-		a.anyCap = true
-	}
-	a.anyKSM = a.anyKSM || len(p.capacity)+len(p.requests) > 0
-	a.anyDevice = a.anyDevice || len(p.devices) > 0
-	devs := classify(p, a.wholeSeen)
+	a.ev.point(p)
+	devs := classify(p, a.wholeSeen, a.book.IdleThreshold)
 	a.states = a.states[:0]
 	for i := range devs {
 		pd := &devs[i]
@@ -109,16 +105,17 @@ func (a *dcgmAccount) point(j int, p *gridPoint) {
 		if g.last > 0 && j-g.last > 1 {
 			a.gap(pd.uuid, g, g.last+1, j-1)
 		}
-		g.last, g.mig = j, pd.state.MIG
+		g.last, g.mig, g.state = j, pd.state.MIG, pd.state
 		switch {
 		case pd.state.Lost:
 			g.powerW = math.NaN()
 		case pd.state.PowerW >= 0 && pd.state.PowerW <= cost.MaxPowerW:
 			g.powerW = pd.state.PowerW
 		}
-		if pd.shared {
+		if pd.shared != "" {
 			a.shared[pd.uuid] = true
 		}
+		g.node.see(j, p, pd)
 		if !pd.state.MIG {
 			if a.whole[g.host] == nil {
 				a.whole[g.host] = map[string]bool{}
@@ -126,10 +123,9 @@ func (a *dcgmAccount) point(j int, p *gridPoint) {
 			a.whole[g.host][pd.uuid] = true
 			a.wholeSeen[g.host] = len(a.whole[g.host])
 		}
-		if _, ok := p.capacity[g.host]; !ok && len(p.capacity) > 0 {
-			a.noCap[g.host] = true
-		}
 		for n, part := range pd.parts {
+			g.gr = g.gr || !math.IsNaN(part.reading.gr)
+			g.util = g.util || !math.IsNaN(part.reading.util)
 			dev := part.reading.id.dev
 			if pd.state.MIG {
 				in := pd.state.Instances[n]
@@ -153,24 +149,11 @@ func (a *dcgmAccount) point(j int, p *gridPoint) {
 func (a *dcgmAccount) gpuOf(pd *pointDevice) *dcgmGPU {
 	g := a.gpus[pd.uuid]
 	if g == nil {
-		g = &dcgmGPU{model: pd.state.Model, host: pd.id.host, gpu: pd.id.gpu, powerW: math.NaN()}
+		g = &dcgmGPU{model: pd.state.Model, host: pd.id.host, gpu: pd.id.gpu, powerW: math.NaN(), node: a.ev.node(pd.id.host)}
 		a.gpus[pd.uuid] = g
 		a.devices[pd.uuid] = dcgmDevice{key: model.DeviceKey{Cluster: a.cluster, UUID: pd.uuid}, model: g.model, host: g.host, gpu: g.gpu}
 	}
 	return g
-}
-
-// gap charges grid points from…to (inclusive), where GPU uuid had no sample,
-// as unknown with no holder: the whole GPU at its last rate.
-func (a *dcgmAccount) gap(uuid string, g *dcgmGPU, from, to int) {
-	rate := 0.0
-	if price := a.book.Price(g.model); price != nil {
-		rate = price.Rate(g.powerW).Total()
-	}
-	sec := a.grid.Seconds()
-	for j := from; j <= to; j++ {
-		a.add((j-1)/a.perBucket, a.devices[uuid], model.HolderKey{}, model.StateUnknown, sec, rate*sec/3600)
-	}
 }
 
 // endBucket adds what the ledger accrued since the last bucket end to bucket
@@ -192,8 +175,7 @@ func (a *dcgmAccount) endBucket(b int) {
 			continue
 		}
 		st, _ := model.StateIndex(t.State.String())
-		h := model.HolderKey{Namespace: t.Holder.Namespace, Pod: t.Holder.Pod, Container: t.Holder.Container}
-		a.add(b, a.devices[t.Device], h, st, sec, eur)
+		a.add(b, a.devices[t.Device], modelHolder(t.Holder), st, sec, eur)
 	}
 	a.prev = cur
 }
@@ -254,13 +236,18 @@ func (a *dcgmAccount) flush(k model.HoldingKey, u *dcgmUsage) {
 	}
 }
 
-// finish flushes the usage, marks the kind of each entry of its cluster, and
-// fills their allocations and the MIG modes.
+// finish flushes the usage, marks the kind of each entry of its cluster,
+// fills their allocations and the MIG modes, and adds the nodes whose
+// capacity went unread to the dataset's NoDrain.
 func (a *dcgmAccount) finish() {
 	d := a.d
 	for _, k := range slices.SortedFunc(maps.Keys(a.usage), model.CompareHoldingKeys) {
 		a.flush(k, a.usage[k])
 	}
+	if d.NoDrain == nil {
+		d.NoDrain = map[model.NodeKey]bool{}
+	}
+	a.ev.noDrain(d.NoDrain)
 	for k, e := range d.Ledger {
 		if k.Dev.Cluster != a.cluster {
 			continue
@@ -302,21 +289,5 @@ func (a *dcgmAccount) short() int {
 	return n
 }
 
-// warnings are what the source could not tell from the data.
-func (a *dcgmAccount) warnings() []string {
-	var out []string
-	if !a.anyDevice && a.anyKSM {
-		return []string{fmt.Sprintf("kube-state-metrics series in cluster %q, where no dcgm-exporter series are: their requests and capacity are not used (is the cluster label on both, with the same value?)", a.cluster)}
-	}
-	if !a.anyCap && len(a.gpus) > 0 {
-		where := ""
-		if a.cluster != "" {
-			where = " in cluster " + a.cluster
-		}
-		out = append(out, "no kube-state-metrics kube_node_status_capacity series for nvidia.com resources"+where+": devices without pod labels count as unallocated, and time-sliced or DRA-held GPUs cannot be told from free ones")
-	}
-	for _, n := range slices.Sorted(maps.Keys(a.noCap)) {
-		out = append(out, fmt.Sprintf("node %s has no kube_node_status_capacity for nvidia.com resources: its devices without pod labels count as unallocated", model.NodeName(a.cluster, n)))
-	}
-	return out
-}
+// warnings are what the source could not tell from the cluster's data.
+func (a *dcgmAccount) warnings() []string { return a.ev.warnings(a.gpus) }

@@ -11,16 +11,58 @@ import (
 
 // classifyNode classifies the GPUs of one node: first each device by its
 // own samples, then, against what the device plugin offers of the node,
-// the devices no pod is labelled on.
-func classifyNode(p *gridPoint, node string, uuids []string, gpus map[string]*deviceReading, instances map[string][]*deviceReading, wholeSeen int) []pointDevice {
+// the devices no pod is labelled on. Without the node's capacity, an
+// unlabelled GPU that shows work (activity at or above idleBelow, or
+// framebuffer in use) is held by someone the data does not show: unknown.
+func classifyNode(p *gridPoint, node string, uuids []string, gpus map[string]*deviceReading, instances map[string][]*deviceReading, wholeSeen int, idleBelow float64) []pointDevice {
 	c := readNodeDevices(uuids, gpus, instances)
 	capacity, known := p.capacity[node]
-	if !known {
-		return c.out // no capacity: every unlabelled device counts unallocated
+	whole := max(c.whole, wholeSeen)
+	switch {
+	case !known:
+		c.markInUseUnknown(idleBelow)
+	case whole > 0 && int(capacity[ksmGPU]) > whole:
+		c.shareNotRenamed(p, node, capacity[ksmGPU])
+	default:
+		c.attributeUnlabelled(p, node, capacity, whole)
+		c.markUnofferedMIG(capacity)
 	}
-	c.attributeUnlabelled(p, node, capacity, max(c.whole, wholeSeen))
-	c.markUnofferedMIG(capacity)
 	return c.out
+}
+
+// inUseFBMiB is the framebuffer, MiB, above which a GPU holds someone's
+// memory: above what an idle GPU with no process reports on any driver, and
+// below what any CUDA process with a model in it holds.
+const inUseFBMiB = 1024
+
+// markInUseUnknown marks unknown the unlabelled GPUs that show work —
+// activity at or above idleBelow, or framebuffer in use — on a node whose
+// capacity is not known: a holder dcgm-exporter labels no pod for
+// (time-slicing, DRA) may hold them. The others stay unallocated.
+func (c *nodeDevices) markInUseUnknown(idleBelow float64) {
+	for _, i := range c.unlabelled {
+		r := c.out[i].parts[0].reading
+		if a := r.activity(); a >= idleBelow || r.fb >= inUseFBMiB {
+			c.out[i].state.HoldersKnown = false
+		}
+	}
+}
+
+// shareNotRenamed splits every whole, healthy GPU of a node whose device
+// plugin offers more nvidia.com/gpu than it has GPUs — time-slicing without
+// renamed resources — over the node's running pods that request
+// nvidia.com/gpu, by the replicas requested of those offered (replicas):
+// dcgm-exporter labels only one of the pods that share such a GPU.
+func (c *nodeDevices) shareNotRenamed(p *gridPoint, node string, replicas float64) {
+	holders := sharedHolders(p, node, ksmGPU, replicas)
+	for i := range c.out {
+		d := &c.out[i]
+		if d.state.MIG || d.state.Lost {
+			continue
+		}
+		d.shared, d.state.HoldersKnown, d.state.Holders = ksmGPU, true, holders
+		d.parts[0].holder = model.HolderKey{}
+	}
 }
 
 // nodeDevices is one node's devices as classified by their own samples, and
@@ -122,12 +164,12 @@ func (c *nodeDevices) attributeUnlabelled(p *gridPoint, node string, capacity ma
 	unoffered := max(0, whole-int(capacity[ksmGPU])-sharedGPUs)
 	var shareHolders []cost.Holder
 	if sharedGPUs > 0 {
-		shareHolders = sharedHolders(p, node, replicas)
+		shareHolders = sharedHolders(p, node, ksmGPUShared, replicas)
 	}
 	for n, i := range c.unlabelled {
 		switch {
 		case n < sharedGPUs:
-			out[i].shared = true
+			out[i].shared = ksmGPUShared
 			out[i].state.Holders = shareHolders
 		case n < sharedGPUs+unoffered:
 			out[i].state.HoldersKnown = false
@@ -136,12 +178,12 @@ func (c *nodeDevices) attributeUnlabelled(p *gridPoint, node string, capacity ma
 }
 
 // sharedHolders is who holds a node's time-sliced GPUs: the running pods
-// requesting the shared resource there, each by its share of the replicas,
-// in order of namespace, pod and container.
-func sharedHolders(p *gridPoint, node string, replicas float64) []cost.Holder {
+// requesting resource (as kube-state-metrics names it) there, each by its
+// share of the replicas, in order of namespace, pod and container.
+func sharedHolders(p *gridPoint, node, resource string, replicas float64) []cost.Holder {
 	var holders []cost.Holder
 	for _, rq := range p.requests {
-		if rq.node == node && rq.resource == ksmGPUShared && p.running[model.HolderKey{Namespace: rq.holder.Namespace, Pod: rq.holder.Pod}] {
+		if rq.node == node && rq.resource == resource && p.running[model.HolderKey{Namespace: rq.holder.Namespace, Pod: rq.holder.Pod}] {
 			holders = append(holders, cost.Holder{Key: costHolder(rq.holder), Share: rq.value / replicas, Activity: math.NaN()})
 		}
 	}

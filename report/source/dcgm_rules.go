@@ -2,6 +2,7 @@ package source
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -63,7 +64,7 @@ func (id identity) parseDCGMSeries(m pmodel.Metric, exported bool) dcgmSeries {
 		dev:   model.DeviceKey{Cluster: id.clusterOf(m), UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"]), Profile: string(m["GPU_I_PROFILE"])},
 		gpu:   string(m["gpu"]),
 		model: string(m["modelName"]),
-		host:  hostOf(m),
+		host:  dcgmHostOf(m),
 	}
 	prefix := ""
 	if exported {
@@ -77,46 +78,38 @@ func (id identity) parseDCGMSeries(m pmodel.Metric, exported bool) dcgmSeries {
 	return s
 }
 
-// deviceReading is what one grid point sampled of one GPU or MIG instance.
-type deviceReading struct {
-	id      *dcgmSeries // the first series seen: identity, model, host
-	holders []model.HolderKey
-	gr      float64 // DCGM_FI_PROF_GR_ENGINE_ACTIVE, 0–1; NaN: none
-	util    float64 // DCGM_FI_DEV_GPU_UTIL, %; NaN: none
-	fb      float64 // DCGM_FI_DEV_FB_USED, MiB; NaN: none
-	power   float64 // DCGM_FI_DEV_POWER_USAGE, W; NaN: none
-	xid     float64 // DCGM_FI_DEV_XID_ERRORS; NaN: none
+// dcgmHostLabels are the labels that name a DCGM_* series' node, in the
+// order they are read: dcgm-exporter's own (hostname since 4.8.3, Hostname
+// before: the node's name in Kubernetes, from the NODE_NAME its chart sets),
+// then the ones a relabeling adds from __meta_kubernetes_pod_node_name when
+// dcgm-exporter runs with -n (--no-hostname): nodename, as its chart's
+// example names it, or node.
+var dcgmHostLabels = []pmodel.LabelName{"hostname", "Hostname", "nodename", "node"}
+
+// dcgmHostOf returns the node of a DCGM_* series; "" when no label names it.
+func dcgmHostOf(m pmodel.Metric) string {
+	for _, l := range dcgmHostLabels {
+		if h, ok := m[l]; ok {
+			return string(h)
+		}
+	}
+	return ""
 }
 
-func newDeviceReading(s *dcgmSeries) *deviceReading {
-	nan := math.NaN()
-	return &deviceReading{id: s, gr: nan, util: nan, fb: nan, power: nan, xid: nan}
-}
-
-// activity is the device's activity ratio: GR engine, else GPU utilization
-// (never on a MIG instance); NaN without either.
-func (r *deviceReading) activity() float64 {
-	if !math.IsNaN(r.gr) {
-		return r.gr
+// noHost returns an error when a GPU's DCGM_* series name no node (the
+// first such GPU by UUID), saying how to have them do so.
+func noHost(series map[pmodel.Fingerprint]*dcgmSeries) error {
+	var s *dcgmSeries
+	for _, sr := range series {
+		if sr.host == "" && sr.dev.UUID != "" && (s == nil || sr.dev.UUID < s.dev.UUID) {
+			s = sr
+		}
 	}
-	if r.id.dev.GI == "" && !math.IsNaN(r.util) {
-		return r.util / 100
+	if s == nil {
+		return nil
 	}
-	return math.NaN()
-}
-
-func (r *deviceReading) addHolder(h model.HolderKey) {
-	if h != (model.HolderKey{}) && !slices.Contains(r.holders, h) {
-		r.holders = append(r.holders, h)
-	}
-}
-
-// maxNaN returns the larger of a and b, ignoring NaN.
-func maxNaN(a, b float64) float64 {
-	if math.IsNaN(a) || b > a {
-		return b
-	}
-	return a
+	return fmt.Errorf("the dcgm-exporter series of GPU %s (%s, gpu %q) have no hostname label, nor Hostname, nodename or node: the report cannot tell which node the GPU is on. dcgm-exporter leaves the hostname out when started with -n (--no-hostname, DCGM_EXPORTER_NO_HOSTNAME): run it without, or add the node's name with a relabeling of __meta_kubernetes_pod_node_name to nodename in its scrape config (dcgm-exporter's chart has one to uncomment)",
+		s.dev.UUID, s.model, s.gpu)
 }
 
 // ksmRequest is one container's request of an nvidia.com resource
@@ -169,8 +162,11 @@ type pointDevice struct {
 	uuid  string
 	id    *dcgmSeries // the GPU's identity: node, index, model
 	state cost.GPUState
-	// shared: a time-sliced GPU split by requested replicas (allocation share).
-	shared bool
+	// shared is, for a time-sliced GPU split by requested replicas
+	// (allocation share), the resource its replicas are offered as, as
+	// kube-state-metrics names it: ksmGPUShared, or ksmGPU when not
+	// renamed; "" for any other GPU.
+	shared string
 	// Per device of the GPU (the GPU itself, or each MIG instance, in the
 	// order of state.Instances): its reading and the holder whose activity
 	// and framebuffer it is (zero: none).
@@ -185,8 +181,9 @@ type pointPart struct {
 // classify applies the state rules to one grid point: the ledger input of
 // every GPU with a sample there, sorted by UUID. wholeSeen is, per node, how
 // many GPUs out of MIG mode the grid has seen there so far: a GPU without a
-// sample at this point still counts against the node's capacity.
-func classify(p *gridPoint, wholeSeen map[string]int) []pointDevice {
+// sample at this point still counts against the node's capacity. idleBelow
+// is the price book's idle threshold.
+func classify(p *gridPoint, wholeSeen map[string]int, idleBelow float64) []pointDevice {
 	gpus := map[string]*deviceReading{}
 	instances := map[string][]*deviceReading{}
 	for k, r := range p.devices {
@@ -219,7 +216,7 @@ func classify(p *gridPoint, wholeSeen map[string]int) []pointDevice {
 	for _, node := range slices.Sorted(maps.Keys(byNode)) {
 		uuids := byNode[node]
 		slices.Sort(uuids)
-		out = append(out, classifyNode(p, node, uuids, gpus, instances, wholeSeen[node])...)
+		out = append(out, classifyNode(p, node, uuids, gpus, instances, wholeSeen[node], idleBelow)...)
 	}
 	slices.SortFunc(out, func(a, b pointDevice) int { return cmp.Compare(a.uuid, b.uuid) })
 	return out

@@ -431,6 +431,7 @@ func TestDCGMExporterNoData(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no dcgm-exporter samples") {
 		t.Errorf("error %v, want one about no dcgm-exporter samples", err)
 	}
+	src = NewDCGMExporter(empty.querier(t, 120), DCGMExporterOptions{Grid: DefaultGrid})
 	_, err = src.Collect(context.Background(), model.Range{Start: time.Unix(0, 0), End: time.Unix(3600, 0), Step: time.Hour, Resolution: 45 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "must divide") {
 		t.Errorf("a resolution of 45s on a 30s grid: error %v, want one saying the grid must divide it", err)

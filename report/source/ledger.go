@@ -146,7 +146,8 @@ func (c *collector) allocations(ctx context.Context, d *model.Dataset) error {
 		})
 }
 
-// podTeams fills d.PodTeams from kube_pod_labels' team label, when one is set.
+// podTeams fills d.PodTeams from kube_pod_labels' team label, when one is
+// set, and notes when no series carries it.
 func (c *collector) podTeams(ctx context.Context, d *model.Dataset) error {
 	if c.teamLabel == "" {
 		return nil
@@ -162,6 +163,10 @@ func (c *collector) podTeams(ctx context.Context, d *model.Dataset) error {
 		})
 	if err != nil {
 		return err
+	}
+	if len(d.PodTeams) == 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("--team-label=%s: no kube_pod_labels series with %s in the range, so each pod's team is its namespace's (or the team map's): kube-state-metrics exports a pod label only when allowed (--metric-labels-allowlist=pods=[%s]); is it, and is kube-state-metrics scraped?",
+			c.teamLabel, label, c.teamLabel))
 	}
 	d.Notes = append(d.Notes, teamsElsewhere(d)...)
 	return nil

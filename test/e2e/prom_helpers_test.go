@@ -259,6 +259,14 @@ func promBackfilledFiles(t *testing.T, promtool, prometheus, dir string, oms ...
 // backfill a day about four times faster.
 func promBackfilledBlocks(t *testing.T, promtool, prometheus, dir, maxBlock string, oms ...string) string {
 	t.Helper()
+	return promBackfilledKept(t, promtool, prometheus, dir, maxBlock, "100y", oms...)
+}
+
+// promBackfilledKept is promBackfilledBlocks with Prometheus keeping what
+// its retention (--storage.tsdb.retention.time) keeps; "": its default, 15
+// days before the newest block's end.
+func promBackfilledKept(t *testing.T, promtool, prometheus, dir, maxBlock, retention string, oms ...string) string {
+	t.Helper()
 	data := filepath.Join(dir, "prometheus")
 	for _, om := range oms {
 		args := []string{"tsdb", "create-blocks-from", "openmetrics"}
@@ -272,8 +280,11 @@ func promBackfilledBlocks(t *testing.T, promtool, prometheus, dir, maxBlock stri
 		t.Fatal(err)
 	}
 	addr := promFreeAddr(t)
-	promStartProcess(t, prometheus, "--config.file="+config, "--storage.tsdb.path="+data,
-		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr)
+	args := []string{"--config.file=" + config, "--storage.tsdb.path=" + data, "--web.listen-address=" + addr}
+	if retention != "" {
+		args = append(args, "--storage.tsdb.retention.time="+retention)
+	}
+	promStartProcess(t, prometheus, args...)
 	base := "http://" + addr
 	promEventually(t, 5*time.Minute, 250*time.Millisecond, "prometheus ready", func() (bool, string) {
 		_, err := promGet(t.Context(), base, "/-/ready")

@@ -5,7 +5,6 @@ package e2e
 import (
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -77,7 +76,8 @@ type reportJSON struct {
 		Freed       float64  `json:"freed_eur_per_month"`
 		Reclaimable float64  `json:"reclaimable_eur_per_month"`
 	} `json:"recommendations"`
-	FreedEURPerMonth float64 `json:"freed_eur_per_month"`
+	FreedEURPerMonth float64  `json:"freed_eur_per_month"`
+	Warnings         []string `json:"warnings"`
 	Apply            struct {
 		MIGParted   string `json:"mig_parted"`
 		TimeSlicing string `json:"time_slicing"`
@@ -91,7 +91,8 @@ func within1pct(got, want float64) bool { return math.Abs(got-want) <= 0.01*math
 // scenario, backfills a real Prometheus with promtool, runs `gputally report`
 // against it on loopback and checks the report against the simulation's own
 // ledger: totals within 1 %, and the recommendations the scenario was built to
-// need, with their EUR per month.
+// need, with their EUR per month; and a range longer than the data
+// reported as the history there is.
 func TestReportAgainstBackfilledPrometheus(t *testing.T) {
 	prometheus := promLookPath(t, "prometheus")
 	promtool := promLookPath(t, "promtool")
@@ -202,19 +203,24 @@ func TestReportAgainstBackfilledPrometheus(t *testing.T) {
 	}
 
 	// The same report as Markdown and HTML, and a range reaching before the
-	// data: a gap, so a non-zero exit that says so, unless --allow-partial.
+	// data (8 days over the 7 there are): not a gap but the history there
+	// is — exit 0, complete, from the history's start, saying so — and its
+	// per-month figures scaled by the 168 hours covered: the 7-day
+	// report's headline.
 	for _, format := range []string{"md", "html"} {
 		runTool(t, gputally, "report", "--prometheus.url="+base, "--range=7d", "--end="+sum.End.Format(time.RFC3339),
 			"--format="+format, "--out="+filepath.Join(dir, "report."+format))
 	}
-	gap := exec.Command(gputally, "report", "--prometheus.url="+base, "--range=8d", "--end="+sum.End.Format(time.RFC3339),
-		"--format=json", "--out="+filepath.Join(dir, "gap.json"))
-	if msg, err := gap.CombinedOutput(); err == nil || !strings.Contains(string(msg), "gaps without GPU data") {
-		t.Errorf("report over a range with a gap: %v, %s; want a non-zero exit naming the gap", err, msg)
-	}
-	runTool(t, gputally, "report", "--prometheus.url="+base, "--range=8d", "--end="+sum.End.Format(time.RFC3339), "--allow-partial",
-		"--format=json", "--out="+filepath.Join(dir, "partial.json"))
-	if b, err := os.ReadFile(filepath.Join(dir, "partial.json")); err != nil || !strings.Contains(string(b), `"partial": true`) {
-		t.Errorf("--allow-partial report not marked partial (%v)", err)
+	early := filepath.Join(dir, "early.json")
+	runTool(t, gputally, "report", "--prometheus.url="+base, "--range=8d", "--end="+sum.End.Format(time.RFC3339),
+		"--format=json", "--out="+early)
+	var e reportJSON
+	readJSON(t, early, &e)
+	said := slices.ContainsFunc(e.Warnings, func(w string) bool {
+		return strings.Contains(w, "no data before "+sum.Start.Format(time.RFC3339)) && strings.Contains(w, "168.0 of the 192.0 hours asked for")
+	})
+	if e.Partial || !e.Start.Equal(sum.Start) || !said || math.Abs(e.FreedEURPerMonth-r.FreedEURPerMonth) > 1e-6*r.FreedEURPerMonth {
+		t.Errorf("8-day report from %s (partial %v, warnings %q), %.2f EUR/month freed; want from %s, complete, saying so, %.2f",
+			e.Start, e.Partial, e.Warnings, e.FreedEURPerMonth, sum.Start, r.FreedEURPerMonth)
 	}
 }

@@ -20,7 +20,9 @@ Call with (dict "ctx" $ "format" "md" "url" URL "webhook" true "httpConfig" true
     {{- end }}
     - --source={{ $source }}
     {{- if eq $source "dcgm-exporter" }}
-    - --grid={{ $r.grid | default "30s" }}
+    {{- with $r.grid }}
+    - --grid={{ . }}
+    {{- end }}
     - --cost.price-book=/etc/gputally/price-book/price-book.yaml
     {{- end }}
     - --report.cluster-label={{ $r.clusterLabel }}
