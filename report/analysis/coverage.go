@@ -26,7 +26,11 @@ const gapTolerance = 0.01
 // moment any series of it is seen in the range; a GPU never seen in the range
 // cannot be known.
 type Coverage struct {
-	// Ratio is SeenHours ÷ ExpectedHours, 0–1.
+	// Ratio is SeenHours ÷ ExpectedHours, 0–1: above 1 only by scrape
+	// timing (a GPU's hours run from its last sample before the range to its
+	// last in it, up to one scrape interval more than the range), never
+	// clamped: the source refuses series counted twice (report/source
+	// check.go).
 	Ratio         float64 `json:"ratio"`
 	ExpectedHours float64 `json:"expected_hours"` // GPUs seen × the range in hours
 	SeenHours     float64 `json:"seen_hours"`     // device-hours recorded, all states
@@ -40,7 +44,7 @@ type Coverage struct {
 }
 
 // CoverageOf is one node's or GPU's part of Coverage, in device-hours; Ratio
-// is SeenHours ÷ ExpectedHours, 0–1.
+// is SeenHours ÷ ExpectedHours, as Coverage's.
 type CoverageOf struct {
 	Ratio         float64 `json:"ratio"`
 	ExpectedHours float64 `json:"expected_hours"`
@@ -94,7 +98,7 @@ func (c *CoverageOf) add(o CoverageOf) {
 
 func (c *CoverageOf) finish() {
 	if c.ExpectedHours > 0 {
-		c.Ratio = min(1, c.SeenHours/c.ExpectedHours)
+		c.Ratio = c.SeenHours / c.ExpectedHours
 	}
 }
 

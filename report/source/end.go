@@ -49,6 +49,10 @@ func (c *collector) shares(ctx context.Context, d *model.Dataset) error {
 					continue
 				}
 				p := s.Values[len(s.Values)-1]
+				if err := checkShare(s.Metric, p); err != nil {
+					c.run.refuse(err)
+					return
+				}
 				b := int(p.Timestamp.Time().Sub(d.Start)/d.Step) - 1
 				k := c.id.holdingOf(s.Metric)
 				if old, ok := d.Shares[k]; !ok || b >= old.Bucket {
