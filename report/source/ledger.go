@@ -122,8 +122,12 @@ func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset,
 	d := model.NewDataset(r)
 	c.plan(d)
 	defer c.run.finish()
-	if err := c.probeWindows(ctx, d.End); err != nil {
+	note, err := c.probeWindows(ctx, d.End)
+	if err != nil {
 		return nil, err
+	}
+	if note != "" {
+		d.Notes = append(d.Notes, note)
 	}
 	for _, step := range []func(context.Context, *model.Dataset) error{
 		c.thisPeriod, c.previous, c.allocations, c.migModes, c.podTeams, c.usage, c.lastBucket, c.shares, c.concurrency,
