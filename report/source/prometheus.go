@@ -79,9 +79,6 @@ func NewPrometheusQuerier(base string, opts HTTPOptions) (*PrometheusQuerier, er
 	// A query string stays in the requests and out of every message: it may
 	// hold a token.
 	shown := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(u.Path, "/")}).String()
-	if u.Path == "" {
-		u.Path = "/" // else JoinPath makes the path relative: no slash after the host
-	}
 	u = u.JoinPath("api", "v1", "query_range")
 	if opts.Client == nil {
 		opts.Client = http.DefaultClient

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -62,6 +63,9 @@ func (c *collector) probeWindows(ctx context.Context, at time.Time) (note string
 	case err != nil && ctx.Err() != nil:
 		return "", err
 	case err != nil:
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner // without the runner's name of the query: the note names the probe
+		}
 		return fmt.Sprintf("the window probe %s failed (%v): windows are read as (t−w, t]; %s", windowProbe, err, halfOpenRisk), nil
 	case got != 2 && got != 3:
 		return fmt.Sprintf("the engine answered the window probe %s with %v, neither 2 (a range excludes its start) nor 3 (it includes it): "+
