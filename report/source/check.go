@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,7 +132,7 @@ func checkShare(m pmodel.Metric, p pmodel.SamplePair) error {
 // valueError names a value an answer must not hold: the series, the time and
 // the value, and why.
 func valueError(m fmt.Stringer, p pmodel.SamplePair, why string) error {
-	return fmt.Errorf("the engine answered %s for %s at %s: %s", p.Value, m, timeOf(p), why)
+	return fmt.Errorf("the engine answered %s for %s at %s: %s", strconv.FormatFloat(float64(p.Value), 'g', -1, 64), m, timeOf(p), why)
 }
 
 // namedSeries is a series with its metric name, for messages.
