@@ -30,8 +30,12 @@ func createOutput(path string) (*output, error) {
 	return &output{path: path, f: f}, nil
 }
 
-// write renders r in format into the output and puts it in place.
+// write renders r in format into the output and puts it in place; a number
+// of r that is not finite is an error (checkFinite), and nothing is written.
 func (o *output) write(r *Report, format string) error {
+	if err := checkFinite(r); err != nil {
+		return err
+	}
 	if o.path == "-" {
 		return render.Render(os.Stdout, r, format)
 	}
