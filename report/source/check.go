@@ -31,8 +31,11 @@ import (
 //     a MIG instance's) device-seconds in a step bucket, over all its series,
 //     at most the bucket plus the scrape timing; one series' EUR in a bucket
 //     at most what the highest rate any price book allows charges in it;
-//   - the gauges the advice reads (checkGauge): activity a ratio, framebuffer
-//     a size, shares of a device in (0, 1].
+//   - the gauges the advice reads (checkGauge, checkShare): activity a ratio,
+//     framebuffer a size, shares of a device in (0, 1]. A gauge out of its
+//     range is no sample, and a note names the first (leftOut): exporters do
+//     write such values (DCGM's GPU utilization reads 4294967295 now and then),
+//     and the money does not hang on them.
 
 // maxLedgerSeconds is the largest value a gputally_gpu_seconds_total series
 // can hold: a century of device-seconds (no exporter process lives that long;
@@ -119,6 +122,44 @@ func checkGauge(m pmodel.Metric, p pmodel.SamplePair, v float64, ratio bool) err
 		return valueError(m, p, fmt.Sprintf("a framebuffer holds between 0 and %d MiB", maxFramebufferMiB))
 	}
 	return nil
+}
+
+// leftOut counts, per query, the gauge samples its answers held out of their
+// range (checkGauge, checkShare), which are left out of the figures, and
+// keeps the first for the note that says so. The zero value is empty; it is
+// not safe for concurrent use.
+type leftOut struct {
+	names []string // in the order first seen
+	of    map[string]*outOfRange
+}
+
+type outOfRange struct {
+	n     int
+	first error
+}
+
+// add counts err, a sample of query name's answers left out.
+func (l *leftOut) add(name string, err error) {
+	if l.of == nil {
+		l.of = map[string]*outOfRange{}
+	}
+	o := l.of[name]
+	if o == nil {
+		o = &outOfRange{first: err}
+		l.of[name] = o
+		l.names = append(l.names, name)
+	}
+	o.n++
+}
+
+// notes says, per query, how many samples were left out and which was first.
+func (l *leftOut) notes() []string {
+	out := make([]string, 0, len(l.names))
+	for _, name := range l.names {
+		o := l.of[name]
+		out = append(out, fmt.Sprintf("%s: %d samples out of range left out, as no sample; the first: %v", name, o.n, o.first))
+	}
+	return out
 }
 
 // checkShare checks a time-sliced or MPS holding's share of its device.

@@ -1,12 +1,17 @@
 package source
 
 import (
+	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	pmodel "github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/gputally/gputally/report/model"
 )
 
 func pair(sec int64, v float64) pmodel.SamplePair {
@@ -129,5 +134,40 @@ func TestCheckEUR(t *testing.T) {
 	err := checkEUR(s, limit*(1+1e-12), end, time.Hour)
 	if err == nil || !strings.Contains(err.Error(), `gputally_cost_eur_total{UUID="GPU-0"}`) || !strings.Contains(err.Error(), "ending 2026-01-05T01:00:00Z") {
 		t.Errorf("past the limit: %v", err)
+	}
+}
+
+// TestGaugeOutOfRangeLeftOut: DCGM's GPU utilization reads 4294967295 now and
+// then (go-dcgm issue 75). GPU-0's, 50 % at every 30 s scrape but that one
+// at 00:32:00, averages (9 × 50 + 4,294,967,295) / 10 = 429,496,774.5 % in
+// the 5-minute step ending 00:35: that step is no sample, the other 11 read
+// 0.5, and a note names it; the report goes on.
+func TestGaugeOutOfRangeLeftOut(t *testing.T) {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	b := NewStoreBuilder()
+	id := []string{"UUID", "GPU-0", "gpu", "0", "hostname", "node-0", "modelName", "NVIDIA H100 80GB HBM3", "namespace", "ml", "pod", "p", "container", "c"}
+	for ts := start.Add(-time.Hour); !ts.After(start.Add(time.Hour)); ts = ts.Add(30 * time.Second) {
+		appendLedger(t, b, append(id, "state", "busy"), ts, ts.Sub(start.Add(-time.Hour)).Seconds())
+		v := 50.0
+		if ts.Equal(start.Add(32 * time.Minute)) {
+			v = 4294967295
+		}
+		if err := b.Append(labels.FromStrings(append([]string{"__name__", "DCGM_FI_DEV_GPU_UTIL"}, id...)...), ts.UnixMilli(), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := NewLedger(NewEngineQuerier(b.Store(), time.Minute, discard()), LedgerOptions{MaxPointsPerQuery: 1000}).Collect(context.Background(),
+		model.Range{Start: start, End: start.Add(time.Hour), Step: time.Hour, Resolution: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var act []float32
+	for _, a := range d.Activity {
+		act = append(act, a...)
+	}
+	want := `DCGM_FI_DEV_GPU_UTIL: 1 samples out of range left out, as no sample; the first: the engine answered 4.294967745e+08 for {UUID="GPU-0"`
+	if len(act) != 11 || slices.ContainsFunc(act, func(v float32) bool { return v != 0.5 }) || len(d.Notes) != 1 || !strings.Contains(d.Notes[0], want) ||
+		!strings.Contains(d.Notes[0], "at 2026-01-05T00:35:00Z: an activity is a ratio between 0 and 1") {
+		t.Errorf("activity %v, notes %q; want 11 × 0.5 and a note saying %q", act, d.Notes, want)
 	}
 }

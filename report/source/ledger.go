@@ -92,6 +92,7 @@ type collector struct {
 	teamLabel string
 	dedupe    deduper
 	win       windows // how the engine bounds a range selector (probeWindows)
+	leftOut   leftOut // gauge samples out of their range
 }
 
 func (c *collector) plan(d *model.Dataset) {
@@ -136,6 +137,7 @@ func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset,
 			return nil, err
 		}
 	}
+	d.Notes = append(d.Notes, c.leftOut.notes()...)
 	return d, nil
 }
 
