@@ -51,7 +51,7 @@ const maxLedgerEUR = maxLedgerSeconds / 3600 * cost.MaxRateEURPerHour
 const maxFramebufferMiB = 1 << 30
 
 // ratioSlack is how far above 1 an activity ratio may read (rounding in the
-// exporter) before it is refused.
+// exporter) before it is left out.
 const ratioSlack = 0.01
 
 // checkAnswer checks one answer, in place: each series' samples are put in
