@@ -103,6 +103,11 @@ models: [{match: x, purchase_eur: 1e9}]
 	if !approxEqual(r.Capital, want.Capital) || !approxEqual(r.Energy, want.Energy) || !approxEqual(r.Overhead, want.Overhead) {
 		t.Fatalf("Rate = %+v, want %+v", r, want)
 	}
+	// 11415525.114… + 1e5 + 1e6 = 12515525.114… EUR/h: the bound the report
+	// holds ledger counters to is this book's rate, not less.
+	if !approxEqual(MaxRateEURPerHour, 1e9/87.6+1e5+1e6) || !approxEqual(MaxRateEURPerHour, r.Total()) {
+		t.Errorf("MaxRateEURPerHour = %v, want the largest book's rate %v", MaxRateEURPerHour, r.Total())
+	}
 	if total := r.Total() * 100 * HoursPerYear; !isFinite(total) || total > 1.1e13 {
 		t.Errorf("a century at the largest rate = %v EUR, want finite and about 1.1e13", total)
 	}

@@ -35,6 +35,13 @@ const (
 	MaxAmortizationYears = 100
 )
 
+// MaxRateEURPerHour is the largest rate a book within the bounds gives one
+// GPU, EUR per hour: the capital of the dearest GPU over the shortest
+// amortization, the energy of the highest believable power (MaxPowerW) at
+// the highest PUE and price, and the highest overhead. A ledger counter that
+// grows faster was not written by an exporter.
+const MaxRateEURPerHour = MaxPurchaseEUR/(MinAmortizationYears*HoursPerYear) + MaxPowerW/1000*MaxPUE*MaxEnergyEURPerKWh + MaxHourlyEUR
+
 // Default returns the built-in price book (DefaultBookYAML).
 func Default() *Book {
 	b, err := Parse(defaultBookYAML, "built-in")

@@ -44,7 +44,11 @@ func TestHTMLInChromium(t *testing.T) {
 	r.Source = "test"
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
-	if err := writeReport(page, r, FormatHTML); err != nil {
+	file, err := createOutput(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := file.write(r, FormatHTML); err != nil {
 		t.Fatal(err)
 	}
 	shots := os.Getenv("REPORT_SCREENSHOT_DIR")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,7 +103,37 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 			m = append(m, ss)
 		}
 	}
-	return m, nil, nil
+	return maxOfCopies(m), nil, nil
+}
+
+// maxOfCopies merges the series of m with the same labels (two holders of
+// one time-sliced GPU give two gputally_gpu_info series of it) into one, the
+// max at each time, as the report's `max by (…)` queries do on an engine:
+// no engine answers with one series twice.
+func maxOfCopies(m model.Matrix) model.Matrix {
+	first := map[model.Fingerprint]*model.SampleStream{}
+	out := m[:0]
+	for _, s := range m {
+		f := first[s.Metric.Fingerprint()]
+		if f == nil {
+			first[s.Metric.Fingerprint()] = s
+			out = append(out, s)
+			continue
+		}
+		at := map[model.Time]int{}
+		for i, p := range f.Values {
+			at[p.Timestamp] = i
+		}
+		for _, p := range s.Values {
+			if i, ok := at[p.Timestamp]; ok {
+				f.Values[i].Value = max(f.Values[i].Value, p.Value)
+			} else {
+				f.Values = append(f.Values, p)
+			}
+		}
+		slices.SortFunc(f.Values, func(a, b model.SamplePair) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+	}
+	return out
 }
 
 // busyAtOnce answers the report's query of devices busy at once: per

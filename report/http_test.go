@@ -106,7 +106,7 @@ func TestRunErrorsOverHTTP(t *testing.T) {
 		{"unreachable", closed.URL, "connection refused", 0},
 		{"query error", badData.URL, "bad_data: 1:10: parse error", 0},
 		{"server error", unavailable.URL, "503", 0},
-		{"timeout", slow.URL, "did not answer within 200ms", 200 * time.Millisecond},
+		{"timeout", slow.URL, "within 200ms (--query.timeout)", 200 * time.Millisecond},
 		{"no data", empty.URL, "no GPU data", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

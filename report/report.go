@@ -37,16 +37,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"slices"
 	"time"
 
 	pmodel "github.com/prometheus/common/model"
 
-	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
 	"github.com/gputally/gputally/report/model"
@@ -78,194 +73,30 @@ const (
 	FormatJSON     = render.FormatJSON
 )
 
-// Config is a report run. DefaultConfig returns the defaults; the zero value
-// of a field other than those documented as optional is invalid.
-type Config struct {
-	PrometheusURL string // base URL of the Prometheus-compatible API, with its path prefix (Run only)
-	// HTTPConfigFile (optional) is an HTTP client config file in
-	// prometheus/common's format: auth, TLS, proxy, headers such as
-	// X-Scope-OrgID (Run only; see source.LoadHTTPClient).
-	HTTPConfigFile string
-	Range          time.Duration // length of the period reported on, e.g. 7 × 24h
-	// End is the end of the period; zero means now truncated to Step (Run) or
-	// the last sample of the data (RunDemoStore).
-	End time.Time
-	// Step is the bucket the ledger counters are read in (increase over Step);
-	// Range must be a multiple of it.
-	Step time.Duration
-	// Resolution is the step at which activity and framebuffer are averaged /
-	// maximised before the percentiles are taken.
-	Resolution time.Duration
-	Format     string // FormatHTML, FormatMarkdown, FormatCSV or FormatJSON
-	Out        string // file to write; "-" writes to stdout
-	// TeamMapFile (optional) maps namespaces to teams (see ParseTeamMap).
-	TeamMapFile string
-	// TeamLabel (optional) is a pod label key whose value names the team, read
-	// from kube-state-metrics' kube_pod_labels; it wins over TeamMapFile.
-	TeamLabel string
-	// Headroom multiplies the p99 framebuffer before it is compared with a
-	// MIG profile's memory, and busy shares before time-sliced packing; ≥ 1.
-	Headroom float64
-	// ReleaseBelow: a holding busy less than this share of the time it was
-	// held is recommended for release (0–1).
-	ReleaseBelow float64
-	// LowDutyBelow: pods holding a whole GPU busy less than this share suit
-	// time-slicing (0–1).
-	LowDutyBelow float64
-	// DrainAbove: a node whose device-hours were unallocated more than this
-	// share can be drained (0–1).
-	DrainAbove float64
-	// MIGWeight splits a MIG GPU's cost over its instances in every MIG
-	// figure; set it from the price book the exporters use (the zero value is
-	// the built-in book's compute weight).
-	MIGWeight cost.MIGWeight
-	// ApplyDir (optional) is a directory the configuration to apply is also
-	// written to, one file each (see WriteApply).
-	ApplyDir string
-	// AllowPartial renders a report marked partial when the range has gaps
-	// without data, instead of failing.
-	AllowPartial bool
-	// WebhookURLFile (optional) holds a Slack/Mattermost incoming-webhook URL;
-	// the Markdown report is POSTed to it as {"text": …} after the file is written.
-	WebhookURLFile string
-	// Timeout bounds each query request and the webhook POST.
-	Timeout time.Duration
-	// TotalTimeout bounds the whole run's queries, retries included (Run only).
-	TotalTimeout time.Duration
-	// MaxAnswerBytes bounds the size of one answer read (Run only); a larger
-	// one is asked again in smaller requests, down to one step.
-	MaxAnswerBytes int64
-	// MaxPointsPerQuery bounds the steps one request asks for; longer ranges
-	// are split into several requests.
-	MaxPointsPerQuery int
-	// MaxSamplesPerQuery bounds the samples (series × steps) one answer
-	// should hold, so that the report's memory does not grow with the fleet:
-	// requests are sized by the series of the previous answer. 0: no bound.
-	MaxSamplesPerQuery int
-	// QueriesInFlight bounds the requests the report has in flight at once
-	// (≥ 1); the figures do not depend on it.
-	QueriesInFlight int
-	// DedupeLabels are the labels by which copies of one ledger series differ
-	// when the engine delivers it twice (HA pairs, a second scrape job): each
-	// is counted once. Empty: every series counts.
-	DedupeLabels []string
-	// ClusterLabel is the label that names a series' cluster when one engine
-	// holds several (source.DefaultClusterLabel): a GPU is its cluster and
-	// UUID, nodes are grouped per cluster, and the advice and its
-	// configuration are per cluster. Empty: one cluster.
-	ClusterLabel string
-	// Progress (optional) receives a progress line; usually os.Stderr.
-	Progress io.Writer
-	// Now (optional) is the clock; nil means time.Now.
-	Now func() time.Time
-	// Source is where the figures come from: SourceLedger ("" too) or
-	// SourceDCGMExporter (sources.go).
-	Source string
-	// Grid is the dcgm-exporter source's evaluation grid; 0: the scrape
-	// interval it measures, per cluster. It must divide Step and Resolution.
-	Grid time.Duration
-	// PriceBook (optional) prices the dcgm-exporter source's devices; nil:
-	// the built-in book. Its mig_weight should be MIGWeight's.
-	PriceBook *cost.Book
-}
-
-// DefaultQueriesInFlight is the default of Config.QueriesInFlight: gentle on
-// an engine that others query too.
-const DefaultQueriesInFlight = 2
-
-// MaxPointsPerSeries is the most points per series a range query may ask
-// of Prometheus, Thanos, Cortex and Mimir: 11,000.
-const MaxPointsPerSeries = 11_000
-
-// DefaultConfig returns the defaults: a 7-day range in 1h steps, 5m
-// resolution, HTML, headroom 1.2, release below 5 % busy, time-slicing below
-// 30 % busy, drain above 95 % unallocated, 2m timeout, 1000 points and about
-// 500,000 samples per request, two requests in flight.
-func DefaultConfig() Config {
-	return Config{
-		Range:              7 * 24 * time.Hour,
-		Step:               time.Hour,
-		Resolution:         5 * time.Minute,
-		Format:             FormatHTML,
-		Headroom:           1.2,
-		ReleaseBelow:       0.05,
-		LowDutyBelow:       0.3,
-		DrainAbove:         0.95,
-		Timeout:            2 * time.Minute,
-		TotalTimeout:       time.Hour,
-		MaxAnswerBytes:     source.DefaultMaxAnswerBytes,
-		MaxPointsPerQuery:  1000,
-		MaxSamplesPerQuery: 500_000,
-		QueriesInFlight:    DefaultQueriesInFlight,
-		DedupeLabels:       source.DefaultDedupeLabels,
-		ClusterLabel:       source.DefaultClusterLabel,
-	}
-}
-
-// Validate checks the settings other than PrometheusURL.
-func (c *Config) Validate() error {
-	switch {
-	case c.Step <= 0 || c.Resolution <= 0:
-		return fmt.Errorf("step %s and resolution %s must be positive", c.Step, c.Resolution)
-	case c.Range <= 0 || c.Range%c.Step != 0:
-		return fmt.Errorf("range %s must be a positive multiple of the step %s", c.Range, c.Step)
-	case c.Resolution > c.Step || c.Step%c.Resolution != 0 || c.Resolution < 2*time.Second:
-		return fmt.Errorf("resolution %s must be at least 2s and divide the step %s", c.Resolution, c.Step)
-	case c.Format != FormatHTML && c.Format != FormatMarkdown && c.Format != FormatCSV && c.Format != FormatJSON:
-		return fmt.Errorf("format %q: want html, md, csv or json", c.Format)
-	case c.Out == "":
-		return errors.New("no output file: set --out (\"-\" for stdout)")
-	case c.Headroom < 1:
-		return fmt.Errorf("headroom %g must be at least 1", c.Headroom)
-	case !(c.ReleaseBelow >= 0 && c.ReleaseBelow <= 1 && c.LowDutyBelow >= 0 && c.LowDutyBelow <= 1 && c.DrainAbove >= 0 && c.DrainAbove <= 1):
-		return errors.New("release, low-duty and drain thresholds must be shares between 0 and 1")
-	case c.Timeout <= 0:
-		return fmt.Errorf("timeout %s must be positive", c.Timeout)
-	case c.TotalTimeout < 0 || c.MaxAnswerBytes < 0:
-		return fmt.Errorf("total timeout %s and max answer bytes %d must not be negative", c.TotalTimeout, c.MaxAnswerBytes)
-	case c.MaxPointsPerQuery < 2 || c.MaxPointsPerQuery > MaxPointsPerSeries:
-		return fmt.Errorf("max points per query %d must be between 2 and %d (the engines' limit per series)", c.MaxPointsPerQuery, MaxPointsPerSeries)
-	case c.MaxSamplesPerQuery < 0:
-		return fmt.Errorf("max samples per query %d must not be negative", c.MaxSamplesPerQuery)
-	case c.ClusterLabel != "" && !pmodel.LegacyValidation.IsValidLabelName(c.ClusterLabel):
-		return fmt.Errorf("cluster label %q is not a label name", c.ClusterLabel)
-	case c.ClusterLabel != "" && slices.Contains(c.DedupeLabels, c.ClusterLabel):
-		return fmt.Errorf("cluster label %q is also a dedupe label: copies that differ in it would be counted once, and the clusters merged", c.ClusterLabel)
-	case c.QueriesInFlight < 1:
-		return fmt.Errorf("queries in flight %d must be at least 1", c.QueriesInFlight)
-	}
-	return c.validateSource()
-}
-
-func (c *Config) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
-}
-
 // Run queries the Prometheus API at cfg.PrometheusURL, writes the report to
 // cfg.Out and, when configured, posts it to the webhook. Any failure returns
-// an error that says what failed; the caller exits non-zero. A report with
-// gaps is written only with AllowPartial, and is then marked partial.
+// an error that says what failed: a *ConfigError, before any query, for bad
+// settings or files; any other error for a failure of the engine, the network
+// or the data. A report with gaps is written only with AllowPartial, and is
+// then marked partial.
 func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if cfg.PrometheusURL == "" {
-		return errors.New("no Prometheus to query: set --prometheus.url (or try --demo)")
+		return badConfig(errors.New("no Prometheus to query: set --prometheus.url (or try --demo)"))
 	}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return badConfig(err)
 	}
 	opts := source.HTTPOptions{Timeout: cfg.Timeout, MaxAnswerBytes: cfg.MaxAnswerBytes}
 	if cfg.HTTPConfigFile != "" {
 		client, err := source.LoadHTTPClient(cfg.HTTPConfigFile)
 		if err != nil {
-			return err
+			return badConfig(err)
 		}
 		opts.Client = client
 	}
 	q, err := source.NewPrometheusQuerier(cfg.PrometheusURL, opts)
 	if err != nil {
-		return err
+		return badConfig(err)
 	}
 	if cfg.TotalTimeout > 0 {
 		var cancel context.CancelFunc
@@ -284,7 +115,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		}
 		cfg.End = end
 	}
-	return generateAndWrite(ctx, cfg, cfg.source(q), cfg.sourceName(cfg.PrometheusURL), logger)
+	return generateAndWrite(ctx, cfg, cfg.source(q), cfg.sourceName(q.String()), logger)
 }
 
 // RunDemoStore is Run over the samples of st (filled through a StoreBuilder,
@@ -294,7 +125,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 // is there to be looked at: a partial one is written, marked partial.
 func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
-		return err
+		return badConfig(err)
 	}
 	cfg.AllowPartial = true
 	first, last, ok := st.TimeRange()
@@ -317,14 +148,14 @@ func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logge
 
 // Generate collects cfg's range, (cfg.End − cfg.Range, cfg.End], from src,
 // analyses it and makes the advice: the report, its Source left to the
-// caller. cfg must be valid and
-// cfg.End set.
+// caller. cfg must be valid and cfg.End set. A team map that cannot be read
+// is a *ConfigError.
 func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) (*Report, error) {
 	var teams source.TeamMap
 	if cfg.TeamMapFile != "" {
 		var err error
 		if teams, err = source.LoadTeamMap(cfg.TeamMapFile); err != nil {
-			return nil, err
+			return nil, badConfig(err)
 		}
 	}
 	began := cfg.now()
@@ -349,13 +180,28 @@ func (c *Config) ledger(q source.Querier) Source {
 		MaxSamplesPerQuery: c.MaxSamplesPerQuery, QueriesInFlight: c.QueriesInFlight, DedupeLabels: c.DedupeLabels, ClusterLabel: c.ClusterLabel, Progress: NewProgress(c.Progress)})
 }
 
+// generateAndWrite generates the report from src, named name, writes it to
+// cfg.Out (and ApplyDir) and posts it to the webhook. The output file and the
+// webhook's URL are made and read before any query.
 func generateAndWrite(ctx context.Context, cfg Config, src Source, name string, logger *slog.Logger) error {
+	var hook *render.Webhook
+	if cfg.WebhookURLFile != "" {
+		var err error
+		if hook, err = render.LoadWebhook(cfg.WebhookURLFile); err != nil {
+			return badConfig(err)
+		}
+	}
+	out, err := createOutput(cfg.Out)
+	if err != nil {
+		return err
+	}
+	defer out.discard()
 	r, err := Generate(ctx, cfg, src, logger)
 	if err != nil {
 		return err
 	}
 	r.Source = name
-	if err := writeReport(cfg.Out, r, cfg.Format); err != nil {
+	if err := out.write(r, cfg.Format); err != nil {
 		return err
 	}
 	if cfg.ApplyDir != "" {
@@ -365,39 +211,11 @@ func generateAndWrite(ctx context.Context, cfg Config, src Source, name string, 
 	}
 	logger.Info("report written", "out", cfg.Out, "format", cfg.Format, "partial", r.Partial,
 		"recommendations", len(r.Recommendations), "freed_eur_per_month", fmt.Sprintf("%.2f", r.FreedEURPerMonth))
-	if cfg.WebhookURLFile != "" {
-		if err := render.PostWebhook(ctx, cfg.WebhookURLFile, r, cfg.Timeout); err != nil {
+	if hook != nil {
+		if err := hook.Post(ctx, r, cfg.Timeout); err != nil {
 			return fmt.Errorf("report written to %s, but %w", cfg.Out, err)
 		}
 		logger.Info("report posted to webhook")
-	}
-	return nil
-}
-
-// writeReport renders r into path atomically (a temporary file renamed into
-// place), or to stdout for "-".
-func writeReport(path string, r *Report, format string) error {
-	if path == "-" {
-		return render.Render(os.Stdout, r, format)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if err := render.Render(f, r, format); err != nil {
-		f.Close()
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
 }

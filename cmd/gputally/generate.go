@@ -37,6 +37,9 @@ func newGenerateCommands(app *kingpin.Application) (*generateDashboardsCommand, 
 }
 
 func (c *generateDashboardsCommand) run(_ context.Context, logger *slog.Logger) error {
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return badInput(fmt.Errorf("--out: %w", err))
+	}
 	if err := dashboards.WriteJSON(c.dir, c.legacyHostname); err != nil {
 		return err
 	}
@@ -55,7 +58,15 @@ func (c *generateRulesCommand) run(context.Context, *slog.Logger) error {
 		_, err = os.Stdout.Write(b)
 		return err
 	}
-	if err := os.WriteFile(c.out, b, 0o644); err != nil {
+	f, err := createOutput("--out", c.out)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("write rules: %w", err)
+	}
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("write rules: %w", err)
 	}
 	return nil

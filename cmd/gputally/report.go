@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -126,7 +127,7 @@ func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 		if c.cfg.PrometheusURL == "" {
 			return badInput(fmt.Errorf("set --prometheus.url, or --demo for a simulated week"))
 		}
-		return report.Run(ctx, c.cfg, logger)
+		return reportExit(report.Run(ctx, c.cfg, logger))
 	}
 	nodes, err := loadFleet(c.demoScenarios)
 	if err != nil {
@@ -135,5 +136,14 @@ func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if err := history.CheckFleet(nodes, 0); err != nil {
 		return badInput(err)
 	}
-	return runDemo(ctx, c.cfg, nodes, book, time.Duration(*c.demoScrape), logger)
+	return reportExit(runDemo(ctx, c.cfg, nodes, book, time.Duration(*c.demoScrape), logger))
+}
+
+// reportExit marks the report's *ConfigError (bad settings or files, found
+// before any query) as bad input: exit 2; every other failure exits 1.
+func reportExit(err error) error {
+	if errors.As(err, new(*report.ConfigError)) {
+		return badInput(err)
+	}
+	return err
 }

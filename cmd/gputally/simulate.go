@@ -35,8 +35,22 @@ func (d *promDuration) String() string { return model.Duration(*d).String() }
 
 func durationFlag(f *kingpin.FlagClause, def string) *promDuration {
 	d := new(promDuration)
-	f.Default(def).SetValue(d)
+	f.Default(def).SetValue(namedValue{d, f.Model().Name})
 	return d
+}
+
+// namedValue is a flag value whose errors name its flag: kingpin's name only
+// the value ("not a valid duration string: \"abc\"").
+type namedValue struct {
+	kingpin.Value
+	name string
+}
+
+func (v namedValue) Set(s string) error {
+	if err := v.Value.Set(s); err != nil {
+		return fmt.Errorf("--%s: %w", v.name, err)
+	}
+	return nil
 }
 
 // simulateHistoryCommand writes a simulated node's metrics over a period, in
@@ -115,12 +129,19 @@ func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) e
 	}
 	w := c.stdout
 	if c.out != "-" {
-		f, err := os.Create(c.out)
+		f, err := createOutput("--out", c.out)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		w = f
+	}
+	var summary *os.File
+	if c.summary != "" {
+		if summary, err = createOutput("--summary", c.summary); err != nil {
+			return err
+		}
+		defer summary.Close()
 	}
 	began := time.Now()
 	res, err := history.WriteFleet(ctx, w, opts, nodes)
@@ -134,8 +155,8 @@ func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) e
 	}
 	logger.Info("simulated history written", "out", c.out, "from", res.Start, "to", res.End,
 		"samples", res.Samples, "took", time.Since(began).Round(time.Millisecond))
-	if c.summary != "" {
-		return writeSummary(c.summary, res)
+	if summary != nil {
+		return writeSummary(summary, res)
 	}
 	return nil
 }
@@ -208,12 +229,16 @@ func newSummary(res history.Result) summary {
 	return s
 }
 
-func writeSummary(path string, res history.Result) error {
+// writeSummary writes res's summary as JSON into f and closes it.
+func writeSummary(f *os.File, res history.Result) error {
 	b, err := json.MarshalIndent(newSummary(res), "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	return nil

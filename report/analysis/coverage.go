@@ -26,7 +26,11 @@ const gapTolerance = 0.01
 // first step bucket in which any series of it is seen — from its first
 // seconds there (history.go); a GPU never seen in the range cannot be known.
 type Coverage struct {
-	// Ratio is SeenHours ÷ ExpectedHours, 0–1.
+	// Ratio is SeenHours ÷ ExpectedHours, 0–1: above 1 only by scrape
+	// timing (a GPU's hours run from its last sample before the range to its
+	// last in it, up to one scrape interval more than the range), never
+	// clamped: the source refuses series counted twice (report/source
+	// check.go).
 	Ratio         float64 `json:"ratio"`
 	ExpectedHours float64 `json:"expected_hours"` // each GPU seen, from when it is first seen to the range's end
 	SeenHours     float64 `json:"seen_hours"`     // device-hours recorded, all states
@@ -42,7 +46,7 @@ type Coverage struct {
 }
 
 // CoverageOf is one node's or GPU's part of Coverage, in device-hours; Ratio
-// is SeenHours ÷ ExpectedHours, 0–1.
+// is SeenHours ÷ ExpectedHours, as Coverage's.
 type CoverageOf struct {
 	Ratio         float64 `json:"ratio"`
 	ExpectedHours float64 `json:"expected_hours"`
@@ -110,7 +114,7 @@ func (c *CoverageOf) add(o CoverageOf) {
 
 func (c *CoverageOf) finish() {
 	if c.ExpectedHours > 0 {
-		c.Ratio = min(1, c.SeenHours/c.ExpectedHours)
+		c.Ratio = c.SeenHours / c.ExpectedHours
 	}
 }
 
@@ -124,8 +128,8 @@ func coverageOf(d *model.Dataset) Coverage {
 		g := d.GPUs[k]
 		gc := GPUCoverage{Cluster: k.Cluster, Node: g.Host, UUID: k.UUID, GPU: g.GPU}
 		first := firstSeen(g)
-		if first < d.Buckets { // from its first seconds in its first bucket
-			gc.ExpectedHours = (g.Seen[first] + float64(d.Buckets-first-1)*step) / 3600
+		if first < d.Buckets { // from its first seconds in its first bucket, at most the bucket
+			gc.ExpectedHours = (min(g.Seen[first], step) + float64(d.Buckets-first-1)*step) / 3600
 		}
 		run := -1 // first bucket of the current gap
 		var runHours float64

@@ -8,23 +8,35 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 )
 
-// PostWebhook posts r's Markdown as {"text": …}, the payload Slack and
-// Mattermost incoming webhooks accept, to the URL held in the file urlFile;
-// timeout bounds the POST. The URL is a secret: errors never include it.
-func PostWebhook(ctx context.Context, urlFile string, r *Report, timeout time.Duration) error {
+// Webhook is a Slack or Mattermost incoming webhook. Its URL is a secret:
+// neither it nor its errors ever show it. It is safe for concurrent use.
+type Webhook struct{ url string }
+
+// LoadWebhook reads the webhook's URL from the file urlFile.
+func LoadWebhook(urlFile string) (*Webhook, error) {
 	b, err := os.ReadFile(urlFile)
 	if err != nil {
-		return fmt.Errorf("webhook: read url file: %w", err)
+		return nil, fmt.Errorf("webhook: read url file: %w", err)
 	}
-	url := strings.TrimSpace(string(b))
-	if url == "" {
-		return fmt.Errorf("webhook: url file %s is empty", urlFile)
+	u := strings.TrimSpace(string(b))
+	if u == "" {
+		return nil, fmt.Errorf("webhook: url file %s is empty", urlFile)
 	}
+	if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return nil, fmt.Errorf("webhook: url file %s does not hold an http(s) URL", urlFile)
+	}
+	return &Webhook{url: u}, nil
+}
+
+// Post posts r's Markdown as {"text": …}, the payload Slack and Mattermost
+// incoming webhooks accept; timeout bounds the POST.
+func (w *Webhook) Post(ctx context.Context, r *Report, timeout time.Duration) error {
 	var md bytes.Buffer
 	if err := Render(&md, r, FormatMarkdown); err != nil {
 		return fmt.Errorf("webhook: %w", err)
@@ -37,7 +49,7 @@ func PostWebhook(ctx context.Context, urlFile string, r *Report, timeout time.Du
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
 		return errors.New("webhook: the url in the url file is not a valid URL")
 	}

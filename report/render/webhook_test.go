@@ -1,27 +1,35 @@
 package render
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
+// TestWebhookURLFile: an empty or missing file, or one without an http(s)
+// URL, is an error that names the file and never repeats what it holds.
 func TestWebhookURLFile(t *testing.T) {
 	dir := t.TempDir()
-	empty := filepath.Join(dir, "empty")
-	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
-		t.Fatal(err)
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	r := &Report{}
 	for _, tc := range []struct{ file, want string }{
-		{empty, "is empty"},
+		{write("empty", " \n"), "is empty"},
 		{filepath.Join(dir, "missing"), "read url file"},
+		{write("no-scheme", "hooks.example/secret-token\n"), "does not hold an http(s) URL"},
+		{write("bad", "http://[::1\n"), "does not hold an http(s) URL"},
 	} {
-		if err := PostWebhook(context.Background(), tc.file, r, time.Second); err == nil || !strings.Contains(err.Error(), tc.want) {
+		_, err := LoadWebhook(tc.file)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "secret-token") {
 			t.Errorf("%s: error %v, want one containing %q", tc.file, err, tc.want)
 		}
+	}
+	if w, err := LoadWebhook(write("good", "https://hooks.example/secret-token\n")); err != nil || w.url != "https://hooks.example/secret-token" {
+		t.Errorf("a good file: %v, %v", w, err)
 	}
 }

@@ -1,9 +1,13 @@
 package source
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	pmodel "github.com/prometheus/common/model"
 )
@@ -176,4 +180,102 @@ func skipValue(dec *json.Decoder) error {
 			return nil
 		}
 	}
+}
+
+// decodeAnswer returns the matrix of a range query's answer and what the
+// engine said of its completeness, or an *engineError. A successful answer
+// is decoded as it is read, one series at a time: only the matrix is held,
+// not the answer's text. An HTML page where the API's JSON should be (a
+// proxy's error or login page) is named as one.
+func decodeAnswer(status int, r io.Reader) (pmodel.Matrix, []string, error) {
+	if status/100 != 2 {
+		body, err := io.ReadAll(io.LimitReader(r, errorBodyBytes))
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, engineErrorOf(status, body)
+	}
+	br := bufio.NewReader(r)
+	if looksHTML(br) {
+		body, _ := io.ReadAll(io.LimitReader(br, errorBodyBytes))
+		return nil, nil, fmt.Errorf("%s, not the Prometheus API's JSON: is --prometheus.url the API's base URL, or does a proxy answer for it?", htmlPage(body))
+	}
+	env, err := decodeEnvelope(json.NewDecoder(br))
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case env.Status != "success":
+		text := env.Error
+		if text == "" {
+			text = fmt.Sprintf("status %q", env.Status)
+		}
+		return nil, nil, &engineError{status: status, errorType: env.ErrorType, text: text}
+	case !env.hasData:
+		return nil, nil, errors.New("no result, want a matrix")
+	case env.ResultType != "matrix":
+		return nil, nil, fmt.Errorf("a %q result, want a matrix", env.ResultType)
+	}
+	warnings := env.Warnings
+	for _, info := range env.Infos {
+		if saysDataMissing(info) {
+			warnings = append(warnings, info)
+		}
+	}
+	if env.IsPartial {
+		warnings = append(warnings, "the engine marked its answer partial (isPartial: a storage node did not answer)")
+	}
+	return env.Matrix, warnings, nil
+}
+
+// errorBodyBytes is the most of an error answer read: its JSON envelope or
+// the proxy's page that says why.
+const errorBodyBytes = 64 << 10
+
+// engineErrorOf is the *engineError of an answer that is not 2xx.
+func engineErrorOf(status int, body []byte) *engineError {
+	var env struct {
+		Status    string `json:"status"`
+		ErrorType string `json:"errorType"`
+		Error     string `json:"error"`
+	}
+	if err := json.Unmarshal(body, &env); err == nil && env.Error != "" {
+		return &engineError{status: status, errorType: env.ErrorType, text: env.Error}
+	}
+	text := strings.TrimSpace(truncate(string(body), 512))
+	if looksHTML(bufio.NewReader(bytes.NewReader(body))) {
+		text = htmlPage(body)
+	}
+	return &engineError{status: status, errorType: env.ErrorType, text: text}
+}
+
+// looksHTML reports whether the answer in r (not consumed) begins, after
+// white space, with '<': no JSON does.
+func looksHTML(r *bufio.Reader) bool {
+	head, _ := r.Peek(512)
+	head = bytes.TrimLeft(head, " \t\r\n")
+	return len(head) > 0 && head[0] == '<'
+}
+
+// htmlPage names an HTML page by its title: `an HTML page ("Sign in")`.
+func htmlPage(body []byte) string {
+	lower := bytes.ToLower(body)
+	from, to := bytes.Index(lower, []byte("<title>")), bytes.Index(lower, []byte("</title>"))
+	if from < 0 || to < from {
+		return "an HTML page"
+	}
+	title := strings.Join(strings.Fields(string(body[from+len("<title>"):to])), " ")
+	return fmt.Sprintf("an HTML page (%q)", truncate(title, 120))
+}
+
+// saysDataMissing reports whether an engine's info annotation says that part
+// of the data was not read (rather than, say, that a metric name does not end
+// in _total).
+func saysDataMissing(info string) bool {
+	s := strings.ToLower(info)
+	for _, w := range []string{"partial", "missing", "unavailable", "not queried", "failed to"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }

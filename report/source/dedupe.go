@@ -36,6 +36,17 @@ func (d deduper) read(expr string) string {
 	return fmt.Sprintf("max without (%s) (%s)", strings.Join(d.labels, ", "), expr)
 }
 
+// kept returns the first of the labels read aggregates away that series m
+// still carries, or "": an engine never answers `max without (l)` with l.
+func (d deduper) kept(m pmodel.Metric) string {
+	for _, l := range d.labels {
+		if m[pmodel.LabelName(l)] != "" {
+			return l
+		}
+	}
+	return ""
+}
+
 // copies finds ledger series delivered more than once over (r.Start, r.End]
 // and says so in d.Notes, naming the labels by which the copies differ and
 // their values: one query at the range's step, and a second when it finds

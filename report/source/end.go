@@ -39,9 +39,11 @@ func (c *collector) endRequests(d *model.Dataset) int {
 // each time-sliced or MPS holding had at its last sample in the range, with
 // the bucket of that sample. A share is the replicas the holding holds over
 // the replicas its device offers, so the shares of a device's holders tell
-// how many replicas it offers (analysis).
+// how many replicas it offers (analysis). A share outside (0, 1] is left
+// out (checkShare).
 func (c *collector) shares(ctx context.Context, d *model.Dataset) error {
-	return c.run.run(ctx, "gputally_gpu_allocation (shares)", fmt.Sprintf(
+	const name = "gputally_gpu_allocation (shares)"
+	return c.run.run(ctx, name, fmt.Sprintf(
 		`max by (%s, resource, sharing) (last_over_time(gputally_gpu_allocation{sharing=~"time-slicing|mps"}[%s]))`, c.id.byDevice(), c.win.of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
@@ -49,6 +51,10 @@ func (c *collector) shares(ctx context.Context, d *model.Dataset) error {
 					continue
 				}
 				p := s.Values[len(s.Values)-1]
+				if err := checkShare(s.Metric, p); err != nil {
+					c.leftOut.add(name, err)
+					continue
+				}
 				b := int(p.Timestamp.Time().Sub(d.Start)/d.Step) - 1
 				k := c.id.holdingOf(s.Metric)
 				if old, ok := d.Shares[k]; !ok || b >= old.Bucket {

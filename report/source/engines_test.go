@@ -93,7 +93,7 @@ func TestWindowProbe(t *testing.T) {
 	st := NewStoreBuilder().Store()
 	for _, e := range engines(st) {
 		c := &collector{run: &rangeRunner{q: e.q, maxPoints: 1000}}
-		if err := c.probeWindows(context.Background(), time.Date(2026, 1, 5, 0, 0, 0, 300_000_000, time.UTC)); err != nil {
+		if _, err := c.probeWindows(context.Background(), time.Date(2026, 1, 5, 0, 0, 0, 300_000_000, time.UTC)); err != nil {
 			t.Fatal(err)
 		}
 		want := e.name == "prometheus 2"
@@ -104,13 +104,15 @@ func TestWindowProbe(t *testing.T) {
 			t.Errorf("%s: window of 1h %q, want %q", e.name, got, want)
 		}
 	}
-	// An answer that is neither leaves the windows half-open and says so.
+	// An answer that is neither leaves the windows half-open and says so in
+	// a note, not a warning: no data is missing.
 	c := &collector{run: &rangeRunner{q: &answerOf{v: 7}, maxPoints: 1000}}
-	if err := c.probeWindows(context.Background(), time.Now()); err != nil {
+	note, err := c.probeWindows(context.Background(), time.Now())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if c.win.closedStart || len(c.run.warnings) != 1 || !strings.Contains(c.run.warnings[0], "neither 2") {
-		t.Errorf("odd answer: closed start %v, warnings %q", c.win.closedStart, c.run.warnings)
+	if c.win.closedStart || len(c.run.warnings) != 0 || !strings.Contains(note, "with 7, neither 2") {
+		t.Errorf("odd answer: closed start %v, warnings %q, note %q", c.win.closedStart, c.run.warnings, note)
 	}
 }
 
@@ -243,7 +245,7 @@ func TestUsageOnEveryEngine(t *testing.T) {
 		t.Run(e.name, func(t *testing.T) {
 			d := model.NewDataset(model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute})
 			c := &collector{run: &rangeRunner{q: e.q, maxPoints: 1000}}
-			if err := c.probeWindows(context.Background(), end); err != nil {
+			if _, err := c.probeWindows(context.Background(), end); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.usage(context.Background(), d); err != nil {
@@ -341,7 +343,7 @@ func TestSharesOnEveryEngine(t *testing.T) {
 	for _, e := range engines(st) {
 		d := model.NewDataset(model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute})
 		c := &collector{run: &rangeRunner{q: e.q, maxPoints: 1000}}
-		if err := c.probeWindows(context.Background(), end); err != nil {
+		if _, err := c.probeWindows(context.Background(), end); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.shares(context.Background(), d); err != nil {

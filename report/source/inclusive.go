@@ -26,12 +26,14 @@ func (e inclusiveEnd) QueryRange(ctx context.Context, query string, start, end t
 	last := pmodel.TimeFromUnixNano(end.UnixNano())
 	out := m[:0]
 	for _, s := range m {
-		n := len(s.Values)
-		for n > 0 && s.Values[n-1].Timestamp.After(last) {
-			n--
+		kept := s.Values[:0]
+		for _, p := range s.Values { // in any order: the answer is checked later (checkAnswer)
+			if !p.Timestamp.After(last) {
+				kept = append(kept, p)
+			}
 		}
-		if n > 0 {
-			s.Values = s.Values[:n]
+		if len(kept) > 0 {
+			s.Values = kept
 			out = append(out, s)
 		}
 	}

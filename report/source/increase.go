@@ -112,6 +112,12 @@ type counterSeries struct {
 // counterSet holds the series of one counter by label set (without __name__).
 type counterSet map[pmodel.Fingerprint]*counterSeries
 
+// The ledger counters.
+const (
+	secondsCounter = "gputally_gpu_seconds_total"
+	eurCounter     = "gputally_cost_eur_total"
+)
+
 // counters reads X and R of metric per series over buckets of step ending at
 // start, start+step, …, end.
 func (c *collector) counters(ctx context.Context, name, metric string, start, end time.Time, step time.Duration) (counterSet, error) {
@@ -121,6 +127,10 @@ func (c *collector) counters(ctx context.Context, name, metric string, start, en
 		return func(m pmodel.Matrix) {
 			for _, s := range m {
 				delete(s.Metric, pmodel.MetricNameLabel)
+				if err := c.checkCounterSeries(metric, s, resets); err != nil {
+					c.run.refuse(err)
+					return
+				}
 				fp := s.Metric.Fingerprint()
 				cs := set[fp]
 				if cs == nil {
@@ -146,6 +156,26 @@ func (c *collector) counters(ctx context.Context, name, metric string, start, en
 		return nil, err
 	}
 	return set, nil
+}
+
+// checkCounterSeries checks one series of an answer to a ledger counter's
+// query: it carries none of the labels the query aggregates away, and its
+// values are counter values (checkCounter), or counts for resets().
+func (c *collector) checkCounterSeries(metric string, s *pmodel.SampleStream, resets bool) error {
+	if l := c.dedupe.kept(s.Metric); l != "" {
+		return fmt.Errorf("the engine answered a query that aggregates %s away with the series %s, which has it: "+
+			"an engine or proxy that copies series past the aggregation", l, named(metric, s.Metric))
+	}
+	for _, p := range s.Values {
+		err := checkCounter(metric, s.Metric, p)
+		if resets {
+			err = checkCount(s.Metric, p)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func nans(n int) []float64 {
@@ -260,6 +290,10 @@ func (c *collector) refine(ctx context.Context, name, metric string, set counter
 		err := c.run.runAside(ctx, fmt.Sprintf("%s (buckets %d–%d sample by sample)", name, first, last), query, from, to, fineStep, func(m pmodel.Matrix) {
 			for _, ss := range m {
 				delete(ss.Metric, pmodel.MetricNameLabel)
+				if err := c.checkCounterSeries(metric, ss, false); err != nil {
+					c.run.refuse(err)
+					return
+				}
 				s := set[ss.Metric.Fingerprint()]
 				if s == nil || s.want == nil {
 					continue
@@ -270,7 +304,7 @@ func (c *collector) refine(ctx context.Context, name, metric string, set counter
 					if off%step != 0 {
 						i++ // (t−w, t] is the bucket ending at t
 					}
-					if s.want[i] && !math.IsNaN(float64(p.Value)) {
+					if s.want[i] {
 						if s.fine == nil {
 							s.fine = map[int][]float64{}
 						}

@@ -93,7 +93,7 @@ func ledgerOver(t *testing.T, q Querier, start, end time.Time, step time.Duratio
 	t.Helper()
 	d := model.NewDataset(model.Range{Start: start, End: end, Step: step})
 	c := &collector{run: &rangeRunner{q: q, maxPoints: 1000}}
-	if err := c.probeWindows(context.Background(), end); err != nil {
+	if _, err := c.probeWindows(context.Background(), end); err != nil {
 		t.Fatal(err)
 	}
 	l, err := c.ledger(context.Background(), d, start, end, true, "")

@@ -92,6 +92,7 @@ type collector struct {
 	teamLabel string
 	dedupe    deduper
 	win       windows // how the engine bounds a range selector (probeWindows)
+	leftOut   leftOut // gauge samples out of their range
 }
 
 func (c *collector) plan(d *model.Dataset) {
@@ -122,8 +123,12 @@ func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset,
 	d := model.NewDataset(r)
 	c.plan(d)
 	defer c.run.finish()
-	if err := c.probeWindows(ctx, d.End); err != nil {
+	note, err := c.probeWindows(ctx, d.End)
+	if err != nil {
 		return nil, err
+	}
+	if note != "" {
+		d.Notes = append(d.Notes, note)
 	}
 	for _, step := range []func(context.Context, *model.Dataset) error{
 		c.thisPeriod, c.previous, c.allocations, c.migModes, c.podTeams, c.usage, c.lastBucket, c.shares, c.concurrency,
@@ -132,6 +137,7 @@ func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset,
 			return nil, err
 		}
 	}
+	d.Notes = append(d.Notes, c.leftOut.notes()...)
 	return d, nil
 }
 

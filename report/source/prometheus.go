@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ import (
 // retry, and reads each answer with a size cap. It is safe for concurrent use.
 type PrometheusQuerier struct {
 	endpoint *url.URL // …/api/v1/query_range
+	shown    string   // the engine in messages: scheme, host and path prefix, no query
 	opts     HTTPOptions
 }
 
@@ -33,15 +33,17 @@ type HTTPOptions struct {
 	// an HTTP client config file (LoadHTTPClient). nil: http.DefaultClient.
 	Client *http.Client
 	// Timeout bounds each request, on the server (its `timeout` parameter)
-	// and on the client; default 2m.
+	// and on the client, its answer's last byte included; default 2m. A
+	// request past it is not sent again: the same query would take as long.
 	Timeout time.Duration
 	// MaxAnswerBytes is the largest answer read; a larger one is an
 	// *AnswerTooLargeError. Default DefaultMaxAnswerBytes.
 	MaxAnswerBytes int64
 	// Retries is how many times a request is sent again after a 429, 502, 503
-	// or 504 or a failed connection, waiting Backoff, then twice as long each
-	// time (or what Retry-After asks, at most a minute); default 4, negative:
-	// none. The caller's context bounds the total time.
+	// or 504, a failed connection or an answer cut off (framed or not),
+	// waiting Backoff, then twice as long each time (or what Retry-After
+	// asks, at most a minute); default 4, negative: none. The caller's
+	// context bounds the total time.
 	Retries int
 	Backoff time.Duration // default 1s
 }
@@ -74,6 +76,9 @@ func NewPrometheusQuerier(base string, opts HTTPOptions) (*PrometheusQuerier, er
 	if u.User != nil {
 		return nil, fmt.Errorf("prometheus url %q: credentials in the URL would show in logs and process lists; put them in --prometheus.http-config.file", u.Redacted())
 	}
+	// A query string stays in the requests and out of every message: it may
+	// hold a token.
+	shown := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(u.Path, "/")}).String()
 	u = u.JoinPath("api", "v1", "query_range")
 	if opts.Client == nil {
 		opts.Client = http.DefaultClient
@@ -90,8 +95,12 @@ func NewPrometheusQuerier(base string, opts HTTPOptions) (*PrometheusQuerier, er
 	if opts.Backoff <= 0 {
 		opts.Backoff = time.Second
 	}
-	return &PrometheusQuerier{endpoint: u, opts: opts}, nil
+	return &PrometheusQuerier{endpoint: u, shown: shown, opts: opts}, nil
 }
+
+// String names the engine: its URL's scheme, host and path prefix, without
+// its query string (which may hold a token).
+func (p *PrometheusQuerier) String() string { return p.shown }
 
 // AnswerTooLargeError is an answer over HTTPOptions.MaxAnswerBytes. The
 // report splits such a request into smaller ones while it can.
@@ -173,7 +182,7 @@ func (p *PrometheusQuerier) QueryRange(ctx context.Context, query string, start,
 // send makes one request. wait is negative when the error is final, else the
 // least time to wait before sending it again (0: the caller's backoff).
 func (p *PrometheusQuerier) send(ctx context.Context, query string, form url.Values) (_ pmodel.Matrix, _ []string, wait time.Duration, _ error) {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, p.opts.Timeout, errQueryTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint.String(), strings.NewReader(form.Encode()))
 	if err != nil {
@@ -184,7 +193,11 @@ func (p *PrometheusQuerier) send(ctx context.Context, query string, form url.Val
 	resp, err := p.opts.Client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, -1, fmt.Errorf("%s did not answer within %s (query %s): %w", p.where(), p.opts.Timeout, query, err)
+			return nil, nil, -1, p.late(ctx, fmt.Sprintf("did not answer %s", query))
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its text repeats the URL, query string and all
 		}
 		return nil, nil, 0, fmt.Errorf("query %s at %s: %w", query, p.where(), err)
 	}
@@ -199,14 +212,34 @@ func (p *PrometheusQuerier) send(ctx context.Context, query string, form url.Val
 		return m, warnings, 0, nil
 	case errors.Is(err, errAnswerTooLarge):
 		return nil, nil, -1, &AnswerTooLargeError{Limit: p.opts.MaxAnswerBytes, Query: query}
+	case ctx.Err() != nil: // an answer that trickles
+		return nil, nil, -1, p.late(ctx, fmt.Sprintf("did not finish its answer to %s (%d bytes in)", query, body.read))
 	case errors.As(err, &ee) && ee.retryable():
 		return nil, nil, retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("%s refused %s for now: %w%s", p.where(), query, err, busyHint(ee))
 	case errors.As(err, &ee):
 		return nil, nil, -1, fmt.Errorf("%s rejected %s: %w%s", p.where(), query, err, limitHint(ee))
 	case body.failed != nil:
-		return nil, nil, 0, fmt.Errorf("read the answer of %s to %s: %w", p.where(), query, body.failed)
+		return nil, nil, 0, fmt.Errorf("the answer of %s to %s was cut off after %d bytes: %w", p.where(), query, body.read, body.failed)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		// The connection closed cleanly before the JSON ended: an answer
+		// without Content-Length or chunks, cut off as a framed one is.
+		return nil, nil, 0, fmt.Errorf("the answer of %s to %s was cut off after %d bytes, before its JSON ended: %w", p.where(), query, body.read, err)
 	}
 	return nil, nil, -1, fmt.Errorf("%s answered %s with %w", p.where(), query, err)
+}
+
+// errQueryTimeout is the cause of a request's context when HTTPOptions.Timeout
+// ran out.
+var errQueryTimeout = errors.New("the query's timeout")
+
+// late is the error of a request whose context ended: past the query's
+// timeout (what names --query.timeout), or the caller's cause (the report's
+// total timeout, a signal). what says what the engine did not do in time.
+func (p *PrometheusQuerier) late(ctx context.Context, what string) error {
+	if cause := context.Cause(ctx); cause != errQueryTimeout {
+		return fmt.Errorf("%s %s: %w", p.where(), what, cause)
+	}
+	return fmt.Errorf("%s %s within %s (--query.timeout)", p.where(), what, pmodel.Duration(p.opts.Timeout))
 }
 
 // errAnswerTooLarge is a cappedReader's error past its cap.
@@ -215,10 +248,11 @@ var errAnswerTooLarge = errors.New("answer too large")
 // cappedReader reads at most left − 1 bytes of r: the byte after them is
 // errAnswerTooLarge, and over is set once it was read (a decoder may have
 // what it needs before it sees the error). failed is the error of r itself,
-// if any.
+// if any; read counts the bytes read.
 type cappedReader struct {
 	r      io.Reader
 	left   int64
+	read   int64
 	over   bool
 	failed error
 }
@@ -232,6 +266,7 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	}
 	n, err := c.r.Read(p)
 	c.left -= int64(n)
+	c.read += int64(n)
 	if c.left <= 0 {
 		c.over = true
 		return n, errAnswerTooLarge
@@ -242,81 +277,9 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// where names the engine in errors: its URL without the query endpoint.
-func (p *PrometheusQuerier) where() string {
-	u := *p.endpoint
-	u.Path = strings.TrimSuffix(u.Path, "/api/v1/query_range")
-	return "the engine at " + u.Redacted()
-}
-
-// decodeAnswer returns the matrix of a range query's answer and what the
-// engine said of its completeness, or an *engineError. A successful answer
-// is decoded as it is read, one series at a time: only the matrix is held,
-// not the answer's text (answer.go).
-func decodeAnswer(status int, r io.Reader) (pmodel.Matrix, []string, error) {
-	if status/100 != 2 {
-		body, err := io.ReadAll(io.LimitReader(r, errorBodyBytes))
-		if err != nil {
-			return nil, nil, err
-		}
-		return nil, nil, engineErrorOf(status, body)
-	}
-	env, err := decodeEnvelope(json.NewDecoder(r))
-	switch {
-	case err != nil:
-		return nil, nil, err
-	case env.Status != "success":
-		text := env.Error
-		if text == "" {
-			text = fmt.Sprintf("status %q", env.Status)
-		}
-		return nil, nil, &engineError{status: status, errorType: env.ErrorType, text: text}
-	case !env.hasData:
-		return nil, nil, errors.New("no result, want a matrix")
-	case env.ResultType != "matrix":
-		return nil, nil, fmt.Errorf("a %q result, want a matrix", env.ResultType)
-	}
-	warnings := env.Warnings
-	for _, info := range env.Infos {
-		if saysDataMissing(info) {
-			warnings = append(warnings, info)
-		}
-	}
-	if env.IsPartial {
-		warnings = append(warnings, "the engine marked its answer partial (isPartial: a storage node did not answer)")
-	}
-	return env.Matrix, warnings, nil
-}
-
-// errorBodyBytes is the most of an error answer read: its JSON envelope or
-// the proxy's page that says why.
-const errorBodyBytes = 64 << 10
-
-// engineErrorOf is the *engineError of an answer that is not 2xx.
-func engineErrorOf(status int, body []byte) *engineError {
-	var env struct {
-		Status    string `json:"status"`
-		ErrorType string `json:"errorType"`
-		Error     string `json:"error"`
-	}
-	if err := json.Unmarshal(body, &env); err != nil || env.Error == "" {
-		return &engineError{status: status, errorType: env.ErrorType, text: strings.TrimSpace(truncate(string(body), 512))}
-	}
-	return &engineError{status: status, errorType: env.ErrorType, text: env.Error}
-}
-
-// saysDataMissing reports whether an engine's info annotation says that part
-// of the data was not read (rather than, say, that a metric name does not end
-// in _total).
-func saysDataMissing(info string) bool {
-	s := strings.ToLower(info)
-	for _, w := range []string{"partial", "missing", "unavailable", "not queried", "failed to"} {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
-}
+// where names the engine in errors: its URL without the query endpoint and
+// without a query string.
+func (p *PrometheusQuerier) where() string { return "the engine at " + p.String() }
 
 // limitHint names the flags that split the work when the engine refused a
 // query for one of its limits (points per series, samples, query length).

@@ -258,7 +258,8 @@ func TestRunnerSplitsTooLargeAnswers(t *testing.T) {
 
 // TestDecodeAnswer: the answer is decoded as it is read, whatever the order
 // of its keys and the keys an engine adds; a result that is not a matrix,
-// and text that is not the API's JSON, are errors that say so.
+// text that is not the API's JSON, and an HTML page (named by its title) are
+// errors that say so.
 func TestDecodeAnswer(t *testing.T) {
 	series := `{"metric":{"UUID":"GPU-0"},"values":[[1700000000,"1"],[1700000060,"2.5"]]}`
 	for _, tc := range []struct {
@@ -276,11 +277,14 @@ func TestDecodeAnswer(t *testing.T) {
 		{"vector, type last", `{"status":"success","data":{"result":[{"metric":{},"value":[1700000000,"1"]}],"resultType":"vector"}}`, 200, 0, `a "vector" result, want a matrix`},
 		{"scalar", `{"status":"success","data":{"result":[1700000000,"1"],"resultType":"scalar"}}`, 200, 0, "a matrix that does not decode"},
 		{"truncated", `{"status":"success","data":{"resultType":"matrix","result":[` + series[:30], 200, 0, "does not decode"},
-		{"not json", `<html>proxy error</html>`, 200, 0, "an answer that is not JSON"},
+		{"not json", `proxy error`, 200, 0, "an answer that is not JSON"},
+		{"a login page", "\n <!DOCTYPE html><html><head><TITLE>Sign in –\n  SSO</TITLE></head>…", 200, 0, `an HTML page ("Sign in – SSO"), not the Prometheus API's JSON`},
+		{"an untitled page", `<html>proxy error</html>`, 200, 0, "an HTML page, not the Prometheus API's JSON"},
 		{"an array", `[1,2]`, 200, 0, "an answer that is not JSON"},
 		{"error in a 200", `{"status":"error","errorType":"execution","error":"boom"}`, 200, 0, "HTTP 200, execution: boom"},
 		{"error", `{"status":"error","errorType":"bad_data","error":"parse error"}`, 400, 0, "HTTP 400, bad_data: parse error"},
-		{"proxy page", `<html>bad gateway</html>`, 502, 0, "HTTP 502: <html>bad gateway</html>"},
+		{"proxy page", `<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>`, 502, 0, `HTTP 502: an HTML page ("502 Bad Gateway")`},
+		{"proxy text", `upstream connect error`, 502, 0, "HTTP 502: upstream connect error"},
 	} {
 		m, _, err := decodeAnswer(tc.status, strings.NewReader(tc.body))
 		switch {

@@ -2,7 +2,9 @@ package source
 
 import (
 	"context"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	pmodel "github.com/prometheus/common/model"
@@ -26,11 +28,11 @@ func (c *collector) thisPeriod(ctx context.Context, d *model.Dataset) error {
 // named with suffix in the progress line.
 func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end time.Time, fill bool, suffix string) (map[model.HoldingKey]*model.LedgerEntry, error) {
 	// Buckets from the one ending at start: its values are the base of the first.
-	secs, err := c.counters(ctx, "gputally_gpu_seconds_total"+suffix, "gputally_gpu_seconds_total", start, end, d.Step)
+	secs, err := c.counters(ctx, secondsCounter+suffix, secondsCounter, start, end, d.Step)
 	if err != nil {
 		return nil, err
 	}
-	eurs, err := c.counters(ctx, "gputally_cost_eur_total"+suffix, "gputally_cost_eur_total", start, end, d.Step)
+	eurs, err := c.counters(ctx, eurCounter+suffix, eurCounter, start, end, d.Step)
 	if err != nil {
 		return nil, err
 	}
@@ -45,10 +47,10 @@ func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end tim
 		sec := secs[fp]
 		s.plan(func(i int) bool { return sec == nil || !sec.want[i] && sec.last[i] <= limit })
 	}
-	if err := c.refine(ctx, "gputally_gpu_seconds_total"+suffix, "gputally_gpu_seconds_total", secs, start, d.Step); err != nil {
+	if err := c.refine(ctx, secondsCounter+suffix, secondsCounter, secs, start, d.Step); err != nil {
 		return nil, err
 	}
-	if err := c.refine(ctx, "gputally_cost_eur_total"+suffix, "gputally_cost_eur_total", eurs, start, d.Step); err != nil {
+	if err := c.refine(ctx, eurCounter+suffix, eurCounter, eurs, start, d.Step); err != nil {
 		return nil, err
 	}
 	// A series is new when its seconds counter's first sample in its first
@@ -63,9 +65,11 @@ func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end tim
 			isNew[fp] = first <= limit
 		}
 	}
-	l := &ledgerReading{d: d, id: c.id, fill: fill, out: map[model.HoldingKey]*model.LedgerEntry{}}
-	for _, s := range secs.sorted() {
-		l.addSeconds(s, isNew[s.metric.Fingerprint()])
+	l := &ledgerReading{d: d, id: c.id, fill: fill, start: start, out: map[model.HoldingKey]*model.LedgerEntry{}}
+	for _, dev := range secs.byDevice(c.id) {
+		if err := l.addDevice(dev, isNew); err != nil {
+			return nil, err
+		}
 	}
 	for _, s := range eurs.sorted() {
 		fp := s.metric.Fingerprint()
@@ -73,18 +77,61 @@ func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end tim
 		if _, has := secs[fp]; has {
 			n = isNew[fp]
 		}
-		l.addEUR(s, n)
+		if err := l.addEUR(s, n); err != nil {
+			return nil, err
+		}
 	}
 	return l.out, nil
 }
 
-// ledgerReading is the ledger being read: the entries by holding and, with
-// fill, the dataset's per-bucket figures.
+// byDevice returns the series grouped by the device they are of (a whole
+// GPU or a MIG instance), in holdings' order, each device's series in
+// sorted's order.
+func (s counterSet) byDevice(id identity) [][]*counterSeries {
+	groups := map[model.DeviceKey][]*counterSeries{}
+	for _, cs := range s.sorted() {
+		k := id.holdingOf(cs.metric).Dev
+		groups[k] = append(groups[k], cs)
+	}
+	out := make([][]*counterSeries, 0, len(groups))
+	for _, k := range slices.SortedFunc(maps.Keys(groups), func(a, b model.DeviceKey) int {
+		return model.CompareHoldingKeys(model.HoldingKey{Dev: a}, model.HoldingKey{Dev: b})
+	}) {
+		out = append(out, groups[k])
+	}
+	return out
+}
+
+// ledgerReading is the ledger being read over buckets of d.Step from the one
+// ending at start: the entries by holding and, with fill, the dataset's
+// per-bucket figures.
 type ledgerReading struct {
-	d    *model.Dataset
-	id   identity
-	fill bool
-	out  map[model.HoldingKey]*model.LedgerEntry
+	d     *model.Dataset
+	id    identity
+	fill  bool
+	start time.Time
+	out   map[model.HoldingKey]*model.LedgerEntry
+}
+
+// addDevice adds the seconds series of one device (isNew tells, per series,
+// whether its first bucket counts from 0) and checks that together they
+// count no more time than passed in any bucket (conserved).
+func (l *ledgerReading) addDevice(series []*counterSeries, isNew map[pmodel.Fingerprint]bool) error {
+	incs := make([][]float64, len(series))
+	var sums []float64
+	for j, s := range series {
+		incs[j] = s.increases(isNew[s.metric.Fingerprint()])
+		l.addSeconds(s, incs[j])
+		if sums == nil {
+			sums = make([]float64, len(incs[j]))
+		}
+		for i, v := range incs[j] {
+			if !math.IsNaN(v) {
+				sums[i] += v
+			}
+		}
+	}
+	return conserved(l.id, series, incs, sums, l.start, l.d.Step)
 }
 
 // entry returns the entry of series m, created if new, and its state; false
@@ -106,9 +153,9 @@ func (l *ledgerReading) entry(m pmodel.Metric) (*model.LedgerEntry, int, bool) {
 	return e, st, true
 }
 
-// addSeconds adds the device-seconds of one gputally_gpu_seconds_total series;
-// isNew tells whether its first bucket counts from 0.
-func (l *ledgerReading) addSeconds(s *counterSeries, isNew bool) {
+// addSeconds adds the device-seconds of one gputally_gpu_seconds_total
+// series, its increases per bucket.
+func (l *ledgerReading) addSeconds(s *counterSeries, increases []float64) {
 	d := l.d
 	e, st, ok := l.entry(s.metric)
 	if !ok {
@@ -118,7 +165,7 @@ func (l *ledgerReading) addSeconds(s *counterSeries, isNew bool) {
 	if l.fill {
 		g = d.GPU(l.id.gpuOf(s.metric), e)
 	}
-	for b, v := range s.increases(isNew) {
+	for b, v := range increases {
 		if math.IsNaN(v) {
 			continue
 		}
@@ -130,17 +177,23 @@ func (l *ledgerReading) addSeconds(s *counterSeries, isNew bool) {
 }
 
 // addEUR adds the EUR of one gputally_cost_eur_total series; isNew tells
-// whether its first bucket counts from 0 (its seconds series says so).
-func (l *ledgerReading) addEUR(s *counterSeries, isNew bool) {
+// whether its first bucket counts from 0 (its seconds series says so). An
+// increase beyond any price book's rate is an error (checkEUR).
+func (l *ledgerReading) addEUR(s *counterSeries, isNew bool) error {
 	e, st, ok := l.entry(s.metric)
 	if !ok {
-		return
+		return nil
 	}
-	for _, v := range s.increases(isNew) {
-		if !math.IsNaN(v) {
-			e.EUR[st] += v
+	for i, v := range s.increases(isNew) {
+		if math.IsNaN(v) {
+			continue
 		}
+		if err := checkEUR(s, v, l.start.Add(time.Duration(i+1)*l.d.Step), l.d.Step); err != nil {
+			return err
+		}
+		e.EUR[st] += v
 	}
+	return nil
 }
 
 // previous fills d.Previous from the ledger counters over the period of the

@@ -33,6 +33,17 @@ type rangeRunner struct {
 	// query being run when that is more than its answer holds (an
 	// aggregation): requests are sized by the larger.
 	read int
+	// refused is the first value a fold found that its answer must not hold
+	// (refuse); run returns it after that fold.
+	refused error
+}
+
+// refuse records err, a value an answer must not hold, for run to return
+// once the fold that found it ends: a fold cannot return an error itself.
+func (r *rangeRunner) refuse(err error) {
+	if r.refused == nil {
+		r.refused = err
+	}
 }
 
 // ProbeSteps is the size, in steps, of a Ledger's first request when
@@ -103,6 +114,9 @@ func (r *rangeRunner) run(ctx context.Context, name, query string, start, end ti
 				series = max(series, len(a.m))
 				r.fold(name, a, each)
 				done++
+				if r.refused != nil {
+					return fmt.Errorf("%s: %w", name, r.refused)
+				}
 			}
 		}
 		r.series = max(1, series)
@@ -177,6 +191,9 @@ func (r *rangeRunner) fetch(ctx context.Context, query string, s span, step time
 		if errors.As(err, &tooLarge) && to.After(from) {
 			*limit = max(1, int(to.Sub(from)/step+1)/2)
 			continue
+		}
+		if err == nil {
+			err = checkAnswer(m)
 		}
 		if err != nil {
 			return nil, err

@@ -19,11 +19,11 @@ func (c *collector) usage(ctx context.Context, d *model.Dataset) error {
 		name, query string
 		each        func(pmodel.Matrix)
 	}{
-		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", fmt.Sprintf("avg by (%s) (avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[%s]))", c.id.byDevice(), res), c.id.activity(d, gr, true, 1)},
-		{"DCGM_FI_DEV_GPU_UTIL", fmt.Sprintf("avg by (%s) (avg_over_time(DCGM_FI_DEV_GPU_UTIL[%s]))", c.id.byDevice(), res), c.id.activity(d, gr, true, 0.01)},
-		{"gputally_pod_gpu_utilization_ratio", fmt.Sprintf("avg by (%s) (avg_over_time(gputally_pod_gpu_utilization_ratio[%s]))", c.id.byDevice(), res), c.id.activity(d, gr, false, 1)},
-		{"DCGM_FI_DEV_FB_USED", fmt.Sprintf("max by (%s) (max_over_time(DCGM_FI_DEV_FB_USED[%s]))", c.id.byDevice(), res), c.id.framebuffer(d, 1)},
-		{"gputally_pod_gpu_memory_used_bytes", fmt.Sprintf("max by (%s) (max_over_time(gputally_pod_gpu_memory_used_bytes[%s]))", c.id.byDevice(), res), c.id.framebuffer(d, 1.0/(1<<20))},
+		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", fmt.Sprintf("avg by (%s) (avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[%s]))", c.id.byDevice(), res), c.activity("DCGM_FI_PROF_GR_ENGINE_ACTIVE", d, gr, true, 1)},
+		{"DCGM_FI_DEV_GPU_UTIL", fmt.Sprintf("avg by (%s) (avg_over_time(DCGM_FI_DEV_GPU_UTIL[%s]))", c.id.byDevice(), res), c.activity("DCGM_FI_DEV_GPU_UTIL", d, gr, true, 0.01)},
+		{"gputally_pod_gpu_utilization_ratio", fmt.Sprintf("avg by (%s) (avg_over_time(gputally_pod_gpu_utilization_ratio[%s]))", c.id.byDevice(), res), c.activity("gputally_pod_gpu_utilization_ratio", d, gr, false, 1)},
+		{"DCGM_FI_DEV_FB_USED", fmt.Sprintf("max by (%s) (max_over_time(DCGM_FI_DEV_FB_USED[%s]))", c.id.byDevice(), res), c.framebuffer("DCGM_FI_DEV_FB_USED", d, 1)},
+		{"gputally_pod_gpu_memory_used_bytes", fmt.Sprintf("max by (%s) (max_over_time(gputally_pod_gpu_memory_used_bytes[%s]))", c.id.byDevice(), res), c.framebuffer("gputally_pod_gpu_memory_used_bytes", d, 1.0/(1<<20))},
 	}
 	for _, q := range queries {
 		if err := c.run.run(ctx, q.name, q.query, d.Start.Add(d.Resolution), d.End, d.Resolution, q.each); err != nil {
@@ -36,11 +36,12 @@ func (c *collector) usage(ctx context.Context, d *model.Dataset) error {
 // activity returns the reader of an activity query whose values times scale
 // are ratios (0–1). A device query (device) also fills d.Heat; its GR engine
 // query (scale 1) marks the devices in gr, whose GPU utilization (scale ≠ 1)
-// is then skipped.
-func (id identity) activity(d *model.Dataset, gr map[model.DeviceKey]bool, device bool, scale float64) func(pmodel.Matrix) {
+// is then skipped. A value outside [0, 1] (checkGauge), like NaN, is no
+// sample; it is counted under name for a note.
+func (c *collector) activity(name string, d *model.Dataset, gr map[model.DeviceKey]bool, device bool, scale float64) func(pmodel.Matrix) {
 	return func(m pmodel.Matrix) {
 		for _, s := range m {
-			k := id.holdingOf(s.Metric)
+			k := c.id.holdingOf(s.Metric)
 			if device && scale != 1 && gr[k.Dev] {
 				continue
 			}
@@ -49,6 +50,10 @@ func (id identity) activity(d *model.Dataset, gr map[model.DeviceKey]bool, devic
 			}
 			for _, p := range s.Values {
 				v := float64(p.Value) * scale
+				if err := checkGauge(s.Metric, p, v, true); err != nil {
+					c.leftOut.add(name, err)
+					continue
+				}
 				if math.IsNaN(v) {
 					continue
 				}
@@ -62,13 +67,19 @@ func (id identity) activity(d *model.Dataset, gr map[model.DeviceKey]bool, devic
 }
 
 // framebuffer returns the reader of a framebuffer query whose values times
-// scale are MiB.
-func (id identity) framebuffer(d *model.Dataset, scale float64) func(pmodel.Matrix) {
+// scale are MiB. A value outside [0, maxFramebufferMiB] (checkGauge), like
+// NaN, is no sample; it is counted under name for a note.
+func (c *collector) framebuffer(name string, d *model.Dataset, scale float64) func(pmodel.Matrix) {
 	return func(m pmodel.Matrix) {
 		for _, s := range m {
-			k := id.holdingOf(s.Metric)
+			k := c.id.holdingOf(s.Metric)
 			for _, p := range s.Values {
-				if v := float64(p.Value) * scale; !math.IsNaN(v) {
+				v := float64(p.Value) * scale
+				if err := checkGauge(s.Metric, p, v, false); err != nil {
+					c.leftOut.add(name, err)
+					continue
+				}
+				if !math.IsNaN(v) {
 					d.FBMiB[k] = append(d.FBMiB[k], float32(v))
 				}
 			}

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -43,9 +44,13 @@ func (w windows) of(d time.Duration) string {
 }
 
 // probeWindows asks the engine how it bounds a range selector (windowProbe) at
-// the whole second at or before at. An answer other than 2 or 3, or an error
-// other than ctx's, leaves the windows half-open, with a warning that says so.
-func (c *collector) probeWindows(ctx context.Context, at time.Time) error {
+// the whole second at or before at. An engine that cannot answer the probe
+// (an error other than ctx's: a 400 from an engine without subqueries, a
+// proxy's page), or answers neither 2 nor 3, may still answer the report's
+// queries: the windows are then read as (t−w, t], as Prometheus 3 and
+// VictoriaMetrics bound them, and note says so and why. No data is missing
+// for it: note is for the report's notes, not a partial report's reasons.
+func (c *collector) probeWindows(ctx context.Context, at time.Time) (note string, _ error) {
 	at = at.Truncate(time.Second)
 	got := math.NaN()
 	err := c.run.runAside(ctx, "range selectors", windowProbe, at, at, time.Second, func(m pmodel.Matrix) {
@@ -53,26 +58,23 @@ func (c *collector) probeWindows(ctx context.Context, at time.Time) error {
 			got = float64(m[0].Values[0].Value)
 		}
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return err
+	c.win = windows{closedStart: err == nil && got == 3}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return "", err
+	case err != nil:
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner // without the runner's name of the query: the note names the probe
 		}
-		// An engine that cannot answer the probe may still answer the
-		// report's queries: read them as the other engines mean them.
-		c.win = windows{}
-		c.run.warnings = append(c.run.warnings, fmt.Sprintf("windows are read as (t−w, t]: %v", err))
-		return nil
+		return fmt.Sprintf("the window probe %s failed (%v): windows are read as (t−w, t]; %s", windowProbe, err, halfOpenRisk), nil
+	case got != 2 && got != 3:
+		return fmt.Sprintf("the engine answered the window probe %s with %v, neither 2 (a range excludes its start) nor 3 (it includes it): "+
+			"windows are read as (t−w, t]; %s", windowProbe, got, halfOpenRisk), nil
 	}
-	switch got {
-	case 2:
-		c.win = windows{}
-	case 3:
-		c.win = windows{closedStart: true}
-	default:
-		c.win = windows{}
-		c.run.warnings = append(c.run.warnings, fmt.Sprintf(
-			"the engine answered %s with %v, neither 2 (a range excludes its start) nor 3 (it includes it): "+
-				"windows are read as (t−w, t]; a sample exactly at a bucket's start may then count in two buckets", windowProbe, got))
-	}
-	return nil
+	return "", nil
 }
+
+// halfOpenRisk is what reading windows as (t−w, t] risks on an engine that
+// includes a range's start.
+const halfOpenRisk = "on an engine that includes a range's start (Prometheus 2, and Thanos, Cortex and Mimir built on it) " +
+	"a sample exactly at a bucket's start then counts in two buckets"
