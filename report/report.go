@@ -52,6 +52,7 @@ import (
 	"github.com/gputally/gputally/report/model"
 	"github.com/gputally/gputally/report/render"
 	"github.com/gputally/gputally/report/source"
+	"github.com/gputally/gputally/team"
 )
 
 // The report's types that its callers use, from the packages that own them:
@@ -98,7 +99,7 @@ type Config struct {
 	Resolution time.Duration
 	Format     string // FormatHTML, FormatMarkdown, FormatCSV or FormatJSON
 	Out        string // file to write; "-" writes to stdout
-	// TeamMapFile (optional) maps namespaces to teams (see ParseTeamMap).
+	// TeamMapFile (optional) maps namespaces to teams (see team.ParseMap).
 	TeamMapFile string
 	// TeamLabel (optional) is a pod label key whose value names the team, read
 	// from kube-state-metrics' kube_pod_labels; it wins over TeamMapFile.
@@ -320,10 +321,10 @@ func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logge
 // caller. cfg must be valid and
 // cfg.End set.
 func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) (*Report, error) {
-	var teams source.TeamMap
+	var teams team.Map
 	if cfg.TeamMapFile != "" {
 		var err error
-		if teams, err = source.LoadTeamMap(cfg.TeamMapFile); err != nil {
+		if teams, err = team.LoadMap(cfg.TeamMapFile); err != nil {
 			return nil, err
 		}
 	}
