@@ -1,0 +1,134 @@
+package alerts
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"slices"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Budgets are the monthly GPU budgets and idle-cost limits of teams and
+// namespaces, in EUR: the budgets file of `generate rules --budgets.file`,
+//
+//	teams:
+//	  ml-research: {monthly_eur: 20000, idle_eur_per_day: 150}
+//	namespaces:
+//	  sandbox: {monthly_eur: 500}
+//
+// A team's spend is that of the pods whose team the team label or the team
+// map names (Options.TeamLabel, Options.Teams); a namespace's is that of its
+// pods, whatever their team. The zero value has no budgets. Read-only once
+// built, safe for concurrent reads.
+type Budgets struct {
+	Teams      map[string]Budget `yaml:"teams"`
+	Namespaces map[string]Budget `yaml:"namespaces"`
+}
+
+// Budget is one team's or namespace's; a zero field sets nothing.
+type Budget struct {
+	// MonthlyEUR is the GPU spend a calendar month (UTC) may reach, EUR.
+	MonthlyEUR float64 `yaml:"monthly_eur"`
+	// IdleEURPerDay is the idle-but-allocated spend per day above which
+	// GPUIdleCostOverLimit fires, EUR per day.
+	IdleEURPerDay float64 `yaml:"idle_eur_per_day"`
+}
+
+// LoadBudgets reads a budgets file (see ParseBudgets).
+func LoadBudgets(path string) (Budgets, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Budgets{}, fmt.Errorf("read budgets: %w", err)
+	}
+	bs, err := ParseBudgets(b)
+	if err != nil {
+		return Budgets{}, fmt.Errorf("budgets %s: %w", path, err)
+	}
+	return bs, nil
+}
+
+// ParseBudgets decodes a budgets file strictly: unknown keys, empty names,
+// and amounts that are negative, not finite or both zero are errors that name
+// the line.
+func ParseBudgets(b []byte) (Budgets, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return Budgets{}, err
+	}
+	if root.Kind == 0 {
+		return Budgets{}, errors.New("empty file: want `teams:` and/or `namespaces:`")
+	}
+	var bs Budgets
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&bs); err != nil && !errors.Is(err, io.EOF) {
+		return Budgets{}, err
+	}
+	if err := bs.validate(); err != nil {
+		var be *budgetError
+		if errors.As(err, &be) {
+			return Budgets{}, fmt.Errorf("line %d: %w", lineOf(&root, be), err)
+		}
+		return Budgets{}, err
+	}
+	return bs, nil
+}
+
+// budgetError is a bad entry of Budgets: its section and name.
+type budgetError struct {
+	section, name, problem string
+}
+
+func (e *budgetError) Error() string {
+	return fmt.Sprintf("%s.%s: %s", e.section, e.name, e.problem)
+}
+
+// validate returns the first bad entry, in file order of sections and sorted
+// names, as a *budgetError.
+func (bs Budgets) validate() error {
+	for _, s := range []struct {
+		section string
+		entries map[string]Budget
+	}{{"teams", bs.Teams}, {"namespaces", bs.Namespaces}} {
+		for _, name := range slices.Sorted(maps.Keys(s.entries)) {
+			b := s.entries[name]
+			switch {
+			case name == "":
+				return &budgetError{s.section, `""`, "empty name"}
+			case !validAmount(b.MonthlyEUR) || !validAmount(b.IdleEURPerDay):
+				return &budgetError{s.section, name, fmt.Sprintf("monthly_eur %v, idle_eur_per_day %v: want finite amounts ≥ 0", b.MonthlyEUR, b.IdleEURPerDay)}
+			case b.MonthlyEUR == 0 && b.IdleEURPerDay == 0:
+				return &budgetError{s.section, name, "sets neither monthly_eur nor idle_eur_per_day"}
+			}
+		}
+	}
+	return nil
+}
+
+func validAmount(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
+
+// lineOf returns the line of e's entry in the document root, or 0.
+func lineOf(root *yaml.Node, e *budgetError) int {
+	doc := root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		doc = doc.Content[0]
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value != e.section {
+			continue
+		}
+		entries := doc.Content[i+1]
+		for j := 0; j+1 < len(entries.Content); j += 2 {
+			if k := entries.Content[j]; k.Value == e.name || (e.name == `""` && k.Value == "") {
+				return k.Line
+			}
+		}
+		return doc.Content[i].Line
+	}
+	return 0
+}
