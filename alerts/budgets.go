@@ -7,10 +7,11 @@ import (
 	"io"
 	"maps"
 	"math"
-	"os"
 	"slices"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gputally/gputally/smallfile"
 )
 
 // Budgets are the monthly GPU budgets and idle-cost limits of teams and
@@ -39,9 +40,13 @@ type Budget struct {
 	IdleEURPerDay float64 `yaml:"idle_eur_per_day"`
 }
 
-// LoadBudgets reads a budgets file (see ParseBudgets).
+// maxBudgetsBytes caps a budgets file: 1 MiB holds tens of thousands of entries.
+const maxBudgetsBytes = 1 << 20
+
+// LoadBudgets reads a budgets file (see ParseBudgets): a regular file of at
+// most 1 MiB.
 func LoadBudgets(path string) (Budgets, error) {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, maxBudgetsBytes)
 	if err != nil {
 		return Budgets{}, fmt.Errorf("read budgets: %w", err)
 	}

@@ -10,11 +10,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gputally/gputally/smallfile"
 )
 
 // Map maps namespaces to teams. The zero value maps nothing. It is read-only
@@ -32,9 +33,12 @@ type teamFile struct {
 	Teams map[string][]string `yaml:"teams"`
 }
 
-// LoadMap reads a team map file (see ParseMap).
+// maxMapBytes caps a team map file: 1 MiB holds tens of thousands of namespaces.
+const maxMapBytes = 1 << 20
+
+// LoadMap reads a team map file (see ParseMap): a regular file of at most 1 MiB.
 func LoadMap(path string) (Map, error) {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, maxMapBytes)
 	if err != nil {
 		return Map{}, fmt.Errorf("read team map: %w", err)
 	}
