@@ -2,8 +2,6 @@ package alerts
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -38,18 +36,12 @@ const budgetSubject = "{{ with $labels.team }}team {{ . }}{{ else }}namespace {{
 // per namespace, in name order, the monthly budget then the idle limit.
 func budgetConstants(bs Budgets) []Rule {
 	var rules []Rule
-	for _, s := range []struct {
-		label   string
-		entries map[string]Budget
-	}{{"team", bs.Teams}, {"namespace", bs.Namespaces}} {
-		for _, name := range slices.Sorted(maps.Keys(s.entries)) {
-			b := s.entries[name]
-			if b.MonthlyEUR > 0 {
-				rules = append(rules, Rule{Record: RuleBudgetMonthly, Expr: "vector(" + num(b.MonthlyEUR) + ")", Labels: map[string]string{s.label: name}})
-			}
-			if b.IdleEURPerDay > 0 {
-				rules = append(rules, Rule{Record: RuleIdleLimitDaily, Expr: "vector(" + num(b.IdleEURPerDay) + ")", Labels: map[string]string{s.label: name}})
-			}
+	for _, e := range bs.entries() {
+		if e.MonthlyEUR > 0 {
+			rules = append(rules, Rule{Record: RuleBudgetMonthly, Expr: "vector(" + num(e.MonthlyEUR) + ")", Labels: map[string]string{e.label: e.name}})
+		}
+		if e.IdleEURPerDay > 0 {
+			rules = append(rules, Rule{Record: RuleIdleLimitDaily, Expr: "vector(" + num(e.IdleEURPerDay) + ")", Labels: map[string]string{e.label: e.name}})
 		}
 	}
 	return rules

@@ -93,23 +93,39 @@ func (e *budgetError) Error() string {
 	return fmt.Sprintf("%s.%s: %s", e.section, e.name, e.problem)
 }
 
-// validate returns the first bad entry, in file order of sections and sorted
-// names, as a *budgetError.
-func (bs Budgets) validate() error {
+// budgetEntry is one entry of Budgets and where it is.
+type budgetEntry struct {
+	section string // "teams" or "namespaces"
+	label   string // the label its series carry: "team" or "namespace"
+	name    string
+	Budget
+}
+
+// entries returns the teams' entries, then the namespaces', each in name order.
+func (bs Budgets) entries() []budgetEntry {
+	var out []budgetEntry
 	for _, s := range []struct {
-		section string
-		entries map[string]Budget
-	}{{"teams", bs.Teams}, {"namespaces", bs.Namespaces}} {
+		section, label string
+		entries        map[string]Budget
+	}{{"teams", "team", bs.Teams}, {"namespaces", "namespace", bs.Namespaces}} {
 		for _, name := range slices.Sorted(maps.Keys(s.entries)) {
-			b := s.entries[name]
-			switch {
-			case name == "":
-				return &budgetError{s.section, `""`, "empty name"}
-			case !validAmount(b.MonthlyEUR) || !validAmount(b.IdleEURPerDay):
-				return &budgetError{s.section, name, fmt.Sprintf("monthly_eur %v, idle_eur_per_day %v: want finite amounts ≥ 0", b.MonthlyEUR, b.IdleEURPerDay)}
-			case b.MonthlyEUR == 0 && b.IdleEURPerDay == 0:
-				return &budgetError{s.section, name, "sets neither monthly_eur nor idle_eur_per_day"}
-			}
+			out = append(out, budgetEntry{s.section, s.label, name, s.entries[name]})
+		}
+	}
+	return out
+}
+
+// validate returns the first bad entry, in the order of entries, as a
+// *budgetError.
+func (bs Budgets) validate() error {
+	for _, e := range bs.entries() {
+		switch {
+		case e.name == "":
+			return &budgetError{e.section, `""`, "empty name"}
+		case !validAmount(e.MonthlyEUR) || !validAmount(e.IdleEURPerDay):
+			return &budgetError{e.section, e.name, fmt.Sprintf("monthly_eur %v, idle_eur_per_day %v: want finite amounts ≥ 0", e.MonthlyEUR, e.IdleEURPerDay)}
+		case e.MonthlyEUR == 0 && e.IdleEURPerDay == 0:
+			return &budgetError{e.section, e.name, "sets neither monthly_eur nor idle_eur_per_day"}
 		}
 	}
 	return nil

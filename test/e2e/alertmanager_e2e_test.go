@@ -135,9 +135,7 @@ scrape_configs:
 		if a.Labels["team"] != "ml-research" || a.Labels["namespace"] != "research" {
 			t.Errorf("labels %v: want team ml-research (kube_pod_labels) and namespace research", a.Labels)
 		}
-		if want := alerts.DefaultRunbookBaseURL + "/GPUAllocatedButIdle.md"; a.Annotations["runbook_url"] != want {
-			t.Errorf("runbook_url %q, want %q", a.Annotations["runbook_url"], want)
-		}
+		checkRunbook(t, a)
 		m := regexp.MustCompile(`costs (\d+\.\d\d) EUR per hour`).FindStringSubmatch(a.Annotations["description"])
 		if m == nil {
 			t.Fatalf("description %q states no EUR per hour", a.Annotations["description"])
@@ -177,9 +175,7 @@ scrape_configs:
 		if a.Labels["team"] != "ml-research" || a.Labels["severity"] != "critical" {
 			t.Errorf("labels %v", a.Labels)
 		}
-		if want := alerts.DefaultRunbookBaseURL + "/GPUBudgetSpent.md"; a.Annotations["runbook_url"] != want {
-			t.Errorf("runbook_url %q, want %q", a.Annotations["runbook_url"], want)
-		}
+		checkRunbook(t, a)
 		if d := a.Annotations["description"]; !strings.Contains(d, "team ml-research has spent ") || !strings.Contains(d, "of its budget of 0.01 EUR") {
 			t.Errorf("description %q", d)
 		}
@@ -200,6 +196,14 @@ scrape_configs:
 			}
 		}
 	})
+}
+
+// checkRunbook fails t unless a links its runbook in this repository.
+func checkRunbook(t *testing.T, a webhookAlert) {
+	t.Helper()
+	if want := alerts.DefaultRunbookBaseURL + "/" + a.Labels["alertname"] + ".md"; a.Annotations["runbook_url"] != want {
+		t.Errorf("%s: runbook_url %q, want %q", a.Labels["alertname"], a.Annotations["runbook_url"], want)
+	}
 }
 
 // alertmanagerPath finds Debian's prometheus-alertmanager, or alertmanager.
