@@ -23,6 +23,7 @@ const (
 	generatedFile  = "generated/gputally-rules.yaml"
 	unitTestFile   = "testdata/gputally-rules_test.yaml"
 	budgetTestFile = "testdata/budgets_test.yaml"
+	teamTestFile   = "testdata/teams_test.yaml"
 )
 
 // budgetTestOptions are the options of budgetTestFile's rules: the defaults
@@ -118,28 +119,31 @@ func TestPromtoolTestRules(t *testing.T) {
 	}
 }
 
-// TestPromtoolTestBudgets runs budgetTestFile against the rules for
-// budgetTestOptions, written beside a copy of it.
+// TestPromtoolTestBudgets runs budgetTestFile and teamTestFile against the
+// rules for budgetTestOptions, written beside copies of them.
 func TestPromtoolTestBudgets(t *testing.T) {
 	bin := promtool(t)
 	rules, err := Generate(budgetTestOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests, err := os.ReadFile(budgetTestFile)
-	if err != nil {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "budget-rules.yaml"), rules, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	for name, content := range map[string][]byte{"budget-rules.yaml": rules, filepath.Base(budgetTestFile): tests} {
-		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
+	for _, file := range []string{budgetTestFile, teamTestFile} {
+		tests, err := os.ReadFile(file)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	cmd := exec.Command(bin, "test", "rules", filepath.Base(budgetTestFile))
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("promtool test rules %s: %v\n%s", budgetTestFile, err, out)
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(file)), tests, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "test", "rules", filepath.Base(file))
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool test rules %s: %v\n%s", file, err, out)
+		}
 	}
 }
 
@@ -158,7 +162,7 @@ type unitTests struct {
 // rule set: every alert has a case where it fires and one where it does not.
 func TestEveryAlertHasFiringAndSilentCase(t *testing.T) {
 	fires, silent := map[string]bool{}, map[string]bool{}
-	for file, rules := range map[string]string{unitTestFile: "../" + generatedFile, budgetTestFile: "budget-rules.yaml"} {
+	for file, rules := range map[string]string{unitTestFile: "../" + generatedFile, budgetTestFile: "budget-rules.yaml", teamTestFile: "budget-rules.yaml"} {
 		raw, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
