@@ -5,7 +5,10 @@
 // recording-rule names are exported constants the dashboards and the report
 // query, and alerts/generated/gputally-rules.yaml is what Generate returns for
 // DefaultOptions (a test fails when the committed file differs; rewrite it with
-// `go generate ./alerts`).
+// `go generate ./alerts`). Every alert links its runbook,
+// docs/runbooks/<AlertName>.md; alerts about a pod carry its team (teams.go);
+// the monthly budgets of teams and namespaces become the budget group
+// (budgets.go, budget_rules.go).
 package alerts
 
 //go:generate go test -run TestGeneratedFileIsCurrent -update .
@@ -13,10 +16,18 @@ package alerts
 import (
 	"errors"
 	"fmt"
+	"math"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/gputally/gputally/team"
 )
+
+// DefaultRunbookBaseURL is where the runbooks are unless Options say otherwise:
+// docs/runbooks of this repository.
+const DefaultRunbookBaseURL = "https://github.com/gputally/gputally/blob/main/docs/runbooks"
 
 // Options holds the thresholds and durations of the generated rules. Start from
 // DefaultOptions and change what differs; a zero Options is invalid.
@@ -27,6 +38,20 @@ type Options struct {
 	// LegacyHostnameLabel writes the rules for exporters that spell the node
 	// label `Hostname` (--collector.legacy-hostname-label); by default `hostname`.
 	LegacyHostnameLabel bool
+	// RunbookBaseURL is the absolute http(s) URL of the runbooks' directory:
+	// every alert's runbook_url is RunbookBaseURL/<AlertName>.md.
+	RunbookBaseURL string
+
+	// TeamLabel (optional) is the pod label key whose value names a pod's
+	// team, read from kube-state-metrics' kube_pod_labels (as the report's
+	// --team-label); it wins over Teams.
+	TeamLabel string
+	// Teams maps namespaces to teams (the report's --team-map file), for the
+	// pods TeamLabel names no team for.
+	Teams team.Map
+	// Budgets are the monthly budgets and idle-cost limits of teams and
+	// namespaces (the budgets file).
+	Budgets Budgets
 
 	// IdleRatio is the fraction (0–1) of the time a holder held a device that
 	// must have been idle over IdleWindow for GPUAllocatedButIdle.
@@ -88,6 +113,25 @@ type Options struct {
 	UnknownWindow time.Duration
 	// UnknownFor is how long the share must stay above UnknownRatio.
 	UnknownFor time.Duration
+
+	// BudgetStep is the evaluation interval of the budget group and the
+	// window of the per-step spend it records: month-to-date spend sums the
+	// steps that started in the current UTC month, so it trails the spend by
+	// less than one step (docs/alerts.md).
+	BudgetStep time.Duration
+	// BudgetRatios are the shares (0–1 for a warning, 1 and above critical)
+	// of a monthly budget at which GPUBudgetSpent fires, one alert each.
+	BudgetRatios []float64
+	// ForecastWindow is the range whose average spend rate projects the rest
+	// of the month for GPUBudgetForecastExceeded.
+	ForecastWindow time.Duration
+	// ForecastFor is how long the projection must stay over the budget.
+	ForecastFor time.Duration
+	// IdleCostWindow is the range over which a team's or namespace's idle
+	// EUR per day is measured for GPUIdleCostOverLimit.
+	IdleCostWindow time.Duration
+	// IdleCostFor is how long the idle EUR must stay over the limit.
+	IdleCostFor time.Duration
 }
 
 // DefaultOptions returns the thresholds the committed rules file uses.
@@ -121,6 +165,14 @@ func DefaultOptions() Options {
 		UnknownRatio:  0.1,
 		UnknownWindow: time.Hour,
 		UnknownFor:    5 * time.Minute,
+
+		RunbookBaseURL: DefaultRunbookBaseURL,
+		BudgetStep:     5 * time.Minute,
+		BudgetRatios:   []float64{0.5, 0.8, 1},
+		ForecastWindow: 7 * 24 * time.Hour,
+		ForecastFor:    time.Hour,
+		IdleCostWindow: 24 * time.Hour,
+		IdleCostFor:    0,
 	}
 }
 
@@ -153,6 +205,20 @@ func (o Options) Validate() error {
 	ratio("ThrottleRatio", o.ThrottleRatio)
 	ratio("FramebufferRatio", o.FramebufferRatio)
 	ratio("UnknownRatio", o.UnknownRatio)
+	if u, err := url.Parse(o.RunbookBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("RunbookBaseURL %q: want an absolute http or https URL", o.RunbookBaseURL))
+	}
+	if len(o.BudgetRatios) == 0 {
+		errs = append(errs, errors.New("BudgetRatios: empty"))
+	}
+	seen := map[float64]bool{}
+	for _, r := range o.BudgetRatios {
+		if !(r > 0) || math.IsInf(r, 0) || seen[r] {
+			errs = append(errs, fmt.Errorf("BudgetRatios %v: want distinct finite ratios above 0", o.BudgetRatios))
+			break
+		}
+		seen[r] = true
+	}
 	if o.IdleMinEURPerHour < 0 {
 		errs = append(errs, fmt.Errorf("IdleMinEURPerHour %v: want ≥ 0", o.IdleMinEURPerHour))
 	}
@@ -166,6 +232,9 @@ func (o Options) Validate() error {
 	window("StaleAfter", o.StaleAfter)
 	window("LostWindow", o.LostWindow)
 	window("UnknownWindow", o.UnknownWindow)
+	window("BudgetStep", o.BudgetStep)
+	window("ForecastWindow", o.ForecastWindow)
+	window("IdleCostWindow", o.IdleCostWindow)
 	hold("IdleFor", o.IdleFor)
 	hold("ThrottleFor", o.ThrottleFor)
 	hold("TemperatureFor", o.TemperatureFor)
@@ -175,6 +244,11 @@ func (o Options) Validate() error {
 	hold("StaleFor", o.StaleFor)
 	hold("AttributionDownFor", o.AttributionDownFor)
 	hold("UnknownFor", o.UnknownFor)
+	hold("ForecastFor", o.ForecastFor)
+	hold("IdleCostFor", o.IdleCostFor)
+	if err := o.Budgets.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("alert options: %w", err)
 	}

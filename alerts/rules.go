@@ -49,11 +49,16 @@ const (
 // NVLink, fallen off the bus, uncontained ECC and GSP errors.
 const CriticalXIDs = "48|62|64|74|79|95|119|120"
 
-// RecordingRuleNames returns the names of all recording rules Generate writes.
+// RecordingRuleNames returns the names of all recording rules Generate may
+// write: RuleNamespaceTeam, RulePodTeamLabel, RuleBudgetMonthly and
+// RuleIdleLimitDaily only when Options give a team map, a team label or
+// budgets.
 func RecordingRuleNames() []string {
 	return []string{
 		RuleDeviceActivity, RuleFramebufferUsed, RuleCostEURPerHour, RuleGPUsByState,
 		RuleBusyRatio, RuleAllocatedGPUs, RuleHourlyCostEUR, RuleHealthyGPUs,
+		RuleNamespaceTeam, RulePodTeamLabel, RulePodTeam,
+		RuleBudgetMonthly, RuleIdleLimitDaily, RuleSpendPerStep, RuleSpendMonthToDate, RuleSpendForecast,
 	}
 }
 
@@ -62,10 +67,12 @@ type File struct {
 	Groups []Group `yaml:"groups"`
 }
 
-// Group is a rule group of a rules file.
+// Group is a rule group of a rules file; Interval (a Prometheus duration)
+// overrides Prometheus' evaluation interval.
 type Group struct {
-	Name  string `yaml:"name"`
-	Rules []Rule `yaml:"rules"`
+	Name     string `yaml:"name"`
+	Interval string `yaml:"interval,omitempty"`
+	Rules    []Rule `yaml:"rules"`
 }
 
 // Rule is a recording rule (Record set) or an alerting rule (Alert set).
@@ -105,10 +112,21 @@ func Build(opts Options) (File, error) {
 	if err := opts.Validate(); err != nil {
 		return File{}, err
 	}
-	return File{Groups: []Group{
+	f := File{Groups: []Group{
 		{Name: "gputally.recording", Rules: recordingRules()},
+		{Name: "gputally.teams", Rules: teamRules(opts)},
+		{Name: "gputally.budgets", Interval: dur(opts.BudgetStep), Rules: budgetRules(opts)},
 		{Name: "gputally.alerts", Rules: append(alertingRules(opts), faultRules(opts)...)},
-	}}, nil
+	}}
+	base := strings.TrimSuffix(opts.RunbookBaseURL, "/")
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				r.Annotations["runbook_url"] = base + "/" + r.Alert + ".md"
+			}
+		}
+	}
+	return f, nil
 }
 
 func recordingRules() []Rule {
@@ -141,21 +159,24 @@ func alertingRules(o Options) []Rule {
 		{
 			Alert: "GPUAllocatedButIdle",
 			Expr: strings.Join([]string{
-				fmt.Sprintf(`sum by (%s) (rate(gputally_cost_eur_total{state="idle"}[%s])) * 3600 > %s`, holder, idleW, num(o.IdleMinEURPerHour)),
-				fmt.Sprintf(`and on (%s)`, holder),
 				`(`,
-				fmt.Sprintf(`  sum by (%s) (rate(gputally_gpu_seconds_total{state="idle"}[%s]))`, holder, idleW),
-				`  /`,
-				fmt.Sprintf(`  sum by (%s) (rate(gputally_gpu_seconds_total{state=~"busy|idle"}[%s]))`, holder, idleW),
-				fmt.Sprintf(`  >= %s`, num(o.IdleRatio)),
+				fmt.Sprintf(`  sum by (%s) (rate(gputally_cost_eur_total{state="idle"}[%s])) * 3600 > %s`, holder, idleW, num(o.IdleMinEURPerHour)),
+				fmt.Sprintf(`  and on (%s)`, holder),
+				`  (`,
+				fmt.Sprintf(`    sum by (%s) (rate(gputally_gpu_seconds_total{state="idle"}[%s]))`, holder, idleW),
+				`    /`,
+				fmt.Sprintf(`    sum by (%s) (rate(gputally_gpu_seconds_total{state=~"busy|idle"}[%s]))`, holder, idleW),
+				fmt.Sprintf(`    >= %s`, num(o.IdleRatio)),
+				`  )`,
 				`)`,
+				`* on (namespace, pod) group_left (team)`,
+				podTeam(idleW, false),
 			}, "\n"),
 			For:    dur(o.IdleFor),
 			Labels: severity("warning"),
 			Annotations: annotations(
 				"GPU allocated to {{ $labels.namespace }}/{{ $labels.pod }} is idle, costing {{ $value | printf \"%.2f\" }} EUR per hour",
 				fmt.Sprintf("Container {{ $labels.container }} of pod {{ $labels.namespace }}/{{ $labels.pod }} holds {{ $labels.modelName }} {{ $labels.UUID }}{{ with $labels.GPU_I_PROFILE }} (MIG {{ . }}){{ end }} on {{ $labels.hostname }} but left it idle for at least %s of the last %s. Its idle share costs {{ $value | printf \"%%.2f\" }} EUR per hour.", pct(o.IdleRatio), idleW),
-				"Ask the owner whether the workload still needs a GPU (notebooks and stopped training jobs often keep one). Scale it down or delete it if not. If it needs a GPU only now and then, move it to a time-sliced or MIG resource (see the weekly report's right-sizing advice). The Cost & idle dashboard lists the top idle holders.",
 			),
 		},
 		{
@@ -169,7 +190,6 @@ func alertingRules(o Options) []Rule {
 			Annotations: annotations(
 				"GPU {{ $labels.UUID }} on {{ $labels.hostname }} reported critical XID {{ $labels.xid }}",
 				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} ({{ $labels.device }}) on {{ $labels.hostname }} reported XID {{ $labels.xid }} in the last %s. XIDs 48, 62, 64, 74, 79, 95, 119 and 120 are hardware or driver faults (ECC, row remapping, NVLink, fallen off the bus, GSP), not application errors.", dur(o.ErrorWindow)),
-				"Cordon and drain the node. Read `dmesg | grep -i xid` and `nvidia-smi -q` on it. XID 79 and 119/120 usually need a node reboot or GPU reset; 48, 64 and 95 need a reset to retire the page or remap the row; repeated ECC XIDs mean an RMA. Uncordon only once the XID no longer repeats.",
 			),
 		},
 		{
@@ -179,7 +199,6 @@ func alertingRules(o Options) []Rule {
 			Annotations: annotations(
 				"GPU {{ $labels.UUID }} on {{ $labels.hostname }} had uncorrectable ECC errors",
 				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} on {{ $labels.hostname }} counted {{ $value | printf \"%%.0f\" }} double-bit (uncorrectable) ECC errors in the last %s. Data on this GPU may be corrupt.", dur(o.ErrorWindow)),
-				"Cordon and drain the node, then reset the GPU so the page is retired or the row remapped (`nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT`). Jobs that ran on it may have produced wrong results. If errors recur after a reset, replace the GPU.",
 			),
 		},
 		{
@@ -194,7 +213,6 @@ func alertingRules(o Options) []Rule {
 			Annotations: annotations(
 				"GPU {{ $labels.UUID }} on {{ $labels.hostname }} is {{ $labels.cause }}-throttled",
 				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} on {{ $labels.hostname }} spent {{ $value | humanizePercentage }} of the last %s throttled by its {{ $labels.cause }} limit (threshold %s).", dur(o.ThrottleWindow), pct(o.ThrottleRatio)),
-				"Thermal: check the node's cooling, fans and inlet temperature, and the GPU temperature panel on the Node / GPU dashboard. Power: check the power limit (`nvidia-smi -q -d POWER`) and the PSU and rack power budget. Throttled GPUs run jobs slower while still costing the same.",
 			),
 		},
 		{
@@ -205,7 +223,6 @@ func alertingRules(o Options) []Rule {
 			Annotations: annotations(
 				"GPU {{ $labels.UUID }} on {{ $labels.hostname }} is at {{ $value }} °C",
 				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} on {{ $labels.hostname }} has been above %s °C for %s (now {{ $value }} °C). Data-centre GPUs start to throttle in the low to mid 80s.", num(o.TemperatureCelsius), dur(o.TemperatureFor)),
-				"Check the node's airflow, fans and inlet temperature and whether neighbouring GPUs are hot too (a cooling problem) or only this one (a GPU or seating problem). Watch GPUThrottling for the same GPU.",
 			),
 		},
 		{
@@ -220,7 +237,6 @@ func alertingRules(o Options) []Rule {
 			Annotations: annotations(
 				"Shared GPU {{ $labels.UUID }} on {{ $labels.hostname }} has {{ $value | humanizePercentage }} of its framebuffer in use",
 				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} on {{ $labels.hostname }} is shared by time-slicing or MPS and more than %s of its framebuffer has been in use for %s. Time-slicing does not isolate memory: the next allocation of any pod on it fails with out-of-memory.", pct(o.FramebufferRatio), dur(o.FramebufferFor)),
-				"Find the pods on this GPU and their memory on the Namespace / pod dashboard (per-pod framebuffer). Lower their batch sizes, move the biggest one to a GPU of its own, or use MIG, which does isolate memory.",
 			),
 		},
 		{
@@ -235,7 +251,6 @@ func alertingRules(o Options) []Rule {
 			Annotations: annotations(
 				"{{ $labels.hostname }} has lost a GPU",
 				fmt.Sprintf("{{ $labels.hostname }} reports {{ $value }} healthy GPUs, fewer than its maximum over the last %s, while its exporter is working. A GPU fell off the bus, failed or was removed from the driver's view.", dur(o.MissingLookback)),
-				"Compare `nvidia-smi -L` on the node with the Node / GPU dashboard. Look for XID 79 in `dmesg`. Cordon and drain the node and reboot it; if the GPU stays missing, reseat or replace it. If the GPU was removed on purpose, this alert resolves on its own once the lookback window has passed.",
 			),
 		},
 		{
@@ -250,7 +265,6 @@ func alertingRules(o Options) []Rule {
 			Annotations: annotations(
 				"gputally on {{ $labels.instance }} is down",
 				"Prometheus cannot scrape gputally on {{ $labels.instance }}{{ with $labels.backend }}, or its {{ . }} backend fails{{ end }}. GPU metrics and the cost ledger of this node are missing or frozen, so idle cost goes unreported.",
-				"Check the DaemonSet pod on the node (`kubectl -n <namespace> logs` and `describe`). A backend failure names the library it could not load (NVML or DCGM): check the driver and the device plugin. Restarting the pod resets the ledger counters, which increase() handles.",
 			),
 		},
 		{
@@ -261,7 +275,6 @@ func alertingRules(o Options) []Rule {
 			Annotations: annotations(
 				"gputally samples on {{ $labels.instance }} are {{ $value | humanizeDuration }} old",
 				fmt.Sprintf("The last GPU sample of gputally on {{ $labels.instance }} is older than %s: sampling is stuck (a hung driver call or an overloaded node). /metrics still answers, with old values.", dur(o.StaleAfter)),
-				"Look at the exporter's log and gputally_sample_duration_seconds. A hung NVML or DCGM call usually means the driver is wedged: check `nvidia-smi` on the node and dmesg for XIDs, then restart the pod or the node.",
 			),
 		},
 		{
@@ -272,7 +285,6 @@ func alertingRules(o Options) []Rule {
 			Annotations: annotations(
 				"gputally on {{ $labels.instance }} cannot map GPUs to pods",
 				fmt.Sprintf("gputally on {{ $labels.instance }} has failed to read the kubelet pod-resources API for %s. Device metrics continue; the last known holders keep their GPU time until --attribution.stale-after, after which the node's GPU time and cost are booked as unknown instead of to the pods that hold the GPUs.", dur(o.AttributionDownFor)),
-				"Check that the pod mounts /var/lib/kubelet/pod-resources and that the socket path matches --attribution.kubelet-socket; read the exporter log for the error. A kubelet restart recreates the socket, which gputally reconnects to.",
 			),
 		},
 	}
@@ -288,7 +300,6 @@ func faultRules(o Options) []Rule {
 			Annotations: annotations(
 				"Lost GPU {{ $labels.UUID }} on {{ $labels.hostname }} costs {{ $value | printf \"%.2f\" }} EUR per hour",
 				fmt.Sprintf("{{ $labels.modelName }} {{ $labels.UUID }} (gpu {{ $labels.gpu }}) on {{ $labels.hostname }} fell off the bus (XID 79 / GPU lost) and its capital kept accruing as state lost over the last %s: {{ $value | printf \"%%.2f\" }} EUR per hour that buys no GPU time.", dur(o.LostWindow)),
-				"Cordon and drain the node, then reboot it or reset the GPU; if it stays lost, reseat or replace it. The weekly report lists it under Broken hardware with its EUR for the period. The alert resolves once the lost EUR stops growing (the GPU is back or the exporter no longer sees it).",
 			),
 		},
 		{
@@ -304,7 +315,6 @@ func faultRules(o Options) []Rule {
 			Annotations: annotations(
 				"{{ $value | humanizePercentage }} of {{ $labels.hostname }}'s GPU time is unknown",
 				fmt.Sprintf("Over the last %s, {{ $value | humanizePercentage }} (more than %s) of the GPU time on {{ $labels.hostname }} was booked as unknown: who held its GPUs or how busy they were was not measured (kubelet pod-resources failing past --attribution.stale-after, the GPU backend failing, or DRA claims that cannot be mapped). Cost reports for this node are partial and make no drain advice for it.", dur(o.UnknownWindow), pct(o.UnknownRatio)),
-				"Check GPUAttributionDown and GPUTallySamplesStale for the same node and read the exporter's log: it names the failing kubelet socket, backend or DRA claim. Once attribution and sampling work again the share falls back to 0 within the window.",
 			),
 		},
 	}
@@ -312,8 +322,8 @@ func faultRules(o Options) []Rule {
 
 func severity(s string) map[string]string { return map[string]string{"severity": s} }
 
-func annotations(summary, description, runbook string) map[string]string {
-	return map[string]string{"summary": summary, "description": description, "runbook": runbook}
+func annotations(summary, description string) map[string]string {
+	return map[string]string{"summary": summary, "description": description}
 }
 
 // dur formats d as a Prometheus duration ("1h", "30m"); zero is "" so that a

@@ -3,6 +3,7 @@ package alerts
 import (
 	"bytes"
 	"flag"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,14 +13,35 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gputally/gputally/team"
 )
 
 var update = flag.Bool("update", false, "rewrite alerts/generated/gputally-rules.yaml from the code")
 
 const (
-	generatedFile = "generated/gputally-rules.yaml"
-	unitTestFile  = "testdata/gputally-rules_test.yaml"
+	generatedFile  = "generated/gputally-rules.yaml"
+	unitTestFile   = "testdata/gputally-rules_test.yaml"
+	budgetTestFile = "testdata/budgets_test.yaml"
+	teamTestFile   = "testdata/teams_test.yaml"
 )
+
+// budgetTestOptions are the options of budgetTestFile's rules: the defaults
+// with a team label, the test team map and budgets, and hourly steps.
+func budgetTestOptions(t *testing.T) Options {
+	t.Helper()
+	o := DefaultOptions()
+	o.TeamLabel = "team"
+	var err error
+	if o.Teams, err = team.LoadMap("testdata/teams.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if o.Budgets, err = LoadBudgets("testdata/budgets.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	o.BudgetStep = time.Hour
+	return o
+}
 
 func TestGeneratedFileIsCurrent(t *testing.T) {
 	want, err := Generate(DefaultOptions())
@@ -97,6 +119,34 @@ func TestPromtoolTestRules(t *testing.T) {
 	}
 }
 
+// TestPromtoolTestBudgets runs budgetTestFile and teamTestFile against the
+// rules for budgetTestOptions, written beside copies of them.
+func TestPromtoolTestBudgets(t *testing.T) {
+	bin := promtool(t)
+	rules, err := Generate(budgetTestOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "budget-rules.yaml"), rules, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{budgetTestFile, teamTestFile} {
+		tests, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(file)), tests, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "test", "rules", filepath.Base(file))
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool test rules %s: %v\n%s", file, err, out)
+		}
+	}
+}
+
 // unitTests is the part of a promtool unit-test file this test reads.
 type unitTests struct {
 	RuleFiles []string `yaml:"rule_files"`
@@ -111,24 +161,26 @@ type unitTests struct {
 // TestEveryAlertHasFiringAndSilentCase holds the promtool unit tests to the
 // rule set: every alert has a case where it fires and one where it does not.
 func TestEveryAlertHasFiringAndSilentCase(t *testing.T) {
-	raw, err := os.ReadFile(unitTestFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ut unitTests
-	if err := yaml.Unmarshal(raw, &ut); err != nil {
-		t.Fatalf("%s: %v", unitTestFile, err)
-	}
-	if !slices.Contains(ut.RuleFiles, "../"+generatedFile) {
-		t.Errorf("%s: rule_files %v does not test ../%s", unitTestFile, ut.RuleFiles, generatedFile)
-	}
 	fires, silent := map[string]bool{}, map[string]bool{}
-	for _, tc := range ut.Tests {
-		for _, a := range tc.AlertRuleTests {
-			if len(a.ExpAlerts) > 0 {
-				fires[a.Alertname] = true
-			} else {
-				silent[a.Alertname] = true
+	for file, rules := range map[string]string{unitTestFile: "../" + generatedFile, budgetTestFile: "budget-rules.yaml", teamTestFile: "budget-rules.yaml"} {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ut unitTests
+		if err := yaml.Unmarshal(raw, &ut); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if !slices.Contains(ut.RuleFiles, rules) {
+			t.Errorf("%s: rule_files %v does not test %s", file, ut.RuleFiles, rules)
+		}
+		for _, tc := range ut.Tests {
+			for _, a := range tc.AlertRuleTests {
+				if len(a.ExpAlerts) > 0 {
+					fires[a.Alertname] = true
+				} else {
+					silent[a.Alertname] = true
+				}
 			}
 		}
 	}
@@ -152,7 +204,7 @@ func TestEveryAlertHasFiringAndSilentCase(t *testing.T) {
 }
 
 func TestAlertsCarryMetadata(t *testing.T) {
-	f, err := Build(DefaultOptions())
+	f, err := Build(budgetTestOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,10 +220,16 @@ func TestAlertsCarryMetadata(t *testing.T) {
 			default:
 				t.Errorf("alert %s: severity %q, want critical or warning", r.Alert, r.Labels["severity"])
 			}
-			for _, k := range []string{"summary", "description", "runbook"} {
+			for _, k := range []string{"summary", "description"} {
 				if strings.TrimSpace(r.Annotations[k]) == "" {
 					t.Errorf("alert %s: annotation %s empty", r.Alert, k)
 				}
+			}
+			if want := DefaultRunbookBaseURL + "/" + r.Alert + ".md"; r.Annotations["runbook_url"] != want {
+				t.Errorf("alert %s: runbook_url %q, want %q", r.Alert, r.Annotations["runbook_url"], want)
+			}
+			if len(r.Annotations) != 3 {
+				t.Errorf("alert %s: annotations %v, want summary, description and runbook_url", r.Alert, slices.Sorted(maps.Keys(r.Annotations)))
 			}
 		}
 	}
@@ -192,15 +250,39 @@ func TestOptionsReachTheRules(t *testing.T) {
 	opts.IdleFor = 0
 	opts.IdleWindow = 90 * time.Second
 	opts.ExporterJob = "gpu-exporter"
+	opts.RunbookBaseURL = "https://wiki.example.com/gpu/runbooks/"
+	opts.TeamLabel = "app.kubernetes.io/team"
+	opts.BudgetStep = 10 * time.Second
+	opts.ForecastWindow = 2 * time.Hour
+	opts.ForecastFor = 7 * time.Minute
+	opts.IdleCostWindow = 45 * time.Minute
+	opts.IdleCostFor = 4 * time.Minute
+	opts.BudgetRatios = []float64{0.9, 1.25}
 	f, err := Build(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	alert := map[string]Rule{}
+	alert, record := map[string]Rule{}, map[string]Rule{}
+	var spent []Rule
 	for _, g := range f.Groups {
+		if g.Name == "gputally.budgets" && g.Interval != "10s" {
+			t.Errorf("budget group interval %q, want BudgetStep 10s", g.Interval)
+		}
 		for _, r := range g.Rules {
 			alert[r.Alert] = r
+			record[r.Record] = r
+			if r.Alert == "GPUBudgetSpent" {
+				spent = append(spent, r)
+			}
 		}
+	}
+	if len(spent) != 2 || spent[0].Labels["budget_percent"] != "90" || spent[0].Labels["severity"] != "warning" ||
+		spent[1].Labels["budget_percent"] != "125" || spent[1].Labels["severity"] != "critical" ||
+		!strings.HasSuffix(spent[1].Expr, ">= 1.25 * "+RuleBudgetMonthly) {
+		t.Errorf("GPUBudgetSpent rules for ratios 0.9 and 1.25: %+v", spent)
+	}
+	if got, want := alert["GPUCriticalXID"].Annotations["runbook_url"], "https://wiki.example.com/gpu/runbooks/GPUCriticalXID.md"; got != want {
+		t.Errorf("runbook_url %q, want %q", got, want)
 	}
 	for _, tc := range []struct {
 		alert, field, want string
@@ -209,6 +291,13 @@ func TestOptionsReachTheRules(t *testing.T) {
 		{"GPUTemperatureHigh", alert["GPUTemperatureHigh"].For, "3m"},
 		{"GPUAllocatedButIdle", alert["GPUAllocatedButIdle"].Expr, `[1m30s]`},
 		{"GPUTallyExporterDown", alert["GPUTallyExporterDown"].Expr, `up{job=~"gpu-exporter"}`},
+		{RulePodTeamLabel, record[RulePodTeamLabel].Expr, `kube_pod_labels{label_app_kubernetes_io_team!=""}, "team", "$1", "label_app_kubernetes_io_team"`},
+		{RuleSpendPerStep, record[RuleSpendPerStep].Expr, `increase(gputally_cost_eur_total{pod!=""}[10s])`},
+		{RuleSpendPerStep, record[RuleSpendPerStep].Expr, `month(vector(time() - 10)) == 12`},
+		{RuleSpendForecast, record[RuleSpendForecast].Expr, `count_over_time(` + RuleSpendPerStep + `[2h])) / 10`},
+		{"GPUBudgetForecastExceeded", alert["GPUBudgetForecastExceeded"].For, "7m"},
+		{"GPUIdleCostOverLimit", alert["GPUIdleCostOverLimit"].Expr, `rate(gputally_cost_eur_total{state="idle"}[45m])`},
+		{"GPUIdleCostOverLimit", alert["GPUIdleCostOverLimit"].For, "4m"},
 	} {
 		if !strings.Contains(tc.field, tc.want) {
 			t.Errorf("%s: %q does not contain %q", tc.alert, tc.field, tc.want)
@@ -240,6 +329,18 @@ func TestOptionsValidate(t *testing.T) {
 		{"unknown ratio above one", func(o *Options) { o.UnknownRatio = 1.1 }, "UnknownRatio"},
 		{"zero lost window", func(o *Options) { o.LostWindow = 0 }, "LostWindow"},
 		{"zero unknown window", func(o *Options) { o.UnknownWindow = 0 }, "UnknownWindow"},
+		{"relative runbook URL", func(o *Options) { o.RunbookBaseURL = "docs/runbooks" }, "RunbookBaseURL"},
+		{"runbook URL without host", func(o *Options) { o.RunbookBaseURL = "https:///runbooks" }, "RunbookBaseURL"},
+		{"zero budget step", func(o *Options) { o.BudgetStep = 0 }, "BudgetStep"},
+		{"sub-second budget step", func(o *Options) { o.BudgetStep = 500 * time.Millisecond }, "BudgetStep"},
+		{"zero forecast window", func(o *Options) { o.ForecastWindow = 0 }, "ForecastWindow"},
+		{"zero idle cost window", func(o *Options) { o.IdleCostWindow = 0 }, "IdleCostWindow"},
+		{"negative forecast for", func(o *Options) { o.ForecastFor = -time.Minute }, "ForecastFor"},
+		{"no budget ratios", func(o *Options) { o.BudgetRatios = nil }, "BudgetRatios"},
+		{"zero budget ratio", func(o *Options) { o.BudgetRatios = []float64{0, 1} }, "BudgetRatios"},
+		{"repeated budget ratio", func(o *Options) { o.BudgetRatios = []float64{0.8, 0.8} }, "BudgetRatios"},
+		{"ratio above one", func(o *Options) { o.BudgetRatios = []float64{1.2} }, ""},
+		{"bad budget", func(o *Options) { o.Budgets = Budgets{Teams: map[string]Budget{"ml": {MonthlyEUR: -5}}} }, "teams.ml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := DefaultOptions()

@@ -38,6 +38,16 @@ or
 label_replace(%[3]s, "state", "unknown", "", "")`, by, fleet, zero)
 }
 
+// budgetFigures is, per team or namespace, the EUR spent this month, the
+// month's projection and the monthly budget, one row each (label figure).
+func budgetFigures() string {
+	return fmt.Sprintf(`label_replace(%s, "figure", "spent this month", "", "")
+or
+label_replace(%s, "figure", "projected for the month", "", "")
+or
+label_replace(%s, "figure", "monthly budget", "", "")`, alerts.RuleSpendMonthToDate, alerts.RuleSpendForecast, alerts.RuleBudgetMonthly)
+}
+
 func costAndIdle() *dashboard.DashboardBuilder {
 	return newDashboard("gputally-cost", "GPU cost & idle",
 		"Where GPU money burns idle, who holds it, and what MIG or time-slicing would save.",
@@ -67,5 +77,8 @@ sum by (modelName) (rate(gputally_gpu_seconds_total{state=~"idle|unallocated", %
 		WithPanel(tableOf("Time-slicing or release: EUR per month", "Idle-but-allocated cost over the range, as EUR per month: what sharing these GPUs by time-slicing, or releasing them, would save at most.", unitEUR,
 			instantQuery(fmt.Sprintf(`sum by (namespace) (rate(gputally_cost_eur_total{state="idle", %s}[$__range])) * 3600 * %s`, owned, hoursPerMonth), ""))).
 		WithPanel(tableOf("MIG right-sizing: EUR per month", "Per pod on a whole GPU: the cost of the GPU share its p95 activity and peak framebuffer leave unused, in sevenths of a GPU (MIG compute slices). An estimate; the weekly report names the profile.", unitEUR,
-			instantQuery(migSaving(), "")))
+			instantQuery(migSaving(), ""))).
+		WithRow(row("Budgets")).
+		WithPanel(tableOf("Spend and budget this month by team or namespace", "EUR of the current UTC month per team (team label or team map) and per namespace: spent so far (up to the last step of the budget rules), projected for the month at the spend rate of the last 7 days, and the monthly budget of `gputally generate rules --budgets.file` or the chart's prometheusRule.budgets. The alerts GPUBudgetSpent and GPUBudgetForecastExceeded compare the same figures.", unitEUR,
+			instantQuery(budgetFigures(), "")))
 }

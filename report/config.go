@@ -51,7 +51,7 @@ type Config struct {
 	Resolution time.Duration
 	Format     string // FormatHTML, FormatMarkdown, FormatCSV or FormatJSON
 	Out        string // file to write; "-" writes to stdout
-	// TeamMapFile (optional) maps namespaces to teams (see ParseTeamMap).
+	// TeamMapFile (optional) maps namespaces to teams (see team.ParseMap).
 	TeamMapFile string
 	// TeamLabel (optional) is a pod label key whose value names the team, read
 	// from kube-state-metrics' kube_pod_labels; it wins over TeamMapFile.

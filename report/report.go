@@ -47,6 +47,7 @@ import (
 	"github.com/gputally/gputally/report/model"
 	"github.com/gputally/gputally/report/render"
 	"github.com/gputally/gputally/report/source"
+	"github.com/gputally/gputally/team"
 )
 
 // The report's types that its callers use, from the packages that own them:
@@ -151,10 +152,10 @@ func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logge
 // caller. cfg must be valid and cfg.End set. A team map that cannot be read
 // is a *ConfigError.
 func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) (*Report, error) {
-	var teams source.TeamMap
+	var teams team.Map
 	if cfg.TeamMapFile != "" {
 		var err error
-		if teams, err = source.LoadTeamMap(cfg.TeamMapFile); err != nil {
+		if teams, err = team.LoadMap(cfg.TeamMapFile); err != nil {
 			return nil, badConfig(err)
 		}
 	}

@@ -202,11 +202,12 @@ pass "kube-apiserver $("$kubectl" version -o json | sed -n 's/.*"gitVersion": "\
 
 step "install the Prometheus Operator CRDs"
 crd_dir="$(go mod download -json "$prometheus_operator" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')/example/prometheus-operator-crd"
-for crd in servicemonitors prometheusrules; do
+for crd in servicemonitors prometheusrules alertmanagerconfigs; do
 	"$kubectl" apply --server-side -f "$crd_dir/monitoring.coreos.com_$crd.yaml" >/dev/null
 done
 if "$kubectl" wait --for condition=Established --timeout=60s \
-	crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com >/dev/null; then
+	crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com \
+	crd/alertmanagerconfigs.monitoring.coreos.com >/dev/null; then
 	pass "CRDs established"
 else
 	fail "CRDs established"

@@ -33,6 +33,7 @@ func TestBadInputExits2(t *testing.T) {
 	hugeScenario := write("huge-scenario.yaml", []byte(strings.Repeat("# padding\n", 500_000))) // 5 MB
 	badWebConfig := write("web.yml", []byte("basic_auth_users:\n  alice: not-a-bcrypt-hash\n"))
 	unknownWebKey := write("web2.yml", []byte("tls_server_confg: {}\n"))
+	badBudgets := write("budgets.yaml", []byte("teams:\n  ml: {monthly_eur: 100}\n  web: {monthly_eur: -100}\n"))
 	sim := []string{"exporter", "--backend=sim"}
 	for _, tc := range []struct {
 		name string
@@ -59,6 +60,10 @@ func TestBadInputExits2(t *testing.T) {
 		{"price book on a FIFO", append(sim, "--cost.price-book="+fifo), []string{fifo, "a FIFO"}},
 		{"scenario on /dev/zero", append(sim, "--sim.scenario=/dev/zero"), []string{"/dev/zero", "not a regular file"}},
 		{"huge scenario", append(sim, "--sim.scenario="+hugeScenario), []string{hugeScenario, "too large"}},
+		{"budgets on a FIFO", []string{"generate", "rules", "--budgets.file=" + fifo}, []string{"--budgets.file", fifo, "a FIFO"}},
+		{"bad budget", []string{"generate", "rules", "--budgets.file=" + badBudgets}, []string{"--budgets.file", badBudgets, "line 3", "teams.web"}},
+		{"team map on /dev/zero", []string{"generate", "rules", "--team-map=/dev/zero"}, []string{"--team-map", "/dev/zero", "not a regular file"}},
+		{"relative runbook URL", []string{"generate", "rules", "--runbook.base-url=docs/runbooks"}, []string{"RunbookBaseURL", "docs/runbooks"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkBadInput(t, nil, tc.args, tc.want...) })
 	}

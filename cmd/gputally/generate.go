@@ -10,6 +10,7 @@ import (
 
 	"github.com/gputally/gputally/alerts"
 	"github.com/gputally/gputally/dashboards"
+	"github.com/gputally/gputally/team"
 )
 
 // generateDashboardsCommand writes the Grafana dashboards as JSON.
@@ -22,6 +23,10 @@ type generateDashboardsCommand struct {
 type generateRulesCommand struct {
 	out            string
 	legacyHostname bool
+	runbookBaseURL string
+	teamMap        string
+	teamLabel      string
+	budgets        string
 }
 
 func newGenerateCommands(app *kingpin.Application) (*generateDashboardsCommand, *generateRulesCommand) {
@@ -33,6 +38,10 @@ func newGenerateCommands(app *kingpin.Application) (*generateDashboardsCommand, 
 	rc := gen.Command("rules", "Write the alert and recording rules file (the thresholds of docs and the Helm chart).")
 	rc.Flag("out", "File to write; - for standard output.").Default("-").StringVar(&r.out)
 	legacyHostnameFlag(rc).BoolVar(&r.legacyHostname)
+	rc.Flag("runbook.base-url", "Where the runbooks are: every alert's runbook_url is <URL>/<AlertName>.md.").Default(alerts.DefaultRunbookBaseURL).StringVar(&r.runbookBaseURL)
+	rc.Flag("team-map", "YAML file mapping namespaces to teams, as report's --team-map: alerts about a pod carry its team.").StringVar(&r.teamMap)
+	rc.Flag("team-label", "Pod label naming the team, read from kube-state-metrics' kube_pod_labels, as report's --team-label; it wins over --team-map.").StringVar(&r.teamLabel)
+	rc.Flag("budgets.file", "YAML file of monthly GPU budgets (EUR) and idle-cost limits (EUR per day) per team and namespace (docs/alerts.md).").StringVar(&r.budgets)
 	return d, r
 }
 
@@ -50,9 +59,22 @@ func (c *generateDashboardsCommand) run(_ context.Context, logger *slog.Logger) 
 func (c *generateRulesCommand) run(context.Context, *slog.Logger) error {
 	opts := alerts.DefaultOptions()
 	opts.LegacyHostnameLabel = c.legacyHostname
+	opts.RunbookBaseURL = c.runbookBaseURL
+	opts.TeamLabel = c.teamLabel
+	var err error
+	if c.teamMap != "" {
+		if opts.Teams, err = team.LoadMap(c.teamMap); err != nil {
+			return badInput(fmt.Errorf("--team-map: %w", err))
+		}
+	}
+	if c.budgets != "" {
+		if opts.Budgets, err = alerts.LoadBudgets(c.budgets); err != nil {
+			return badInput(fmt.Errorf("--budgets.file: %w", err))
+		}
+	}
 	b, err := alerts.Generate(opts)
 	if err != nil {
-		return err
+		return badInput(err)
 	}
 	if c.out == "-" {
 		_, err = os.Stdout.Write(b)

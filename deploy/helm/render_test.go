@@ -175,6 +175,8 @@ func decodeAll(t *testing.T, m manifests) {
 			v = &serviceMonitor{}
 		case "PrometheusRule":
 			v = &prometheusRule{}
+		case "AlertmanagerConfig":
+			v = &alertmanagerConfig{}
 		case "ClusterRole":
 			v = &rbacv1.ClusterRole{}
 		case "ClusterRoleBinding":
@@ -232,4 +234,49 @@ type prometheusRule struct {
 	Spec       struct {
 		Groups []any `json:"groups"`
 	} `json:"spec"`
+}
+
+// alertmanagerConfig is the subset of monitoring.coreos.com/v1alpha1
+// AlertmanagerConfig the chart renders; strict decoding fails on any other field.
+type alertmanagerConfig struct {
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Metadata   objectMeta `json:"metadata"`
+	Spec       struct {
+		Route        amRoute         `json:"route"`
+		InhibitRules []amInhibitRule `json:"inhibitRules"`
+		Receivers    []amReceiver    `json:"receivers"`
+	} `json:"spec"`
+}
+
+type amRoute struct {
+	Receiver       string      `json:"receiver"`
+	GroupBy        []string    `json:"groupBy"`
+	GroupWait      string      `json:"groupWait"`
+	GroupInterval  string      `json:"groupInterval"`
+	RepeatInterval string      `json:"repeatInterval"`
+	Matchers       []amMatcher `json:"matchers"`
+	Routes         []amRoute   `json:"routes"`
+}
+
+type amMatcher struct {
+	Name      string `json:"name"`
+	MatchType string `json:"matchType"`
+	Value     string `json:"value"`
+}
+
+type amInhibitRule struct {
+	SourceMatch []amMatcher `json:"sourceMatch"`
+	TargetMatch []amMatcher `json:"targetMatch"`
+	Equal       []string    `json:"equal"`
+}
+
+type amReceiver struct {
+	Name           string      `json:"name"`
+	WebhookConfigs []amWebhook `json:"webhookConfigs"`
+}
+
+type amWebhook struct {
+	URL          string `json:"url"`
+	SendResolved bool   `json:"sendResolved"`
 }

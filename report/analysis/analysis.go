@@ -21,7 +21,7 @@ import (
 	"github.com/gputally/gputally/report/model"
 )
 
-// TeamMap names the team of a namespace; source.TeamMap, read from the team
+// TeamMap names the team of a namespace; team.Map, read from the team
 // map file, is one. It must be safe for concurrent reads.
 type TeamMap interface {
 	Team(namespace string) (string, bool)

@@ -9,6 +9,7 @@ import (
 	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/team"
 )
 
 // LedgerOptions are the settings of a Ledger.
@@ -158,7 +159,7 @@ func (c *collector) podTeams(ctx context.Context, d *model.Dataset) error {
 	if c.teamLabel == "" {
 		return nil
 	}
-	label := "label_" + sanitizeLabel(c.teamLabel)
+	label := team.KubePodLabel(c.teamLabel)
 	err := c.run.run(ctx, "kube_pod_labels", fmt.Sprintf(
 		"max by (%s) (max_over_time(kube_pod_labels{%s!=\"\"}[%s]))", c.id.by("namespace, pod, "+label), label, c.win.of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
@@ -197,18 +198,6 @@ func teamsElsewhere(d *model.Dataset) []string {
 		out = append(out, fmt.Sprintf("kube_pod_labels series in cluster %q, where no GPU is: their team labels are not used (is the cluster label on both kube-state-metrics and the GPU series, with the same value?)", c))
 	}
 	return out
-}
-
-// sanitizeLabel turns a Kubernetes label key into the label name
-// kube-state-metrics gives it (`app.kubernetes.io/team` → `app_kubernetes_io_team`).
-func sanitizeLabel(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' && i > 0) {
-			b[i] = '_'
-		}
-	}
-	return string(b)
 }
 
 // migModes fills d.MIGMode from the physical GPUs' gputally_gpu_info series:

@@ -7,7 +7,6 @@
 // Prometheus HTTP API (PrometheusQuerier) and Prometheus' own PromQL engine
 // over an in-memory Store (EngineQuerier), loaded from OpenMetrics or, for
 // report --demo, filled straight from a simulation's scrapes (StoreBuilder).
-// The team map file (TeamMap) is read here too.
 //
 // It imports, of the report's packages, only model.
 package source

@@ -1,11 +1,12 @@
-package source
+package team
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
 
-func TestParseTeamMap(t *testing.T) {
+func TestParseMap(t *testing.T) {
 	for _, tc := range []struct {
 		name, in string
 		want     map[string]string
@@ -19,7 +20,7 @@ func TestParseTeamMap(t *testing.T) {
 		{"not a map", "teams: [a]\n", nil, "cannot unmarshal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := ParseTeamMap([]byte(tc.in))
+			m, err := ParseMap([]byte(tc.in))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one containing %q", err, tc.err)
@@ -41,12 +42,12 @@ func TestParseTeamMap(t *testing.T) {
 	}
 }
 
-func FuzzParseTeamMap(f *testing.F) {
+func FuzzParseMap(f *testing.F) {
 	f.Add("teams:\n  ml: [a, b]\n")
 	f.Add("teams: {x: [y]}\n")
 	f.Add("teams:\n  a: [x]\n  b: [x]\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		m, err := ParseTeamMap([]byte(in))
+		m, err := ParseMap([]byte(in))
 		if err != nil {
 			return
 		}
@@ -56,4 +57,35 @@ func FuzzParseTeamMap(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestNamespacesSorted(t *testing.T) {
+	m, err := ParseMap([]byte("teams:\n  web: [zeta, alpha]\n  ml: [mid]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Namespaces(), []string{"alpha", "mid", "zeta"}; !slices.Equal(got, want) {
+		t.Errorf("Namespaces() = %v, want %v", got, want)
+	}
+	if got := (Map{}).Namespaces(); len(got) != 0 {
+		t.Errorf("zero Map: Namespaces() = %v, want none", got)
+	}
+}
+
+// TestKubePodLabel holds the label names to kube-state-metrics' own: "label_"
+// and the key with each rune outside [a-zA-Z0-9_] made "_" (a leading digit
+// stays, the prefix already makes the name valid).
+func TestKubePodLabel(t *testing.T) {
+	for key, want := range map[string]string{
+		"team":                   "label_team",
+		"app.kubernetes.io/team": "label_app_kubernetes_io_team",
+		"cost-center":            "label_cost_center",
+		"Team_2":                 "label_Team_2",
+		"1team":                  "label_1team",
+		"é":                      "label__",
+	} {
+		if got := KubePodLabel(key); got != want {
+			t.Errorf("KubePodLabel(%q) = %q, want %q", key, got, want)
+		}
+	}
 }
