@@ -47,11 +47,15 @@ func simulateIntoStore(ctx context.Context, cfg report.Config, nodes []*sim.Scen
 	}
 	store := report.NewStoreBuilder()
 	progress := report.NewProgress(cfg.Progress)
-	_, err := history.RunFleet(ctx, history.Options{
+	opts := history.Options{
 		Duration: cfg.Range, ScrapeInterval: scrape, Book: book,
 		SampleInterval: min(10*time.Second, scrape), Logger: logger,
 		Progress: simulationProgress(progress),
-	}, nodes, store)
+	}
+	if !cfg.End.IsZero() { // --end: the simulated range ends there
+		opts.Start = cfg.End.Add(-cfg.Range)
+	}
+	_, err := history.RunFleet(ctx, opts, nodes, store)
 	progress.End()
 	if err != nil {
 		return nil, fmt.Errorf("demo: simulate the nodes: %w", err)

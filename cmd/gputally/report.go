@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -82,6 +83,10 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("source", "Where the figures come from: ledger (gputally's counters, exact) or dcgm-exporter (the dcgm-exporter and kube-state-metrics series a cluster already has, sampled on --grid).").
 		Default(report.SourceLedger).EnumVar(&c.cfg.Source, report.SourceLedger, report.SourceDCGMExporter)
 	c.grid = durationFlag(cmd.Flag("grid", "Evaluation grid of --source=dcgm-exporter: one state per device per grid point; at least the scrape interval, dividing --step and --resolution."), pmodel.Duration(source.DefaultGrid).String())
+	cmd.Flag("baseline", "An earlier report's JSON to follow up: each of its recommendations applied or not, decided from this period's data, with the EUR it freed, and the fleet and teams before and after; or a directory of kept reports (the CronJob's volume), whose newest earlier report of the same range and clusters is followed up.").
+		PlaceHolder("FILE|DIR").StringVar(&c.cfg.Baseline)
+	cmd.Flag("baseline.keep", "With --baseline=DIR: once the report is written, keep the newest N reports' JSON in DIR, each with its other formats (the files of the same name); 0: keep all.").
+		Default("0").IntVar(&c.cfg.BaselineKeep)
 	c.demoScrape = durationFlag(cmd.Flag("demo.scrape-interval", "Scrape interval of the simulated history for --demo."), "60s")
 	return c
 }
@@ -126,7 +131,7 @@ func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 		if c.cfg.PrometheusURL == "" {
 			return badInput(fmt.Errorf("set --prometheus.url, or --demo for a simulated week"))
 		}
-		return report.Run(ctx, c.cfg, logger)
+		return reportError(report.Run(ctx, c.cfg, logger))
 	}
 	nodes, err := loadFleet(c.demoScenarios)
 	if err != nil {
@@ -135,5 +140,13 @@ func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if err := history.CheckFleet(nodes, 0); err != nil {
 		return badInput(err)
 	}
-	return runDemo(ctx, c.cfg, nodes, book, time.Duration(*c.demoScrape), logger)
+	return reportError(runDemo(ctx, c.cfg, nodes, book, time.Duration(*c.demoScrape), logger))
+}
+
+// reportError marks an error about the report's baseline as bad input.
+func reportError(err error) error {
+	if errors.Is(err, report.ErrBadBaseline) {
+		return badInput(err)
+	}
+	return err
 }
