@@ -51,6 +51,12 @@ type use struct {
 // coverage of every GPU, and its analysis.
 func period(t *testing.T, gpus []gpu, uses []use) (*analysis.Result, *model.Dataset) {
 	t.Helper()
+	return periodIn(t, "", gpus, uses)
+}
+
+// periodIn is period in a cluster ("": none named).
+func periodIn(t *testing.T, cluster string, gpus []gpu, uses []use) (*analysis.Result, *model.Dataset) {
+	t.Helper()
 	d := model.NewDataset(model.Range{Start: week2, End: end, Step: 24 * time.Hour, Resolution: 5 * time.Minute})
 	d.Ledger = map[model.HoldingKey]*model.LedgerEntry{}
 	byUUID := map[string]gpu{}
@@ -61,7 +67,7 @@ func period(t *testing.T, gpus []gpu, uses []use) (*analysis.Result, *model.Data
 			seen.Seen[b] = 86400
 			d.Present[b] = true
 		}
-		d.GPUs[model.GPUKey{UUID: g.uuid}] = seen
+		d.GPUs[model.GPUKey{Cluster: cluster, UUID: g.uuid}] = seen
 	}
 	for _, u := range uses {
 		g := byUUID[u.gpu]
@@ -75,7 +81,7 @@ func period(t *testing.T, gpus []gpu, uses []use) (*analysis.Result, *model.Data
 		switch {
 		case u.lost:
 			parts[model.StateLost] = hours
-			d.GPUs[model.GPUKey{UUID: g.uuid}].FirstLost = u.from
+			d.GPUs[model.GPUKey{Cluster: cluster, UUID: g.uuid}].FirstLost = u.from
 		case u.holder == "":
 			parts[model.StateUnallocated] = hours
 		default:
@@ -84,7 +90,7 @@ func period(t *testing.T, gpus []gpu, uses []use) (*analysis.Result, *model.Data
 		for st, h := range parts {
 			e.Seconds[st], e.EUR[st] = h*3600*w, h*g.rate*w
 		}
-		k := model.HoldingKey{Dev: model.DeviceKey{UUID: u.gpu, GI: u.gi, Profile: u.profile}}
+		k := model.HoldingKey{Dev: model.DeviceKey{Cluster: cluster, UUID: u.gpu, GI: u.gi, Profile: u.profile}}
 		if u.holder != "" {
 			p := strings.Split(u.holder, "/")
 			k.Holder = model.HolderKey{Namespace: p[0], Pod: p[1], Container: p[2]}
