@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
@@ -15,13 +16,18 @@ import (
 // (followup.ErrBadBaseline): bad input, found before the report is written.
 var ErrBadBaseline = followup.ErrBadBaseline
 
-// validateBaseline checks BaselineKeep.
+// validateBaseline checks BaselineKeep: it prunes a directory Baseline.
 func (c *Config) validateBaseline() error {
 	switch {
 	case c.BaselineKeep < 0:
 		return fmt.Errorf("reports to keep %d must not be negative", c.BaselineKeep)
-	case c.BaselineKeep > 0 && c.Baseline == "":
+	case c.BaselineKeep == 0:
+		return nil
+	case c.Baseline == "":
 		return errors.New("keeping reports needs the directory they are kept in: set --baseline=DIR")
+	}
+	if fi, err := os.Stat(c.Baseline); err == nil && !fi.IsDir() {
+		return fmt.Errorf("%w: keeping reports prunes a directory of them, and %s is a file", ErrBadBaseline, c.Baseline)
 	}
 	return nil
 }
@@ -32,11 +38,7 @@ func (c *Config) openBaseline() (*followup.Baseline, error) {
 	if c.Baseline == "" {
 		return nil, nil
 	}
-	b, err := followup.Open(c.Baseline, followup.Period{Start: c.End.Add(-c.Range), End: c.End})
-	if err == nil && c.BaselineKeep > 0 && !b.Dir() {
-		err = fmt.Errorf("%w: --baseline.keep prunes a directory of reports, and %s is a file", ErrBadBaseline, c.Baseline)
-	}
-	return b, err
+	return followup.Open(c.Baseline, followup.Period{Start: c.End.Add(-c.Range), End: c.End})
 }
 
 // followUp follows the baseline b (nil: none) up into r, the report of res,

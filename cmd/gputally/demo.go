@@ -17,7 +17,8 @@ import (
 )
 
 // runDemo simulates the nodes (one, or a fleet: history.RunFleet) over
-// cfg.Range, priced by book and scraped every scrape, straight into the
+// cfg.Range — ending at cfg.End when it is set, else now — priced by book
+// and scraped every scrape, straight into the
 // report's compressed in-memory store (no exposition text in between), and
 // writes the report over it. The simulation shows its progress on
 // cfg.Progress, as the queries do.

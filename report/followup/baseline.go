@@ -128,9 +128,6 @@ type Baseline struct {
 // Path is the file or directory the baseline was opened from.
 func (b *Baseline) Path() string { return b.path }
 
-// Dir reports whether the baseline is a directory of kept reports.
-func (b *Baseline) Dir() bool { return b.dir }
-
 // Open reads the baseline at path for a report over p. A file must be a
 // report's JSON that fits p: of this schema version and p's range length,
 // ending at least half a range before p ends; anything else is an error that
