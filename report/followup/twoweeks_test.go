@@ -34,7 +34,8 @@ import (
 // fleet-h100-training: fleet-spare is gone, forgotten-0 ends 48 h into the
 // week, notebook-a moves to a time-sliced L4 while notebook-b keeps its own,
 // and nothing is repartitioned. Energy got dearer: the A100s cost 2.00 EUR/h
-// in week 2, so what the release realized is measured in week 2, not copied
+// in week 2 (testdata/prices/fleet-week2.yaml), so what the release realized
+// is measured in week 2, not copied
 // from week 1: GPU 2's 168 h × 2.00 EUR/h × 730.5/168 = 1461.00 EUR/month.
 // Week 2 is simulated into a store of its own: the baseline is only a file,
 // older than anything the engine holds.
@@ -46,7 +47,7 @@ func TestTwoWeeksOfTheDemoFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	book2, err := cost.Parse([]byte("currency: EUR\nmodels:\n  - {match: H100, hourly_eur: 3.00}\n  - {match: A100, hourly_eur: 2.00}\n  - {match: L4, hourly_eur: 0.60}\nmig_weight: compute\n"), "week2.yaml")
+	book2, err := cost.Load(filepath.Join("..", "..", "testdata", "prices", "fleet-week2.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
