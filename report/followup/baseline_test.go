@@ -20,13 +20,7 @@ import (
 // range before is an earlier period.
 func TestOpenRefusesBadFiles(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return writeFile(t, dir, name, text) }
 	half := end.Add(-84 * time.Hour) // half this 7-day period before its end
 	for _, tc := range []struct {
 		name, path string
@@ -114,9 +108,7 @@ func TestDirectory(t *testing.T) {
 	baselineJSON(t, dir, "month.json", nil, map[string]any{"start": week2.Add(-30 * day)})
 	baselineJSON(t, dir, ".hidden.json", nil, nil) // newer than w1.json, but hidden: a file being written
 	for name, text := range map[string]string{"other.json": `{"a": 1}`, "notes.txt": "x", ".w3.json.123": "{"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, dir, name, text)
 	}
 	b, err := followup.Open(dir, followup.Period{Start: week2, End: end})
 	if err != nil {
@@ -187,15 +179,11 @@ func TestPrune(t *testing.T) {
 		n := int(name[1] - '0')
 		baselineJSON(t, dir, name+".json", nil, map[string]any{"start": week1.Add(time.Duration(n) * 24 * time.Hour), "end": week2.Add(time.Duration(n) * 24 * time.Hour), "schema_version": i % 2})
 		for _, ext := range []string{".html", ".md"} {
-			if err := os.WriteFile(filepath.Join(dir, name+ext), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeFile(t, dir, name+ext, "")
 		}
 	}
 	for _, name := range []string{"other.json", "r1.json.bak", "r1-notes.txt", ".r1.json.tmp"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(`{"a": 1}`), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, dir, name, `{"a": 1}`)
 	}
 	if _, err := followup.Prune(dir, 0); err == nil {
 		t.Error("Prune keeping 0 reports: no error")

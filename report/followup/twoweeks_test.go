@@ -58,9 +58,7 @@ func TestTwoWeeksOfTheDemoFleet(t *testing.T) {
 	dir := t.TempDir()
 	w1 := filepath.Join(dir, "gputally-report-1.json")
 	weekReport(t, simulate(t, start, book1, fleet), mid, w1, "", 0)
-	if err := os.WriteFile(filepath.Join(dir, "gputally-report-1.md"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, dir, "gputally-report-1.md", "")
 	store2 := simulate(t, mid, book2, later)
 	formatsShowTheFollowUp(t, store2, stop, w1)
 

@@ -122,8 +122,14 @@ func baselineJSON(t *testing.T, dir, name string, recs []advice.Recommendation, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return writeFile(t, dir, name, string(b))
+}
+
+// writeFile writes text to the file name in dir and returns its path.
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
