@@ -29,15 +29,6 @@ type gpuInfo struct {
 	migMode    string // gputally_gpu_info's mig_mode at its last sample; "": not known
 }
 
-// profiles returns the profiles of the instances is, in their order.
-func profiles(is []model.DeviceKey) []string {
-	out := make([]string, len(is))
-	for i, k := range is {
-		out[i] = k.Profile
-	}
-	return out
-}
-
 // repartitioned reports whether g's MIG layout changed during the range: it
 // had an instance (a GPU_I_ID with its profile) that it no longer has at the
 // end.

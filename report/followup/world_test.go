@@ -25,9 +25,6 @@ var (
 	end   = week2.Add(7 * 24 * time.Hour)
 )
 
-// month scales an amount over the period (7 days) to a month of 730.5 h.
-const month = 730.5 / 168
-
 // gpu is one GPU of the period and its hourly rate (EUR/h).
 type gpu struct {
 	uuid, node, index string
