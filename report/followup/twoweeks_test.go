@@ -171,7 +171,10 @@ func formatsShowTheFollowUp(t *testing.T, st *report.Store, end time.Time, w1 st
 }
 
 // simulate runs the nodes of files for 7 days from start, priced by book,
-// into a store, as report --demo does.
+// into a store, as report --demo does. The kubelet is asked at every change
+// of the pods and at least hourly (not every 5 minutes): the same holders,
+// and a twelfth of the requests, each of which must answer within the
+// attribution client's real-time limit however loaded the machine.
 func simulate(t *testing.T, start time.Time, book *cost.Book, files []string) *report.Store {
 	t.Helper()
 	var nodes []*sim.Scenario
@@ -184,7 +187,7 @@ func simulate(t *testing.T, start time.Time, book *cost.Book, files []string) *r
 	}
 	st := report.NewStoreBuilder()
 	if _, err := history.RunFleet(context.Background(), history.Options{Start: start, Duration: 7 * 24 * time.Hour,
-		SampleInterval: 30 * time.Second, ScrapeInterval: time.Minute, Book: book}, nodes, st); err != nil {
+		SampleInterval: 30 * time.Second, ScrapeInterval: time.Minute, AttributionInterval: time.Hour, Book: book}, nodes, st); err != nil {
 		t.Fatal(err)
 	}
 	return st.Store()
