@@ -12,6 +12,10 @@ import (
 	"github.com/gputally/gputally/cost"
 )
 
+// simulatedKubeletTimeout is the real-time limit of one refresh of a
+// simulated node's attribution client.
+const simulatedKubeletTimeout = time.Minute
+
 // node is the simulated node in virtual time: its backend and kubelet, which
 // run throughout, and the exporter process, which the scenario may stop and
 // start again. Only the run's goroutine uses it.
@@ -153,8 +157,11 @@ func (n *node) scrapeDue(t time.Time) bool {
 // the node at t.
 func (n *node) start(t time.Time) error {
 	o := n.opts
+	// The simulated kubelet answers at once, or fails at once while it is
+	// down: the real-time limit of a refresh only has to outlast a loaded
+	// machine (at the exporter's 2s, a starved run failed), not a slow kubelet.
 	client, err := attribution.New(attribution.Config{
-		Socket: n.kubelet.Socket, StaleAfter: o.StaleAfter, Clock: n.clock, Logger: o.Logger,
+		Socket: n.kubelet.Socket, StaleAfter: o.StaleAfter, Clock: n.clock, Logger: o.Logger, Timeout: simulatedKubeletTimeout,
 		Slices: attribution.NewStaticSlices(nil, n.backend.ResourceSlices()),
 	})
 	if err != nil {

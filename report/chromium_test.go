@@ -25,8 +25,9 @@ import (
 // TestHTMLInChromium opens the HTML report in headless Chromium through the
 // DevTools protocol: the page must log no errors or exceptions, each chart must
 // have drawn elements, and a screenshot is written (to $REPORT_SCREENSHOT_DIR
-// when set, else the test's temporary directory). Without chromium the test
-// skips, unless CI is set.
+// when set, else the test's temporary directory). The report follows up its
+// own week moved a week back, so that the follow-up and its weeks' chart are
+// on the page. Without chromium the test skips, unless CI is set.
 func TestHTMLInChromium(t *testing.T) {
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
@@ -37,12 +38,14 @@ func TestHTMLInChromium(t *testing.T) {
 			t.Skip("chromium not found")
 		}
 	}
-	r, err := generateFrom(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	dir := t.TempDir()
+	cfg := testConfig()
+	cfg.Baseline = weekBefore(t, dir)
+	r, err := generateFrom(context.Background(), cfg, fleetQuerier(testFleet(), time.Hour), discard())
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Source = "test"
-	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
 	file, err := createOutput(page)
 	if err != nil {
@@ -134,20 +137,23 @@ func TestHTMLInChromium(t *testing.T) {
 		timeline: document.querySelectorAll("#chart-timeline rect.busy:not(.legend), #chart-timeline rect.idle:not(.legend), #chart-timeline rect.unallocated:not(.legend)").length,
 		visible: [...document.querySelectorAll("svg")].every(s => s.getBoundingClientRect().width > 100 && s.getBoundingClientRect().height > 50),
 		recs: document.querySelectorAll("#recommendations tr").length,
+		weeks: document.querySelectorAll("#chart-weeks rect.idle:not(.legend), #chart-weeks rect.unallocated:not(.legend)").length,
+		followUp: document.querySelectorAll("#follow-up-items tr").length,
 	})`
 	if err := c.call(s, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &eval); err != nil {
 		t.Fatal(err)
 	}
 	var dom struct {
-		Idle, Heat, Timeline, Recs int
-		Visible                    bool
+		Idle, Heat, Timeline, Recs, Weeks, FollowUp int
+		Visible                                     bool
 	}
 	if err := json.Unmarshal([]byte(eval.Result.Value), &dom); err != nil {
 		t.Fatalf("evaluate: %v (%q)", err, eval.Result.Value)
 	}
-	if dom.Idle != len(r.Namespaces) || dom.Heat != 7*24 || dom.Timeline < len(r.Timeline) || !dom.Visible || dom.Recs != len(r.Recommendations)+1 {
-		t.Errorf("DOM: %+v; want %d idle bars, 168 heatmap cells, at least %d timeline bars, all charts visible, %d recommendation rows",
-			dom, len(r.Namespaces), len(r.Timeline), len(r.Recommendations)+1)
+	if dom.Idle != len(r.Namespaces) || dom.Heat != 7*24 || dom.Timeline < len(r.Timeline) || !dom.Visible || dom.Recs != len(r.Recommendations)+1 ||
+		dom.Weeks != 2*2 || dom.FollowUp != len(r.Recommendations)+1 {
+		t.Errorf("DOM: %+v; want %d idle bars, 168 heatmap cells, at least %d timeline bars, all charts visible, %d recommendation rows, "+
+			"2 weeks of idle and unallocated bars, %[4]d follow-up rows", dom, len(r.Namespaces), len(r.Timeline), len(r.Recommendations)+1)
 	}
 	var shot struct {
 		Data string `json:"data"`
@@ -307,4 +313,25 @@ func TestHTMLSelfContained(t *testing.T) {
 			t.Errorf("the HTML report contains %q: it must be self-contained and readable without JavaScript", bad)
 		}
 	}
+}
+
+// weekBefore writes, into dir, the JSON report of the test fleet moved a
+// week back: a baseline for the test fleet's own week.
+func weekBefore(t *testing.T, dir string) string {
+	t.Helper()
+	r, err := generateFrom(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	week := 7 * 24 * time.Hour
+	r.Start, r.End = r.Start.Add(-week), r.End.Add(-week)
+	path := filepath.Join(dir, "week-before.json")
+	o, err := createOutput(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.write(r, FormatJSON); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

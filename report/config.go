@@ -120,6 +120,11 @@ type Config struct {
 	// PriceBook (optional) prices the dcgm-exporter source's devices; nil:
 	// the built-in book. Its mig_weight should be MIGWeight's.
 	PriceBook *cost.Book
+	// Baseline (optional) is an earlier report's JSON, or a directory of kept
+	// reports, to follow up (followup.Open); BaselineKeep (optional, a
+	// directory only) prunes it to that many reports once this one is written.
+	Baseline     string
+	BaselineKeep int
 }
 
 // DefaultQueriesInFlight is the default of Config.QueriesInFlight: gentle on
@@ -187,7 +192,7 @@ func (c *Config) Validate() error {
 	case c.QueriesInFlight < 1:
 		return fmt.Errorf("queries in flight %d must be at least 1", c.QueriesInFlight)
 	}
-	return c.validateSource()
+	return errors.Join(c.validateSource(), c.validateBaseline())
 }
 
 func (c *Config) now() time.Time {

@@ -1,36 +1,3 @@
-// Package report builds gputally's weekly utilization and cost report from
-// the exporter's metrics in any Prometheus-compatible API: per team, namespace,
-// GPU model and node the GPU-hours held, busy share, idle and unallocated EUR,
-// p95 activity and peak / p99 framebuffer; recommendations (nodes to drain,
-// idle GPUs to release, time-slicing for low-duty pods, the smallest MIG
-// profile that fits and how those pack) with the EUR per month they free —
-// whole GPUs made free, each counted once — and the capacity they make
-// reclaimable (docs/report.md); and the configuration to apply them, per node
-// (mig-parted configs, the device plugin's time-slicing ConfigMap and node
-// labels, Kueue v1beta2 queues). It renders HTML with inline SVG charts,
-// Markdown, CSV and JSON, and can post the Markdown to a Slack/Mattermost
-// webhook.
-//
-// The report is a pipeline of packages, each importing only those below it:
-//
-//	report           Config, Run, RunDemoStore, Generate: wires the others; Progress
-//	report/source    where data comes from: the Source seam, the ledger reader
-//	                 and the dcgm-exporter source (every PromQL query), the
-//	                 Prometheus and embedded-engine queriers, the demo Store,
-//	                 the team map file
-//	report/render    Markdown, HTML (charts), CSV, JSON, the webhook
-//	report/advice    savings (freed vs reclaimable), drain, release,
-//	                 time-slicing, MIG and the configuration to apply
-//	report/analysis  totals, usage statistics, coverage, faults
-//	report/model     the Dataset a source returns, units and their formatting
-//
-// source imports only model; render reads analysis and advice; advice reads
-// analysis and model; analysis reads model; model imports none of them.
-// Generate knows of its data only the Source it is given: Run reads the
-// Prometheus HTTP API, RunDemoStore Prometheus' PromQL engine over an
-// in-memory Store filled straight from a simulation's scrapes. Every query
-// is a range query split into requests of bounded size; the report needs
-// only raw metrics, no recording rules.
 package report
 
 import (
@@ -159,6 +126,10 @@ func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) 
 			return nil, badConfig(err)
 		}
 	}
+	base, err := cfg.openBaseline()
+	if err != nil {
+		return nil, err
+	}
 	began := cfg.now()
 	d, err := src.Collect(ctx, model.Range{Start: cfg.End.Add(-cfg.Range), End: cfg.End, Step: cfg.Step, Resolution: cfg.Resolution})
 	if err != nil {
@@ -171,7 +142,11 @@ func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) 
 	}
 	adv := advice.Advise(res, d, advice.Settings{Teams: teams, Headroom: cfg.Headroom, ReleaseBelow: cfg.ReleaseBelow,
 		LowDutyBelow: cfg.LowDutyBelow, DrainAbove: cfg.DrainAbove, MIGWeight: cfg.MIGWeight})
-	return render.NewReport(res, adv), nil
+	r := render.NewReport(res, adv)
+	if err := followUp(base, r, res, adv, d, logger); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // ledger returns the Source that reads gputally's metrics through q with
@@ -209,6 +184,9 @@ func generateAndWrite(ctx context.Context, cfg Config, src Source, name string, 
 		if err := advice.WriteApply(cfg.ApplyDir, &r.Apply); err != nil {
 			return err
 		}
+	}
+	if err := cfg.pruneReports(logger); err != nil {
+		return fmt.Errorf("report written to %s, but %w", cfg.Out, err)
 	}
 	logger.Info("report written", "out", cfg.Out, "format", cfg.Format, "partial", r.Partial,
 		"recommendations", len(r.Recommendations), "freed_eur_per_month", fmt.Sprintf("%.2f", r.FreedEURPerMonth))

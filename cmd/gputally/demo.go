@@ -17,7 +17,8 @@ import (
 )
 
 // runDemo simulates the nodes (one, or a fleet: history.RunFleet) over
-// cfg.Range, priced by book and scraped every scrape, straight into the
+// cfg.Range — ending at cfg.End when it is set, else now — priced by book
+// and scraped every scrape, straight into the
 // report's compressed in-memory store (no exposition text in between), and
 // writes the report over it. The simulation shows its progress on
 // cfg.Progress, as the queries do.
@@ -47,11 +48,15 @@ func simulateIntoStore(ctx context.Context, cfg report.Config, nodes []*sim.Scen
 	}
 	store := report.NewStoreBuilder()
 	progress := report.NewProgress(cfg.Progress)
-	_, err := history.RunFleet(ctx, history.Options{
+	opts := history.Options{
 		Duration: cfg.Range, ScrapeInterval: scrape, Book: book,
 		SampleInterval: min(10*time.Second, scrape), Logger: logger,
 		Progress: simulationProgress(progress),
-	}, nodes, store)
+	}
+	if !cfg.End.IsZero() { // --end: the simulated range ends there
+		opts.Start = cfg.End.Add(-cfg.Range)
+	}
+	_, err := history.RunFleet(ctx, opts, nodes, store)
 	progress.End()
 	if err != nil {
 		return nil, fmt.Errorf("demo: simulate the nodes: %w", err)

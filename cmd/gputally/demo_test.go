@@ -35,7 +35,7 @@ func TestSimulationProgress(t *testing.T) {
 // that the report covers its GPUs and that the simulation showed its progress.
 func TestRunDemo(t *testing.T) {
 	sc := sim.Default()
-	r, progress := runDemoJSON(t, sc)
+	r, progress := runDemoJSON(t, nil, sc)
 	gpus := 0
 	for _, g := range sc.GPUs {
 		gpus += max(g.Count, 1) // 0 means 1
@@ -55,7 +55,7 @@ func TestRunDemoFleet(t *testing.T) {
 	a, b := sim.Default(), sim.Default()
 	b.Seed++
 	b.Node.Hostname = "sim-node-1"
-	r, progress := runDemoJSON(t, a, b)
+	r, progress := runDemoJSON(t, nil, a, b)
 	nodes := map[string]bool{}
 	for _, n := range r.Nodes {
 		nodes[n.Name] = true
@@ -68,13 +68,28 @@ func TestRunDemoFleet(t *testing.T) {
 	}
 }
 
+// TestRunDemoEndsAtEnd: with --end the demo simulates the range that ends
+// there, complete, so that two demos can be weeks apart (a baseline and its
+// follow-up).
+func TestRunDemoEndsAtEnd(t *testing.T) {
+	end := time.Date(2026, 1, 12, 0, 0, 0, 0, time.UTC)
+	r, _ := runDemoJSON(t, func(cfg *report.Config) { cfg.End = end }, sim.Default())
+	if !r.End.Equal(end) || !r.Start.Equal(end.Add(-3*time.Hour)) || r.Partial || r.Coverage.Ratio < 0.999 {
+		t.Errorf("report of %s – %s, partial %v, coverage %g; want the 3 h to %s, complete", r.Start, r.End, r.Partial, r.Coverage.Ratio, end)
+	}
+}
+
 // runDemoJSON runs the demo on nodes for 3 hours of 1-minute scrapes and
-// returns its JSON report and what it showed as progress.
-func runDemoJSON(t *testing.T, nodes ...*sim.Scenario) (report.Report, string) {
+// returns its JSON report and what it showed as progress; set (optional)
+// changes the configuration first.
+func runDemoJSON(t *testing.T, set func(*report.Config), nodes ...*sim.Scenario) (report.Report, string) {
 	t.Helper()
 	var progress bytes.Buffer
 	cfg := report.DefaultConfig()
 	cfg.Range, cfg.Format = 3*time.Hour, report.FormatJSON
+	if set != nil {
+		set(&cfg)
+	}
 	cfg.Out = filepath.Join(t.TempDir(), "demo.json")
 	cfg.Progress = &progress
 	if err := runDemo(context.Background(), cfg, nodes, nil, time.Minute, slog.New(slog.DiscardHandler)); err != nil {

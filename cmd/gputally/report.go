@@ -83,6 +83,10 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("source", "Where the figures come from: ledger (gputally's counters, exact) or dcgm-exporter (the dcgm-exporter and kube-state-metrics series a cluster already has, sampled on --grid).").
 		Default(report.SourceLedger).EnumVar(&c.cfg.Source, report.SourceLedger, report.SourceDCGMExporter)
 	c.grid = durationFlag(cmd.Flag("grid", "Evaluation grid of --source=dcgm-exporter: one state per device per grid point, dividing --step and --resolution; 0: the scrape interval it measures, per cluster (each point reads the last sample in the interval and a tenth before it)."), "0s")
+	cmd.Flag("baseline", "An earlier report's JSON to follow up: each of its recommendations applied or not, decided from this period's data, with the EUR it freed, and the fleet and teams before and after; or a directory of kept reports (the CronJob's volume), whose newest earlier report of the same range and clusters is followed up.").
+		PlaceHolder("FILE|DIR").StringVar(&c.cfg.Baseline)
+	cmd.Flag("baseline.keep", "With --baseline=DIR: once the report is written, keep the newest N reports' JSON in DIR, each with its other formats (the files of the same name); 0: keep all.").
+		Default("0").IntVar(&c.cfg.BaselineKeep)
 	c.demoScrape = durationFlag(cmd.Flag("demo.scrape-interval", "Scrape interval of the simulated history for --demo."), "60s")
 	return c
 }

@@ -544,8 +544,10 @@ func TestReportCronJob(t *testing.T) {
 			}
 		}
 	}
-	if len(formats) != 3 || formats["html"].Name == "" || formats["md"].Name == "" || formats["csv"].Name == "" {
-		t.Errorf("report formats %v, want html, md and csv", slices.Sorted(maps.Keys(formats)))
+	// The values ask for html, md and csv; the follow-up of the kept
+	// reports (report.history.keep) adds json: the next run's baseline.
+	if len(formats) != 4 || formats["html"].Name == "" || formats["md"].Name == "" || formats["csv"].Name == "" || formats["json"].Name == "" {
+		t.Errorf("report formats %v, want html, md, csv and json", slices.Sorted(maps.Keys(formats)))
 	}
 	if len(pod.Containers) != 1 || pod.Containers[0].Name != formats["md"].Name {
 		t.Errorf("the Markdown report (posted to the webhook) must be the main container, got %v", pod.Containers)
@@ -629,6 +631,8 @@ func TestBadValuesFailToRender(t *testing.T) {
 		{"report without prometheus", []string{"--set", "report.enabled=true"}, "report.prometheusURL is required"},
 		{"report HTTP config twice", []string{"--set", "report.enabled=true", "--set", "report.prometheusURL=http://p",
 			"--set", "report.httpConfig.existingSecret=s", "--set-json", `report.httpConfig.config={"proxy_from_environment":true}`}, "set config or existingSecret, not both"},
+		{"negative reports to keep", []string{"--set", "report.enabled=true", "--set", "report.prometheusURL=http://p", "--set", "report.history.keep=-1"},
+			"report.history.keep must be 0"},
 		{"unknown monitoring setting", []string{"--set", "serviceMonitor.enabled=maybe"}, "must be auto, true or false"},
 	}
 	for _, tt := range tests {

@@ -67,21 +67,44 @@ type Advice struct {
 // in use (a released MIG instance or replica, the unused part of a MIG
 // layout): real, but only money once other work fills it.
 type Recommendation struct {
-	Kind                   string   `json:"kind"`              // "release", "time-slicing", "mig", "drain"
-	Cluster                string   `json:"cluster,omitempty"` // the cluster of its nodes, by the report's cluster label
-	Target                 string   `json:"target"`
-	Model                  string   `json:"model,omitempty"`
-	Profile                string   `json:"mig_profile,omitempty"` // "mig": the profiles, e.g. "1g.10gb ×2"
-	Replicas               int      `json:"replicas,omitempty"`
-	Holdings               []string `json:"holdings"` // namespace/pod/container
-	Nodes                  []string `json:"nodes"`    // nodes the change is applied to
+	Kind     string   `json:"kind"`              // "release", "time-slicing", "mig", "drain"
+	Cluster  string   `json:"cluster,omitempty"` // the cluster of its nodes, by the report's cluster label
+	Target   string   `json:"target"`
+	Model    string   `json:"model,omitempty"`
+	Profile  string   `json:"mig_profile,omitempty"` // "mig": the profiles, e.g. "1g.10gb ×2"
+	Replicas int      `json:"replicas,omitempty"`
+	Holdings []string `json:"holdings"` // namespace/pod/container
+	Nodes    []string `json:"nodes"`    // nodes the change is applied to
+	// GPUs are the UUIDs of the GPUs the change is about, sorted: those its
+	// holdings hold (release, time-slicing, MIG) or the node's (drain).
+	GPUs                   []string `json:"gpus"`
 	FreedGPUs              []string `json:"freed_gpus"`
 	FreedEURPerMonth       float64  `json:"freed_eur_per_month"`
 	ReclaimableEURPerMonth float64  `json:"reclaimable_eur_per_month"`
-	Evidence               string   `json:"evidence"`
+	// MIGLayouts are, for "mig", the layouts the change gives the GPUs it
+	// repartitions.
+	MIGLayouts []GPULayout `json:"mig_layouts"`
+	Evidence   string      `json:"evidence"`
 	// Figures is which kind of number the evidence is (figures.go):
 	// "exact", "sampled", "allocation share" or several.
 	Figures string `json:"figures"`
+}
+
+// GPULayout is the MIG layout a recommendation gives one GPU: the profiles
+// of its instances.
+type GPULayout struct {
+	GPU      string   `json:"gpu"` // UUID
+	Profiles []string `json:"profiles"`
+}
+
+// uuids returns the sorted UUIDs of gpus.
+func uuids(gpus []*gpuInfo) []string {
+	out := make([]string, len(gpus))
+	for i, g := range gpus {
+		out[i] = g.uuid
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Advise makes the recommendations for a, the analysis of d (docs/report.md):

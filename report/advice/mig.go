@@ -131,7 +131,7 @@ func (a *adviser) recommendMIG(r *draft, p *plan, m *mig.Model, cs []migCandidat
 	nFree := len(cs) - len(bins)
 	hosts := slices.Clone(gpus[nFree:])
 	byPlace(hosts)
-	rec := Recommendation{Kind: "mig", Target: m.Name, Model: m.Name, Holdings: names}
+	rec := Recommendation{Kind: "mig", Target: m.Name, Model: m.Name, Holdings: names, GPUs: uuids(gpus)}
 	var profiles []string
 	for _, pn := range slices.Sorted(maps.Keys(count)) {
 		profiles = append(profiles, fmt.Sprintf("%s ×%d", pn, count[pn]))
@@ -141,6 +141,7 @@ func (a *adviser) recommendMIG(r *draft, p *plan, m *mig.Model, cs []migCandidat
 	var left []string
 	for b, h := range hosts {
 		layouts[h.uuid] = bins[b]
+		rec.MIGLayouts = append(rec.MIGLayouts, GPULayout{GPU: h.uuid, Profiles: bins[b]})
 		used := 0.0
 		for _, pn := range bins[b] {
 			pr, _ := m.Profile(pn)

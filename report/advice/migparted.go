@@ -79,7 +79,7 @@ func nodeMIGConfig(p *plan, node string, layouts map[string][]string) (list []mi
 		var counts map[string]int
 		layout, repartition := layouts[g.uuid]
 		if !repartition {
-			layout = profiles(g.current)
+			layout = model.Profiles(g.current)
 			if why = keptLayoutProblem(g); why != "" {
 				return nil, nil, nil, why
 			}
@@ -141,11 +141,11 @@ func keptLayoutProblem(g *gpuInfo) string {
 	m, ok := mig.ForModel(g.model)
 	if !ok {
 		return fmt.Sprintf("GPU %s (%s) has MIG instances %s, but the MIG tables lack its model %q, so that layout cannot be checked",
-			g.index, g.uuid, strings.Join(profiles(g.current), " + "), g.model)
+			g.index, g.uuid, strings.Join(model.Profiles(g.current), " + "), g.model)
 	}
-	if _, err := m.Place(profiles(g.current)); err != nil {
+	if _, err := m.Place(model.Profiles(g.current)); err != nil {
 		return fmt.Sprintf("GPU %s (%s) ends the range with MIG instances %s, which is no valid %s layout (%v): its current layout is not known",
-			g.index, g.uuid, strings.Join(profiles(g.current), " + "), m.Name, err)
+			g.index, g.uuid, strings.Join(model.Profiles(g.current), " + "), m.Name, err)
 	}
 	return ""
 }

@@ -3,7 +3,6 @@ package advice
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -27,17 +26,7 @@ type gpuInfo struct {
 	// unknownEnd says why the instances at the end cannot be told; "" when
 	// current holds them.
 	unknownEnd string
-	last       int    // the last step bucket with ledger data for it
 	migMode    string // gputally_gpu_info's mig_mode at its last sample; "": not known
-}
-
-// profiles returns the profiles of the instances is, in their order.
-func profiles(is []model.DeviceKey) []string {
-	out := make([]string, len(is))
-	for i, k := range is {
-		out[i] = k.Profile
-	}
-	return out
 }
 
 // repartitioned reports whether g's MIG layout changed during the range: it
@@ -82,7 +71,7 @@ func newPlan(r *draft, d *model.Dataset) *plan {
 		e := d.Ledger[k]
 		g := p.gpus[k.Dev.UUID]
 		if g == nil {
-			g = &gpuInfo{uuid: k.Dev.UUID, node: e.Host, model: e.Model, index: e.GPU, layout: map[model.DeviceKey]bool{}, last: -1, migMode: d.MIGMode[k.Dev.GPU()]}
+			g = &gpuInfo{uuid: k.Dev.UUID, node: e.Host, model: e.Model, index: e.GPU, layout: map[model.DeviceKey]bool{}, migMode: d.MIGMode[k.Dev.GPU()]}
 			p.gpus[k.Dev.UUID] = g
 			p.nodes[e.Host] = append(p.nodes[e.Host], g)
 		}
@@ -93,9 +82,8 @@ func newPlan(r *draft, d *model.Dataset) *plan {
 			p.share[k.Dev.UUID] = true
 		}
 		if k.Dev.GI != "" {
-			g.layout[model.DeviceKey{UUID: k.Dev.UUID, GI: k.Dev.GI, Profile: k.Dev.Profile}] = true
+			g.layout[k.Dev] = true
 		}
-		g.last = max(g.last, e.Last)
 	}
 	endLayout(p, d)
 	for i := range r.Holdings {
@@ -112,33 +100,18 @@ func newPlan(r *draft, d *model.Dataset) *plan {
 	return p
 }
 
-// endLayout sets every GPU's instances at the end of the range: those with
-// ledger data in the GPU's last bucket with data, one per GPU_I_ID (several
-// holders may have shared an instance). An instance id with two profiles in
-// that bucket was repartitioned within it: the layout at the end is then not
-// known.
+// endLayout sets every GPU's instances at the end of the range
+// (model.Dataset.EndLayouts): those with ledger data in the GPU's last bucket
+// with data, one per GPU_I_ID (several holders may have shared an instance).
+// An instance id with two profiles in that bucket was repartitioned within
+// it: the layout at the end is then not known.
 func endLayout(p *plan, d *model.Dataset) {
-	current := map[string]map[string][]string{} // UUID → GPU_I_ID → profiles
-	for _, k := range model.SortedKeys(d.Ledger) {
-		e, g := d.Ledger[k], p.gpus[k.Dev.UUID]
-		if k.Dev.GI == "" || e.Last < 0 || e.Last != g.last {
-			continue
-		}
-		if current[g.uuid] == nil {
-			current[g.uuid] = map[string][]string{}
-		}
-		if ps := current[g.uuid][k.Dev.GI]; !slices.Contains(ps, k.Dev.Profile) {
-			current[g.uuid][k.Dev.GI] = append(ps, k.Dev.Profile)
-		}
-	}
-	for uuid, gis := range current {
-		g := p.gpus[uuid]
-		for _, gi := range slices.SortedFunc(maps.Keys(gis), model.CompareGPUIndex) {
-			if ps := gis[gi]; len(ps) > 1 {
-				g.unknownEnd = fmt.Sprintf("GPU %s (%s) was repartitioned in the range's last step: its MIG instance %s was %s there, so its layout at the end is not known",
-					g.index, g.uuid, gi, strings.Join(ps, " and "))
-			}
-			g.current = append(g.current, model.DeviceKey{UUID: uuid, GI: gi, Profile: gis[gi][len(gis[gi])-1]})
+	for gpu, l := range d.EndLayouts() {
+		g := p.gpus[gpu.UUID]
+		g.current = l.Instances
+		if l.MixedGI != "" {
+			g.unknownEnd = fmt.Sprintf("GPU %s (%s) was repartitioned in the range's last step: its MIG instance %s was %s there, so its layout at the end is not known",
+				g.index, g.uuid, l.MixedGI, strings.Join(l.MixedProfiles, " and "))
 		}
 	}
 }

@@ -38,7 +38,7 @@ func (a *adviser) drainNodes(r *draft, p *plan) {
 			evidence += "; move first: " + strings.Join(held, ", ")
 		}
 		r.Recommendations = append(r.Recommendations, Recommendation{
-			Kind: "drain", Target: target, Nodes: []string{target}, Holdings: held,
+			Kind: "drain", Target: target, Nodes: []string{target}, Holdings: held, GPUs: uuids(p.nodes[n.Name]),
 			FreedGPUs: freed, FreedEURPerMonth: eur, Evidence: evidence,
 		})
 	}
@@ -56,7 +56,7 @@ func (a *adviser) releaseIdle(r *draft, p *plan) {
 			continue
 		}
 		p.used[i] = true
-		rec := Recommendation{Kind: "release", Target: h.Name(), Model: h.Model, Holdings: []string{h.Name()}, Nodes: []string{h.Node}}
+		rec := Recommendation{Kind: "release", Target: h.Name(), Model: h.Model, Holdings: []string{h.Name()}, Nodes: []string{h.Node}, GPUs: []string{h.UUID}}
 		what := fmt.Sprintf("held %.1f device-hours on %s (%s), busy %s of them (below %s)",
 			h.Totals.HeldHours, h.Node, h.UUID, model.FormatPct(h.Totals.BusyShare), model.FormatPct(a.release))
 		if h.EndBusyShare >= 0 {

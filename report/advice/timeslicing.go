@@ -128,7 +128,7 @@ func (a *adviser) recommendTimeSlicing(r *draft, p *plan, k tsKey, idx []int, bi
 			g.nodes = append(g.nodes, h.node)
 		}
 	}
-	rec := Recommendation{Kind: "time-slicing", Target: k.ns, Model: k.model, Replicas: n, Holdings: names, Nodes: g.nodes}
+	rec := Recommendation{Kind: "time-slicing", Target: k.ns, Model: k.model, Replicas: n, Holdings: names, Nodes: g.nodes, GPUs: uuids(gpus)}
 	rec.FreedEURPerMonth, rec.FreedGPUs = p.free(gpus[:nFree])
 	rec.Evidence = fmt.Sprintf("%d pods each hold a whole GPU but are busy below %s of the time (%s); with %d replicas per GPU they fit on %d GPU(s) instead of %d; the %d cheapest of their GPUs become free, %.2f EUR over the range",
 		len(idx), model.FormatPct(a.lowDuty), strings.Join(shares, ", "), n, len(bins), len(idx), nFree, rec.FreedEURPerMonth/p.month)

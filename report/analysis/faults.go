@@ -55,7 +55,7 @@ func brokenGPUs(d *model.Dataset) []BrokenGPU {
 	}
 	for _, k := range model.SortedKeys(d.Ledger) {
 		if b := byGPU[k.Dev.GPU()]; b != nil && k.Holder != (model.HolderKey{}) {
-			b.Holdings = append(b.Holdings, k.Holder.Namespace+"/"+k.Holder.Pod+"/"+k.Holder.Container)
+			b.Holdings = append(b.Holdings, k.Holder.Name())
 		}
 	}
 	out := make([]BrokenGPU, 0, len(byGPU))

@@ -54,6 +54,9 @@ func (k DeviceKey) GPU() GPUKey { return GPUKey{Cluster: k.Cluster, UUID: k.UUID
 // cluster is its device's.
 type HolderKey struct{ Namespace, Pod, Container string }
 
+// Name names the container for people: namespace/pod/container.
+func (k HolderKey) Name() string { return k.Namespace + "/" + k.Pod + "/" + k.Container }
+
 // PodKey names a pod in a cluster.
 type PodKey struct{ Cluster, Namespace, Pod string }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/followup"
 )
 
 // svgText escapes s for SVG text content and attributes.
@@ -112,6 +113,45 @@ func timelineChart(tl []analysis.TimelinePoint) template.HTML {
 	lx := width - 450
 	for i, c := range []string{"busy", "idle", "unallocated", "lost", "unknown"} {
 		fmt.Fprintf(&b, `<rect class="%s legend" x="%d" y="4" width="10" height="10"></rect><text x="%d" y="13">%s</text>`, c, lx+i*90, lx+i*90+14, c)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// weeksChart draws the fleet's idle (allocated) and unallocated EUR of each
+// kept week as stacked bars, oldest first, with its busy share above: how
+// the money that burns idle moved as the advice was applied.
+func weeksChart(weeks []followup.Week) template.HTML {
+	const width, height, left, bottom, top = 900, 260, 60, 40, 30
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg id="chart-weeks" role="img" aria-label="idle and unallocated EUR per kept week" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`, width, height, width, height)
+	maxEUR := 0.0
+	for _, w := range weeks {
+		maxEUR = math.Max(maxEUR, w.Fleet.IdleEUR+w.Fleet.UnallocatedEUR)
+	}
+	plotH, slot := float64(height-bottom-top), float64(width-left-10)/float64(max(1, len(weeks)))
+	bw := math.Min(80, slot*0.6)
+	for i, w := range weeks {
+		x := float64(left) + float64(i)*slot + (slot-bw)/2
+		y := float64(height - bottom)
+		for _, part := range []struct {
+			class string
+			v     float64
+		}{{"idle", w.Fleet.IdleEUR}, {"unallocated", w.Fleet.UnallocatedEUR}} {
+			h := 0.0
+			if maxEUR > 0 {
+				h = plotH * part.v / maxEUR
+			}
+			y -= h
+			fmt.Fprintf(&b, `<rect class="%s" x="%.2f" y="%.2f" width="%.2f" height="%.2f"><title>%s: %s EUR %s</title></rect>`,
+				part.class, x, y, bw, h, svgText(weekName(w)), eur(part.v), part.class)
+		}
+		fmt.Fprintf(&b, `<text x="%.2f" y="%.2f" text-anchor="middle">busy %s</text>`, x+bw/2, y-6, pct(w.Fleet.BusyShare))
+		fmt.Fprintf(&b, `<text x="%.2f" y="%d" text-anchor="middle">%s</text>`, x+bw/2, height-bottom+16, svgText(w.End.Format(time.DateOnly)))
+	}
+	fmt.Fprintf(&b, `<text x="0" y="%d">%s EUR</text><text x="0" y="%d">0</text>`, top, eur(maxEUR), height-bottom)
+	for i, c := range []string{"idle", "unallocated"} {
+		fmt.Fprintf(&b, `<rect class="%s legend" x="%d" y="4" width="10" height="10"></rect><text x="%d" y="13">%s EUR</text>`, c, left+i*130, left+i*130+14, c)
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())

@@ -13,7 +13,8 @@ import (
 var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hours", "idle_hours", "unallocated_hours",
 	"busy_share", "cost_eur", "idle_eur", "unallocated_eur", "p95_activity", "peak_fb_mib", "p99_fb_mib",
 	"kind", "freed_eur_per_month", "reclaimable_eur_per_month", "hours_per_month", "evidence",
-	"lost_hours", "unknown_hours", "lost_eur", "unknown_eur", "coverage", "missing_hours", "from", "to", "figures", "cluster"}
+	"lost_hours", "unknown_hours", "lost_eur", "unknown_eur", "coverage", "missing_hours", "from", "to", "figures", "cluster",
+	"status", "freed_eur_per_month_promised", "freed_eur_per_month_realized"}
 
 // Columns of csvHeader the rows fill by name.
 const (
@@ -32,6 +33,18 @@ const (
 	csvTo
 	csvFigures
 	csvCluster // of a node, holding, recommendation, GPU or gap: the report's cluster label; empty without one
+	csvStatus  // of a followed-up recommendation: applied, partly_applied, not_applied or gone
+	csvPromised
+	csvRealized
+)
+
+// Columns of the figures csvHeader begins with, for rows that fill only some.
+const (
+	csvHeldHours      = 3
+	csvBusyShare      = 7
+	csvCostEUR        = 8
+	csvIdleEUR        = 9
+	csvUnallocatedEUR = 10
 )
 
 // withCluster sets the cluster cell of a row and returns it.
@@ -55,9 +68,10 @@ func usageCells(u analysis.Usage) []string {
 }
 
 // renderCSV writes one row per fleet, team, namespace, model, node, holding
-// and recommendation; columns a row does not have are empty. The cluster
-// column is the last, so that readers by position of the columns before it
-// keep working.
+// and recommendation, then coverage, faults and the follow-up of the
+// baseline; columns a row does not have are empty. Columns are only ever
+// added at the end (cluster, then the follow-up's), so that readers by
+// position of the columns before them keep working.
 func renderCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	rows := [][]string{csvHeader}
@@ -99,6 +113,7 @@ func renderCSV(w io.Writer, r *Report) error {
 		rows = append(rows, cells)
 	}
 	rows = append(rows, csvFaultRows(r)...)
+	rows = append(rows, csvFollowUpRows(r)...)
 	if err := cw.WriteAll(rows); err != nil {
 		return fmt.Errorf("write csv: %w", err)
 	}

@@ -19,6 +19,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"join": func(s []string) string { return strings.Join(s, ", ") }, "join_lines": func(s []string) string { return strings.Join(s, "\n") },
 	"rfc3339": func(t time.Time) string { return t.Format(time.RFC3339) }, "heldBy": heldBy, "coverageLine": coverageLine, "gapHolders": gapHolders, "gapsTitle": func() string { return gapsTitle },
 	"rectarget": recTarget, "clustertitle": clusterTitle, "recnodes": recNodes, "incluster": inCluster,
+	"itemtarget": itemTarget, "status": statusText,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -75,6 +76,19 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 {{with .R.BrokenGPUs}}<h2>Broken hardware</h2>
 <ul id="broken-gpus">{{range .}}<li>{{.Advice}} ({{.Model}}, lost since {{rfc3339 .Since}}, {{hours .LostHours}} device-hours{{heldBy .Holdings}})</li>
 {{end}}</ul>{{end}}
+
+{{with .R.Baseline}}<h2 id="follow-up">Did the last report's advice pay off?</h2>
+<p>{{$.FollowUpHeadline}}</p>
+{{range .Notes}}<p class="sub">note: {{.}}</p>
+{{end}}{{if $.R.FollowUp}}<table id="follow-up-items"><tr><th>#</th><th class="l">change</th><th class="l">target</th><th class="l">status</th><th>freed EUR/month promised</th><th>realized</th><th class="l">evidence</th></tr>
+{{range $i, $it := $.R.FollowUp}}<tr><td>{{inc $i}}</td><td class="l">{{$it.Kind}}</td><td class="l">{{itemtarget $it}}</td><td class="l status">{{status $it.Status}}</td><td>{{eur $it.FreedEURPerMonthPromised}}</td><td>{{eur $it.FreedEURPerMonthRealized}}</td><td class="l">{{$it.Evidence}}</td></tr>
+{{end}}</table>{{end}}
+<h3>Before and after</h3>
+<table id="before-after"><tr><th class="l">name</th><th>busy share</th><th>idle EUR (allocated)</th><th>unallocated EUR</th><th>cost EUR</th></tr>
+{{range $.BeforeAfter}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+<h3>Weeks kept: idle and unallocated EUR</h3>
+{{$.Weeks}}{{end}}
 
 <h2>Recommendations</h2>
 <p>{{.SavingsNote}}</p>
@@ -152,10 +166,16 @@ func renderHTML(w io.Writer, r *Report) error {
 		SavingsNote                  string
 		Missing, PartialAbove        float64
 		Uncovered                    []analysis.GPUCoverage
+		FollowUpHeadline             string
+		BeforeAfter                  [][]string
+		Weeks                        template.HTML
 	}{
 		R: r, Period: period(r), Tables: tables, ApplyAny: r.Apply.Any(), ApplyApart: len(r.Apply.Clusters) > 0, Applies: r.Apply.PerCluster(), SavingsNote: savingsNote(r),
 		Missing: r.Coverage.MissingHours + r.Coverage.UnknownHours, PartialAbove: analysis.PartialAbove, Uncovered: uncovered(&r.Coverage),
 		IdleChart: idleChart(r.Namespaces), Heatmap: heatmapChart(r.Heatmap), Timeline: timelineChart(r.Timeline),
+	}
+	if c := r.Baseline; c != nil {
+		data.FollowUpHeadline, data.BeforeAfter, data.Weeks = followUpHeadline(r), beforeAfterRows(c), weeksChart(c.Weeks)
 	}
 	if err := htmlTemplate.Execute(w, data); err != nil {
 		return fmt.Errorf("render html: %w", err)

@@ -47,6 +47,7 @@ func renderMarkdown(w io.Writer, r *Report) error {
 		}
 		b.WriteString("\n")
 	}
+	mdFollowUp(&b, r)
 	fmt.Fprintf(&b, "## Recommendations: %s EUR/month freed\n\n%s\n\n", eur(r.FreedEURPerMonth), savingsNote(r))
 	if len(r.Recommendations) == 0 {
 		b.WriteString("None: every GPU held was busy enough and no smaller MIG profile fits.\n\n")
@@ -119,11 +120,15 @@ func savingsNote(r *Report) string {
 }
 
 // recTarget names what a recommendation changes, with its cluster.
-func recTarget(rec advice.Recommendation) string {
-	if rec.Cluster == "" {
-		return rec.Target
+func recTarget(rec advice.Recommendation) string { return clusterTarget(rec.Cluster, rec.Target) }
+
+// clusterTarget names a target in its cluster: "cluster: target", or the
+// target alone without one.
+func clusterTarget(cluster, target string) string {
+	if cluster == "" {
+		return target
 	}
-	return rec.Cluster + ": " + rec.Target
+	return cluster + ": " + target
 }
 
 // recNodes names the nodes a recommendation is applied to (model.NodeName).

@@ -2,8 +2,9 @@
 // with inline SVG charts), CSV and JSON (the Report value itself), and posts
 // the Markdown to a Slack/Mattermost incoming webhook.
 //
-// It reads the results of analysis and advice, and model's units; it makes
-// no query and decides nothing, and no report package but report imports it.
+// It reads the results of analysis, advice and followup, and model's units;
+// it makes no query and decides nothing, and no report package but report
+// imports it.
 package render
 
 import (
@@ -15,15 +16,20 @@ import (
 
 	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/followup"
 	"github.com/gputally/gputally/report/model"
 )
 
 // Report is the weekly report. It is a plain value: renderers only read it.
 type Report struct {
-	Start  time.Time `json:"start"`
-	End    time.Time `json:"end"`
-	Step   string    `json:"step"`
-	Source string    `json:"source"`
+	// SchemaVersion is the version of the report's JSON
+	// (followup.SchemaVersion): a report is followed up only by a gputally
+	// that reads its version.
+	SchemaVersion int       `json:"schema_version"`
+	Start         time.Time `json:"start"`
+	End           time.Time `json:"end"`
+	Step          string    `json:"step"`
+	Source        string    `json:"source"`
 	// Kind is which kind of number the headline and the fleet's totals are:
 	// "exact", "sampled", "allocation share" or several (analysis.Group.Kind);
 	// every row carries its own.
@@ -63,6 +69,12 @@ type Report struct {
 	// Heatmap is the mean device activity (0–1) by weekday (0 = Sunday) and
 	// hour of day, UTC; -1 where there was no data.
 	Heatmap [7][24]float64 `json:"heatmap"`
+	// FollowUp follows up each recommendation of the baseline (an earlier
+	// report, --baseline): its status and the EUR it freed; empty without one.
+	FollowUp []followup.Item `json:"follow_up"`
+	// Baseline is this period against the baseline's — before and after for
+	// the fleet and each team, the kept weeks — absent without one.
+	Baseline *followup.Comparison `json:"baseline,omitempty"`
 }
 
 // MonthFactor scales an amount over the report's range to a month of
@@ -72,7 +84,7 @@ func (r *Report) MonthFactor() float64 { return model.MonthFactor(r.Start, r.End
 // NewReport returns the report of the analysis a with its advice adv; Source
 // is left to the caller.
 func NewReport(a *analysis.Result, adv *advice.Advice) *Report {
-	return &Report{Start: a.Start, End: a.End, Step: a.Step, Kind: a.Fleet.Kind, Sampling: a.Sampling, Partial: a.Partial, Coverage: a.Coverage, Warnings: a.Warnings,
+	return &Report{SchemaVersion: followup.SchemaVersion, Start: a.Start, End: a.End, Step: a.Step, Kind: a.Fleet.Kind, Sampling: a.Sampling, Partial: a.Partial, Coverage: a.Coverage, Warnings: a.Warnings,
 		Fleet: a.Fleet, GPUs: a.GPUs, Clusters: a.Clusters, Teams: a.Teams, Namespaces: a.Namespaces, Models: a.Models, Nodes: a.Nodes,
 		Holdings: a.Holdings, BrokenGPUs: a.BrokenGPUs,
 		Recommendations: adv.Recommendations, Packing: adv.Packing, FreedEURPerMonth: adv.FreedEURPerMonth,

@@ -1,6 +1,9 @@
 {{/*
 gputally.reportContainer renders one `gputally report` container.
-Call with (dict "ctx" $ "format" "md" "url" URL "webhook" true "httpConfig" true).
+Call with (dict "ctx" $ "format" "md" "url" URL "webhook" true "httpConfig" true "keep" 12):
+with keep > 0 it follows up the newest earlier report on the volume, and the JSON run
+keeps that many reports there. The image has no shell: the report binary itself
+finds the last report (--baseline=DIR) and deletes the older ones (--baseline.keep).
 */}}
 {{- define "gputally.reportContainer" -}}
 {{- $r := .ctx.Values.report -}}
@@ -28,6 +31,12 @@ Call with (dict "ctx" $ "format" "md" "url" URL "webhook" true "httpConfig" true
     - --report.cluster-label={{ $r.clusterLabel }}
     - --format={{ .format }}
     - --out=/reports/gputally-report-$(JOB_NAME).{{ .format }}
+    {{- if gt .keep 0 }}
+    - --baseline=/reports
+    {{- if eq .format "json" }}
+    - --baseline.keep={{ .keep }}
+    {{- end }}
+    {{- end }}
     {{- if .webhook }}
     - --webhook.url-file=/etc/gputally/webhook/url
     {{- end }}
