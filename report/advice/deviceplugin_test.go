@@ -41,7 +41,7 @@ func sharingFleet(t *testing.T) (*analysis.Result, *model.Dataset) {
 			}
 		}
 		k := model.HoldingKey{Dev: dev.Key, Holder: holder}
-		d.FBMiB[k] = []float32{2000}
+		d.AddFramebuffer(k, 2000)
 		d.MIGMode[dev.Key.GPU()] = "disabled"
 		d.Alloc[k] = model.Alloc{Resource: "nvidia.com/gpu", Sharing: "exclusive"}
 		if share < 1 {

@@ -208,8 +208,8 @@ func (a *analyzer) groups(r *Result, d *model.Dataset) {
 			g.totals.add(e)
 			g.kinds = g.kinds.With(e.Kind)
 			if k.Holder != (model.HolderKey{}) {
-				g.act = append(g.act, act)
-				g.fb = append(g.fb, fb)
+				g.act.Merge(act)
+				g.fb.Merge(fb)
 			}
 		}
 	}

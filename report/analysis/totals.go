@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/model/sketch"
 )
 
 // Totals are GPU-hours and EUR of a group over the range. Hours are device-hours
@@ -127,44 +128,36 @@ type TimelinePoint struct {
 	Missing          bool      `json:"missing,omitempty"`
 }
 
-// percentile returns the q-quantile (0–1) of v by nearest rank; v is sorted in place.
-func percentile(v []float32, q float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	slices.Sort(v)
-	i := int(math.Ceil(q*float64(len(v)))) - 1
-	return exact(v[max(0, min(i, len(v)-1))])
-}
-
-// exact widens a float32 to the float64 with the same shortest decimal form
-// (0.95, not 0.949999988).
-func exact(v float32) float64 {
-	f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(v), 'g', -1, 32), 64)
-	return f
-}
-
-func usageOf(act, fb []float32) Usage {
+// usageOf reads a holding's or group's usage from its sketches (nil: no
+// series carried the signal): the percentiles within the sketch's 1 %, the
+// peak exact.
+func usageOf(act, fb *sketch.Sketch) Usage {
 	var u Usage
-	if len(act) > 0 {
+	if act != nil && act.Count() > 0 {
 		u.HasActivity = true
-		u.P95Activity = percentile(act, 0.95)
+		u.P95Activity = exact(act.Quantile(0.95))
 	}
-	if len(fb) > 0 {
+	if fb != nil && fb.Count() > 0 {
 		u.HasFB = true
-		u.P99FBMiB = percentile(fb, 0.99)
-		u.PeakFBMiB = exact(fb[len(fb)-1])
+		u.P99FBMiB = exact(fb.Quantile(0.99))
+		u.PeakFBMiB = exact(fb.Max())
 	}
 	return u
 }
 
-// groupAcc accumulates a Group. act and fb are the holdings' own slices,
-// joined only while the group's percentiles are computed: a holding belongs to
-// five groups (fleet, model, node, team, namespace), and copies kept for each
-// were most of the report's memory on large fleets.
+// exact returns the float64 with the shortest decimal form of v as a
+// float32 (0.95, not 0.949999988 or 0.9500000000000001): the sources'
+// values carry no more digits than that.
+func exact(v float64) float64 {
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', -1, 32), 64)
+	return f
+}
+
+// groupAcc accumulates a Group: act and fb merge the sketches of its
+// holdings, of fixed size however many there are.
 type groupAcc struct {
 	totals, prev Totals
-	act, fb      [][]float32
+	act, fb      sketch.Sketch
 	kinds        model.Kinds
 }
 
@@ -188,7 +181,7 @@ func (g groupSet) groups(withPrev bool) []Group {
 	out := make([]Group, 0, len(g))
 	for k, a := range g {
 		a.totals.finish()
-		gr := Group{Name: k.name, Cluster: k.cluster, Kind: a.kinds.String(), Totals: a.totals, Usage: usageOf(slices.Concat(a.act...), slices.Concat(a.fb...))}
+		gr := Group{Name: k.name, Cluster: k.cluster, Kind: a.kinds.String(), Totals: a.totals, Usage: usageOf(&a.act, &a.fb)}
 		if withPrev {
 			a.prev.finish()
 			p := a.prev

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/gputally/gputally/report/model/sketch"
 )
 
 // The states of gputally_gpu_seconds_total and gputally_cost_eur_total, as
@@ -176,8 +178,13 @@ type Dataset struct {
 	Present  []bool               // per bucket: it has ledger data
 	Timeline [][NumStates]float64 // fleet device-seconds per bucket and state
 	Alloc    map[HoldingKey]Alloc
-	Activity map[HoldingKey][]float32    // activity ratio (0–1) per resolution step
-	FBMiB    map[HoldingKey][]float32    // peak framebuffer (MiB) per resolution step
+	// Activity and FBMiB are the distributions of each holding's activity
+	// ratio (0–1, the average of each resolution step) and framebuffer
+	// (MiB, the peak of each step) over the range, in sketches of fixed
+	// size (percentiles within 1 %, the peak exact): AddActivity,
+	// AddFramebuffer.
+	Activity map[HoldingKey]*sketch.Sketch
+	FBMiB    map[HoldingKey]*sketch.Sketch
 	Heat     [7][24]HeatCell             // device activity by weekday (0 = Sunday) and hour, UTC
 	PodTeams map[PodKey]string           // team label per pod, from kube_pod_labels
 	Previous map[HoldingKey]*LedgerEntry // the period before; nil when it has no data to compare with
@@ -226,8 +233,8 @@ func NewDataset(r Range) *Dataset {
 		Buckets:  int(r.End.Sub(r.Start) / r.Step),
 		Alloc:    map[HoldingKey]Alloc{},
 		MIGMode:  map[GPUKey]string{},
-		Activity: map[HoldingKey][]float32{},
-		FBMiB:    map[HoldingKey][]float32{},
+		Activity: map[HoldingKey]*sketch.Sketch{},
+		FBMiB:    map[HoldingKey]*sketch.Sketch{},
 		PodTeams: map[PodKey]string{},
 		GPUs:     map[GPUKey]*GPUSeen{},
 		Shares:   map[HoldingKey]Share{},
@@ -279,6 +286,24 @@ func (d *Dataset) AddHeat(t time.Time, v float64) {
 	h := &d.Heat[t.Weekday()][t.Hour()]
 	h.Sum += v
 	h.N++
+}
+
+// AddActivity records holding k's activity ratio v (0–1) in one resolution
+// step.
+func (d *Dataset) AddActivity(k HoldingKey, v float64) { addTo(d.Activity, k, v) }
+
+// AddFramebuffer records holding k's peak framebuffer v (MiB) in one
+// resolution step.
+func (d *Dataset) AddFramebuffer(k HoldingKey, v float64) { addTo(d.FBMiB, k, v) }
+
+// addTo adds v to k's sketch in m, made the first time.
+func addTo(m map[HoldingKey]*sketch.Sketch, k HoldingKey, v float64) {
+	s := m[k]
+	if s == nil {
+		s = &sketch.Sketch{}
+		m[k] = s
+	}
+	s.Add(v)
 }
 
 // AddSeconds books v device-seconds of state st in step bucket b to entry e

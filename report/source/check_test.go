@@ -3,7 +3,6 @@ package source
 import (
 	"context"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/model/sketch"
 )
 
 func pair(sec int64, v float64) pmodel.SamplePair {
@@ -161,13 +161,13 @@ func TestGaugeOutOfRangeLeftOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var act []float32
+	var act sketch.Sketch
 	for _, a := range d.Activity {
-		act = append(act, a...)
+		act.Merge(a)
 	}
 	want := `DCGM_FI_DEV_GPU_UTIL: 1 samples out of range left out, as no sample; the first: the engine answered 4.294967745e+08 for {UUID="GPU-0"`
-	if len(act) != 11 || slices.ContainsFunc(act, func(v float32) bool { return v != 0.5 }) || len(d.Notes) != 1 || !strings.Contains(d.Notes[0], want) ||
+	if act.Count() != 11 || act.Quantile(0) != 0.5 || act.Max() != 0.5 || len(d.Notes) != 1 || !strings.Contains(d.Notes[0], want) ||
 		!strings.Contains(d.Notes[0], "at 2026-01-05T00:35:00Z: an activity is a ratio between 0 and 1") {
-		t.Errorf("activity %v, notes %q; want 11 × 0.5 and a note saying %q", act, d.Notes, want)
+		t.Errorf("activity %d values from %g to %g, notes %q; want 11 × 0.5 and a note saying %q", act.Count(), act.Quantile(0), act.Max(), d.Notes, want)
 	}
 }

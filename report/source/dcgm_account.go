@@ -228,11 +228,11 @@ func (a *dcgmAccount) flush(k model.HoldingKey, u *dcgmUsage) {
 	}
 	if u.n > 0 {
 		v := u.sum / float64(u.n)
-		d.Activity[k] = append(d.Activity[k], float32(v))
+		d.AddActivity(k, v)
 		d.AddHeat(d.Start.Add(time.Duration(u.step)*d.Resolution+d.Resolution/2), v)
 	}
 	if u.hasFB {
-		d.FBMiB[k] = append(d.FBMiB[k], float32(u.fb))
+		d.AddFramebuffer(k, u.fb)
 	}
 }
 

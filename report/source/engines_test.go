@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/model/sketch"
 )
 
 // The engines' semantics that differ for the report, played on the embedded
@@ -251,23 +252,23 @@ func TestUsageOnEveryEngine(t *testing.T) {
 			if err := c.usage(context.Background(), d); err != nil {
 				t.Fatal(err)
 			}
-			var act, fb []float32
+			// One holding; 12 steps of 0.45, and 6 steps of 1,000 MiB and 6 of
+			// 6,000: the p50 (rank 6) is 1,000, the p51 (rank ⌈6.12⌉ = 7) 6,000.
+			var act, fb sketch.Sketch
 			for _, v := range d.Activity {
-				act = append(act, v...)
+				act.Merge(v)
 			}
 			for _, v := range d.FBMiB {
-				fb = append(fb, v...)
+				fb.Merge(v)
 			}
-			if len(act) != 12 || len(fb) != 12 {
-				t.Fatalf("%d activity and %d framebuffer samples, want 12 each (one per 5 minutes)", len(act), len(fb))
+			if act.Count() != 12 || fb.Count() != 12 {
+				t.Fatalf("%d activity and %d framebuffer samples, want 12 each (one per 5 minutes)", act.Count(), fb.Count())
 			}
-			for i := range 12 {
-				if math.Abs(float64(act[i])-0.45) > 1e-6 {
-					t.Errorf("activity of the step ending %dm: %.4f, want 0.45", 5*(i+1), act[i])
-				}
-				if want := map[bool]float32{true: 6000, false: 1000}[i%2 == 1]; fb[i] != want {
-					t.Errorf("framebuffer of the step ending %dm: %.0f MiB, want %.0f", 5*(i+1), fb[i], want)
-				}
+			if math.Abs(act.Quantile(0)-0.45) > 1e-6 || math.Abs(act.Max()-0.45) > 1e-6 {
+				t.Errorf("activity of the steps from %.4f to %.4f, want 0.45 each", act.Quantile(0), act.Max())
+			}
+			if fb.Quantile(0.5) != 1000 || fb.Quantile(0.51) != 6000 || fb.Max() != 6000 {
+				t.Errorf("framebuffer p50 %.0f, p51 %.0f, peak %.0f MiB; want 6 steps of 1,000 and 6 of 6,000", fb.Quantile(0.5), fb.Quantile(0.51), fb.Max())
 			}
 		})
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/gputally/gputally/report/model"
 )
 
-// usage fills d.Activity, d.Heat and d.FBMiB, per resolution step. Device
+// usage fills d.Activity, d.Heat and d.FBMiB, a value per resolution step. Device
 // activity is the GR engine where DCGM or GPM has it, else GPU utilization.
 func (c *collector) usage(ctx context.Context, d *model.Dataset) error {
 	res := c.win.of(d.Resolution)
@@ -57,7 +57,7 @@ func (c *collector) activity(name string, d *model.Dataset, gr map[model.DeviceK
 				if math.IsNaN(v) {
 					continue
 				}
-				d.Activity[k] = append(d.Activity[k], float32(v))
+				d.AddActivity(k, v)
 				if device {
 					d.AddHeat(p.Timestamp.Time().Add(-d.Resolution/2), v)
 				}
@@ -80,7 +80,7 @@ func (c *collector) framebuffer(name string, d *model.Dataset, scale float64) fu
 					continue
 				}
 				if !math.IsNaN(v) {
-					d.FBMiB[k] = append(d.FBMiB[k], float32(v))
+					d.AddFramebuffer(k, v)
 				}
 			}
 		}
