@@ -22,18 +22,18 @@ func clusterDay(t *testing.T, clusters ...string) (*analysis.Result, *model.Data
 	d.Ledger = map[model.HoldingKey]*model.LedgerEntry{}
 	for _, c := range clusters {
 		k := model.HoldingKey{Dev: model.DeviceKey{Cluster: c, UUID: "GPU-X"}}
-		e := &model.LedgerEntry{Model: "NVIDIA H100 80GB HBM3", Host: "n1", GPU: "0", Last: 0, BusyPerBucket: make([]float32, 1)}
+		e := &model.LedgerEntry{Model: "NVIDIA H100 80GB HBM3", Host: "n1", GPU: "0", Last: 0}
 		if c == "west" {
 			e.Seconds[model.StateUnallocated], e.EUR[model.StateUnallocated] = 86400, 7
 		} else {
 			k.Holder = model.HolderKey{Namespace: "ml", Pod: "a", Container: "main"}
 			e.Seconds[model.StateBusy], e.EUR[model.StateBusy] = 864, 0.1
 			e.Seconds[model.StateIdle], e.EUR[model.StateIdle] = 85536, 9.9
-			e.BusyPerBucket[0] = 864
+			e.BusyBuckets.Add(0)
 			d.Alloc[k] = model.Alloc{Resource: "nvidia.com/gpu", Sharing: "exclusive"}
 		}
 		d.Ledger[k] = e
-		d.GPUs[k.Dev.GPU()] = &model.GPUSeen{Host: "n1", GPU: "0", Seen: []float64{86400}, Unknown: []float64{0}, FirstLost: -1}
+		d.GPUs[k.Dev.GPU()] = &model.GPUSeen{Host: "n1", GPU: "0", Seen: []float64{86400}, FirstLost: -1}
 		d.MIGMode[k.Dev.GPU()] = "disabled"
 	}
 	d.Present[0] = true

@@ -101,8 +101,8 @@ func (a *adviser) quotaHoldings(d *model.Dataset) teamHoldings {
 		if h.perBucket[qt] == nil {
 			h.perBucket[qt] = make([]int, d.Buckets)
 		}
-		for b, s := range e.BusyPerBucket {
-			if s > 0 {
+		for b := range d.Buckets {
+			if e.BusyBuckets.Has(b) {
 				h.perBucket[qt][b]++
 			}
 		}

@@ -21,10 +21,10 @@ func TestAllocationShareFreesNothing(t *testing.T) {
 		uuid, node string
 		kind       model.Kind
 	}{{"GPU-shared", "ts-node", model.AllocationShare}, {"GPU-whole", "free-node", model.Sampled}} {
-		e := &model.LedgerEntry{Model: "NVIDIA H100 80GB HBM3", Host: g.node, GPU: "0", Last: 0, Kind: g.kind, BusyPerBucket: make([]float32, 1)}
+		e := &model.LedgerEntry{Model: "NVIDIA H100 80GB HBM3", Host: g.node, GPU: "0", Last: 0, Kind: g.kind}
 		e.Seconds[model.StateUnallocated], e.EUR[model.StateUnallocated] = 86400, 10
 		d.Ledger[model.HoldingKey{Dev: model.DeviceKey{UUID: g.uuid}}] = e
-		d.GPUs[model.GPUKey{UUID: g.uuid}] = &model.GPUSeen{Host: g.node, GPU: "0", Seen: []float64{86400}, Unknown: []float64{0}, FirstLost: -1}
+		d.GPUs[model.GPUKey{UUID: g.uuid}] = &model.GPUSeen{Host: g.node, GPU: "0", Seen: []float64{86400}, FirstLost: -1}
 		d.MIGMode[model.GPUKey{UUID: g.uuid}] = "disabled"
 	}
 	d.Present[0] = true

@@ -131,6 +131,7 @@ func coverageOf(d *model.Dataset) Coverage {
 		if first < d.Buckets { // from its first seconds in its first bucket, at most the bucket
 			gc.ExpectedHours = (min(g.Seen[first], step) + float64(d.Buckets-first-1)*step) / 3600
 		}
+		gc.UnknownHours = g.Unknown / 3600
 		run := -1 // first bucket of the current gap
 		var runHours float64
 		flush := func(end int) {
@@ -142,7 +143,6 @@ func coverageOf(d *model.Dataset) Coverage {
 		}
 		for b := first; b < d.Buckets; b++ {
 			gc.SeenHours += g.Seen[b] / 3600
-			gc.UnknownHours += g.Unknown[b] / 3600
 			deficit := step - g.Seen[b]
 			if b == first || deficit <= gapTolerance*step {
 				flush(b)

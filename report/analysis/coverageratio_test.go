@@ -15,7 +15,7 @@ import (
 func TestCoverageRatioNotClamped(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	d := model.NewDataset(model.Range{Start: start, End: start.Add(2 * time.Hour), Step: time.Hour, Resolution: 5 * time.Minute})
-	d.GPUs[model.GPUKey{UUID: "GPU-0"}] = &model.GPUSeen{Host: "node-a", GPU: "0", Seen: []float64{3630, 3600}, Unknown: []float64{0, 0}, FirstLost: -1}
+	d.GPUs[model.GPUKey{UUID: "GPU-0"}] = &model.GPUSeen{Host: "node-a", GPU: "0", Seen: []float64{3630, 3600}, FirstLost: -1}
 	c := coverageOf(d)
 	want := 7230.0 / 7200
 	if c.Ratio != want || len(c.GPUs) != 1 || c.GPUs[0].Ratio != want || c.Nodes[0].Ratio != want || c.MissingHours != 0 {

@@ -18,7 +18,7 @@ func historyDataset(seen map[string][]float64) *model.Dataset {
 	d.Ledger = map[model.HoldingKey]*model.LedgerEntry{}
 	for uuid, secs := range seen {
 		k := model.HoldingKey{Dev: model.DeviceKey{UUID: uuid}, Holder: model.HolderKey{Namespace: "ns", Pod: "p-" + uuid, Container: "c"}}
-		e := &model.LedgerEntry{Model: "NVIDIA H100 80GB HBM3", Host: "n1", GPU: uuid, Last: -1, BusyPerBucket: make([]float32, d.Buckets)}
+		e := &model.LedgerEntry{Model: "NVIDIA H100 80GB HBM3", Host: "n1", GPU: uuid, Last: -1}
 		d.Ledger[k] = e
 		for b, s := range secs {
 			if s > 0 {

@@ -59,7 +59,7 @@ func periodIn(t *testing.T, cluster string, gpus []gpu, uses []use) (*analysis.R
 	byUUID := map[string]gpu{}
 	for _, g := range gpus {
 		byUUID[g.uuid] = g
-		seen := &model.GPUSeen{Host: g.node, GPU: g.index, Seen: make([]float64, 7), Unknown: make([]float64, 7), FirstLost: -1}
+		seen := &model.GPUSeen{Host: g.node, GPU: g.index, Seen: make([]float64, 7), FirstLost: -1}
 		for b := range seen.Seen {
 			seen.Seen[b] = 86400
 			d.Present[b] = true
@@ -73,7 +73,7 @@ func periodIn(t *testing.T, cluster string, gpus []gpu, uses []use) (*analysis.R
 			w = 1
 		}
 		hours := float64(u.to-u.from+1) * 24
-		e := &model.LedgerEntry{Model: "NVIDIA H100 80GB HBM3", Host: g.node, GPU: g.index, Profile: u.profile, Last: u.to, BusyPerBucket: make([]float32, 7)}
+		e := &model.LedgerEntry{Model: "NVIDIA H100 80GB HBM3", Host: g.node, GPU: g.index, Profile: u.profile, Last: u.to}
 		var parts [model.NumStates]float64
 		switch {
 		case u.lost:

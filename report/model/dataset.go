@@ -95,7 +95,7 @@ type LedgerEntry struct {
 	GPU                  string             // the GPU's `gpu` label: its index on the node
 	Seconds              [NumStates]float64 // device-seconds per state
 	EUR                  [NumStates]float64 // EUR per state
-	BusyPerBucket        []float32          // busy device-seconds per step bucket; nil for the previous period
+	BusyBuckets          BucketSet          // the step buckets with busy seconds; empty for the previous period
 	Last                 int                // the last step bucket with seconds in any state; -1: none
 	Kind                 Kind               // which kind of number Seconds and EUR are; Exact for the ledger
 }
@@ -122,7 +122,7 @@ type Alloc struct{ Resource, Sharing string }
 type GPUSeen struct {
 	Host, GPU string
 	Seen      []float64 // device-seconds over all states per step bucket
-	Unknown   []float64 // of them unknown, per step bucket
+	Unknown   float64   // of them unknown, over the range
 	FirstLost int       // first bucket with lost seconds; -1: none
 }
 
@@ -273,7 +273,7 @@ func CompareHoldingKeys(a, b HoldingKey) int {
 func (d *Dataset) GPU(k GPUKey, e *LedgerEntry) *GPUSeen {
 	g := d.GPUs[k]
 	if g == nil {
-		g = &GPUSeen{Host: e.Host, GPU: e.GPU, Seen: make([]float64, d.Buckets), Unknown: make([]float64, d.Buckets), FirstLost: -1}
+		g = &GPUSeen{Host: e.Host, GPU: e.GPU, Seen: make([]float64, d.Buckets), FirstLost: -1}
 		d.GPUs[k] = g
 	}
 	return g
@@ -309,7 +309,7 @@ func addTo(m map[HoldingKey]*sketch.Sketch, k HoldingKey, v float64) {
 // AddSeconds books v device-seconds of state st in step bucket b to entry e
 // on GPU g: the bucket's presence and the fleet's timeline, the GPU's seen and
 // unknown seconds and its first lost bucket, the entry's last bucket with
-// seconds and its busy seconds per bucket. e.Seconds is the caller's.
+// seconds and its buckets with busy seconds. e.Seconds is the caller's.
 func (d *Dataset) AddSeconds(e *LedgerEntry, g *GPUSeen, b, st int, v float64) {
 	d.Present[b] = true
 	if v > 0 {
@@ -319,11 +319,11 @@ func (d *Dataset) AddSeconds(e *LedgerEntry, g *GPUSeen, b, st int, v float64) {
 	g.Seen[b] += v
 	switch {
 	case st == StateUnknown:
-		g.Unknown[b] += v
+		g.Unknown += v
 	case st == StateLost && v > 0 && (g.FirstLost < 0 || b < g.FirstLost):
 		g.FirstLost = b
-	case st == StateBusy:
-		e.BusyPerBucket[b] += float32(v)
+	case st == StateBusy && v > 0:
+		e.BusyBuckets.Add(b)
 	}
 }
 

@@ -189,7 +189,7 @@ func (a *dcgmAccount) add(b int, dev dcgmDevice, h model.HolderKey, st int, sec,
 		if d.Ledger == nil {
 			d.Ledger = map[model.HoldingKey]*model.LedgerEntry{}
 		}
-		e = &model.LedgerEntry{Model: dev.model, Host: dev.host, Profile: dev.key.Profile, GPU: dev.gpu, Last: -1, BusyPerBucket: make([]float32, d.Buckets)}
+		e = &model.LedgerEntry{Model: dev.model, Host: dev.host, Profile: dev.key.Profile, GPU: dev.gpu, Last: -1}
 		d.Ledger[k] = e
 	}
 	e.Seconds[st] += sec

@@ -86,8 +86,8 @@ func TestDCGMExporterHolderBackAfterRetention(t *testing.T) {
 		{"GPU-0", "", "", "", model.StateUnallocated, 3870, 1.66625, model.Sampled},
 	})
 	e := d.Ledger[model.HoldingKey{Dev: model.DeviceKey{UUID: "GPU-0"}, Holder: model.HolderKey{Namespace: "ml", Pod: "train-0", Container: "main"}}]
-	if e == nil || len(e.BusyPerBucket) != 2 || e.BusyPerBucket[0] != 600 || e.BusyPerBucket[1] != 2730 {
-		t.Errorf("ml/train-0 busy per bucket %v, want [600 2730]", e)
+	if e == nil || !e.BusyBuckets.Has(0) || !e.BusyBuckets.Has(1) || e.BusyBuckets.Has(2) {
+		t.Errorf("ml/train-0 %+v, want busy seconds in both buckets (600 s and 2,730 s)", e)
 	}
 }
 

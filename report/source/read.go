@@ -145,9 +145,6 @@ func (l *ledgerReading) entry(m pmodel.Metric) (*model.LedgerEntry, int, bool) {
 	e := l.out[k]
 	if e == nil {
 		e = &model.LedgerEntry{Model: string(m["modelName"]), Host: hostOf(m), Profile: string(m["GPU_I_PROFILE"]), GPU: string(m["gpu"]), Last: -1}
-		if l.fill {
-			e.BusyPerBucket = make([]float32, l.d.Buckets)
-		}
 		l.out[k] = e
 	}
 	return e, st, true

@@ -35,8 +35,7 @@ func Add(d *model.Dataset, dev Device, holder model.HolderKey, b, st int, sec fl
 	k := model.HoldingKey{Dev: dev.Key, Holder: holder}
 	e := d.Ledger[k]
 	if e == nil {
-		e = &model.LedgerEntry{Model: dev.Model, Host: dev.Host, GPU: dev.GPU, Profile: dev.Key.Profile, Last: -1,
-			BusyPerBucket: make([]float32, d.Buckets), Kind: model.Exact}
+		e = &model.LedgerEntry{Model: dev.Model, Host: dev.Host, GPU: dev.GPU, Profile: dev.Key.Profile, Last: -1, Kind: model.Exact}
 		d.Ledger[k] = e
 	}
 	e.Seconds[st] += sec
