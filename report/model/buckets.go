@@ -12,6 +12,13 @@ func (s *BucketSet) Add(b int) {
 	(*s)[w] |= 1 << (b % 64)
 }
 
+// Remove takes bucket b (≥ 0) out of the set.
+func (s BucketSet) Remove(b int) {
+	if w := b / 64; w < len(s) {
+		s[w] &^= 1 << (b % 64)
+	}
+}
+
 // Has says whether bucket b is in the set.
 func (s BucketSet) Has(b int) bool {
 	w := b / 64

@@ -23,4 +23,12 @@ func TestBucketSet(t *testing.T) {
 	if len(s) != 11 { // ⌊700 / 64⌋ + 1 words
 		t.Errorf("%d words for buckets up to 700, want 11", len(s))
 	}
+	// Removing 64 leaves 63 and 700; removing a bucket never added, or past
+	// the last word, changes nothing.
+	s.Remove(64)
+	s.Remove(65)
+	s.Remove(5000)
+	if s.Has(64) || !s.Has(63) || !s.Has(700) || len(s) != 11 {
+		t.Errorf("after removing 64: 63 %t, 64 %t, 700 %t, %d words; want true, false, true, 11", s.Has(63), s.Has(64), s.Has(700), len(s))
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	pmodel "github.com/prometheus/common/model"
+
+	"github.com/gputally/gputally/report/model"
 )
 
 // How the report reads the ledger counters.
@@ -102,7 +104,10 @@ const maxFineUUIDs = 100
 type counterSeries struct {
 	metric pmodel.Metric // without __name__
 	last   []float64
-	resets []float64 // resets over the bucket and the one before it
+	// noResets are the buckets whose R, the resets over the bucket and the
+	// one before it, is 0: all R is read for (a bit per bucket, where the
+	// values are 8 bytes).
+	noResets model.BucketSet
 	// fine holds, for the buckets read again (planned in want), the series'
 	// samples in the bucket, in time order.
 	want map[int]bool
@@ -134,16 +139,19 @@ func (c *collector) counters(ctx context.Context, name, metric string, start, en
 				fp := s.Metric.Fingerprint()
 				cs := set[fp]
 				if cs == nil {
-					cs = &counterSeries{metric: s.Metric, last: nans(n), resets: nans(n)}
+					cs = &counterSeries{metric: s.Metric, last: nans(n)}
 					set[fp] = cs
 				}
-				dst := cs.last
-				if resets {
-					dst = cs.resets
-				}
 				for _, p := range s.Values {
-					if i := int(p.Timestamp.Time().Sub(start) / step); i >= 0 && i < n {
-						dst[i] = float64(p.Value)
+					i := int(p.Timestamp.Time().Sub(start) / step)
+					switch {
+					case i < 0 || i >= n:
+					case !resets:
+						cs.last[i] = float64(p.Value)
+					case p.Value == 0:
+						cs.noResets.Add(i)
+					default:
+						cs.noResets.Remove(i)
 					}
 				}
 			}
@@ -212,16 +220,16 @@ func (s counterSet) sorted() []*counterSeries {
 func (s *counterSeries) plan(plainNew func(i int) bool) {
 	seen := !math.IsNaN(s.last[0])
 	for i := 1; i < len(s.last); i++ {
-		x, p, r := s.last[i], s.last[i-1], s.resets[i]
+		x, p, r0 := s.last[i], s.last[i-1], s.noResets.Has(i)
 		if math.IsNaN(x) {
 			continue
 		}
 		var plain bool
 		switch {
 		case !math.IsNaN(p):
-			plain = r == 0 && x >= p
+			plain = r0 && x >= p
 		case !seen:
-			plain = r == 0 && plainNew(i)
+			plain = r0 && plainNew(i)
 		}
 		if !plain {
 			if s.want == nil {
