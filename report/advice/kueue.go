@@ -152,7 +152,7 @@ func (h teamHoldings) perBucketPeaks() map[quotaTarget]int {
 // which peaks the per-bucket count bounded.
 func (h teamHoldings) concurrentPeaks(cc *model.Concurrency) (peaks map[quotaTarget]int, whole map[quotaTarget][]string, bounded map[quotaTarget]bool) {
 	peaks, whole, bounded = map[quotaTarget]int{}, map[quotaTarget][]string{}, map[quotaTarget]bool{}
-	sums := map[quotaTarget]map[int64]int{}
+	sums := map[quotaTarget][]int{} // devices busy per interval
 	for _, ck := range slices.SortedFunc(maps.Keys(cc.Busy), func(x, y model.ConcurrencyKey) int {
 		return cmp.Or(cmp.Compare(x.Cluster, y.Cluster), cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Profile, y.Profile))
 	}) {
@@ -161,11 +161,12 @@ func (h teamHoldings) concurrentPeaks(cc *model.Concurrency) (peaks map[quotaTar
 			if len(ts) > 1 && !slices.Contains(whole[qt], ck.Namespace) {
 				whole[qt] = append(whole[qt], ck.Namespace)
 			}
-			if sums[qt] == nil {
-				sums[qt] = map[int64]int{}
+			busy := cc.Busy[ck]
+			if len(sums[qt]) < len(busy) {
+				sums[qt] = append(sums[qt], make([]int, len(busy)-len(sums[qt]))...)
 			}
-			for t, n := range cc.Busy[ck] {
-				sums[qt][t] += n
+			for i, n := range busy {
+				sums[qt][i] += int(n)
 			}
 		}
 	}

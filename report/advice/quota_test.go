@@ -51,11 +51,11 @@ func quotaFleet(t *testing.T, concurrent bool) (*analysis.Result, *model.Dataset
 	hold("west", "GPU-W0", "train", "w-0")
 	hold("west", "GPU-W1", "train", "w-1")
 	if concurrent {
-		at := hourly.Start.Add(40 * time.Minute).UnixMilli()
-		d.Concurrency = &model.Concurrency{Interval: 30 * time.Second, Scraped: true, Busy: map[model.ConcurrencyKey]map[int64]int{
-			{Cluster: "east", Namespace: "train"}:  {at: 8},
-			{Cluster: "east", Namespace: "shared"}: {at: 4},
-			{Cluster: "west", Namespace: "train"}:  {at: 2},
+		// The intervals ending at 30 s, 60 s and 90 s.
+		d.Concurrency = &model.Concurrency{Interval: 30 * time.Second, Scraped: true, First: hourly.Start.Add(30 * time.Second), Busy: map[model.ConcurrencyKey][]int32{
+			{Cluster: "east", Namespace: "train"}:  {0, 8, 0},
+			{Cluster: "east", Namespace: "shared"}: {0, 4, 0},
+			{Cluster: "west", Namespace: "train"}:  {0, 2, 0},
 		}}
 	}
 	a, err := analysis.Analyze(d, nil, false)

@@ -36,7 +36,8 @@ func (c *collector) concurrency(ctx context.Context, d *model.Dataset) error {
 	first := d.Start.Add(interval)
 	// plan counted the requests at the resolution.
 	c.run.total += c.run.requests(first, d.End, interval) - c.run.requests(d.Start.Add(d.Resolution), d.End, d.Resolution)
-	cc := &model.Concurrency{Interval: interval, Scraped: scraped, Busy: map[model.ConcurrencyKey]map[int64]int{}}
+	cc := &model.Concurrency{Interval: interval, Scraped: scraped, First: first, Busy: map[model.ConcurrencyKey][]int32{}}
+	intervals := int(d.End.Sub(first)/interval) + 1
 	d.Concurrency = cc
 	// The answer has a series per namespace and profile, but the engine reads
 	// the busy counter of every held device at each interval (three times):
@@ -58,12 +59,13 @@ func (c *collector) concurrency(ctx context.Context, d *model.Dataset) error {
 			}
 			busy := cc.Busy[k]
 			if busy == nil {
-				busy = map[int64]int{}
+				busy = make([]int32, intervals)
 				cc.Busy[k] = busy
 			}
 			for _, p := range s.Values {
-				if n := int(math.Round(float64(p.Value))); n > 0 {
-					busy[int64(p.Timestamp)] = max(busy[int64(p.Timestamp)], n)
+				i := int((p.Timestamp.Time().Sub(first) + interval/2) / interval)
+				if n := int32(math.Round(float64(p.Value))); n > 0 && i >= 0 && i < intervals {
+					busy[i] = max(busy[i], n)
 				}
 			}
 		}

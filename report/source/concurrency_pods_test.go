@@ -62,7 +62,7 @@ func busyPeaks(t *testing.T, st *Store, id identity, start, end time.Time) map[m
 	peak := map[model.ConcurrencyKey]int{}
 	for k, busy := range d.Concurrency.Busy {
 		for _, n := range busy {
-			peak[k] = max(peak[k], n)
+			peak[k] = max(peak[k], int(n))
 		}
 	}
 	return peak

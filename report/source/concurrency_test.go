@@ -75,7 +75,7 @@ func TestBusyAtOnce(t *testing.T) {
 			peak := map[string]int{}
 			for k, busy := range cc.Busy {
 				for _, n := range busy {
-					peak[k.Namespace+"/"+k.Profile] = max(peak[k.Namespace+"/"+k.Profile], n)
+					peak[k.Namespace+"/"+k.Profile] = max(peak[k.Namespace+"/"+k.Profile], int(n))
 				}
 			}
 			want := map[string]int{"ci/": 2, "ml/": 3, "short/": 1}
@@ -92,6 +92,14 @@ func TestBusyAtOnce(t *testing.T) {
 			}
 			if !maps.Equal(peak, want) {
 				t.Errorf("devices busy at once per namespace %v, want %v", peak, want)
+			}
+			// ml's 3 are in the interval ending at 1:01:30, the 122nd after
+			// the first, which ends at 0:00:30: (3,690 s − 30 s) ÷ 30 s; none
+			// in the one before (the exporter was down), b and c in the one
+			// after (d ended at 1:01:12).
+			ml := cc.Busy[model.ConcurrencyKey{Namespace: "ml"}]
+			if !cc.First.Equal(at(0, 0, 30)) || len(ml) != 240 || ml[121] != 0 || ml[122] != 3 || ml[123] != 2 {
+				t.Errorf("first interval ends %s, ml's %d intervals, %v at 121–123; want 0:00:30, 240, [0 3 2]", cc.First, len(ml), ml[121:124])
 			}
 		})
 	}
