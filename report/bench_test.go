@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gputally/gputally/report/model"
 	"github.com/gputally/gputally/report/source"
 )
 
@@ -18,16 +20,46 @@ import (
 // GPUTALLY_BENCH_SCRAPE_SECONDS says otherwise; GPUTALLY_BENCH_GPUS changes
 // the fleet) through the embedded PromQL engine. It reports the samples stored,
 // the heap the store holds, the peak heap the report adds to it (sampled
-// every 5 ms) and the process's peak RSS (store building included).
+// every 5 ms), the heap its dataset keeps and the process's peak RSS (store
+// building included).
 func BenchmarkReport1000GPUs7Days(b *testing.B) {
-	gpus, scrape := 1000, 30*time.Second
-	if v, err := strconv.Atoi(os.Getenv("GPUTALLY_BENCH_GPUS")); err == nil && v > 0 {
-		gpus = v
+	benchReport(b, benchEnv("GPUTALLY_BENCH_GPUS", 1000), time.Duration(benchEnv("GPUTALLY_BENCH_SCRAPE_SECONDS", 30))*time.Second, 7)
+}
+
+// BenchmarkReportRange generates the same fleet's report over 7 and over 28
+// days (GPUTALLY_BENCH_GPUS, 100 by default; 60 s scrapes unless
+// GPUTALLY_BENCH_SCRAPE_SECONDS says otherwise): what the report holds per
+// holding does not grow with the range, so the dataset's heap and the
+// report's peak heap above the store stay nearly the same at 4× the range.
+func BenchmarkReportRange(b *testing.B) {
+	gpus, scrape := benchEnv("GPUTALLY_BENCH_GPUS", 100), time.Duration(benchEnv("GPUTALLY_BENCH_SCRAPE_SECONDS", 60))*time.Second
+	for _, days := range []int{7, 28} {
+		b.Run(fmt.Sprintf("%dd", days), func(b *testing.B) { benchReport(b, gpus, scrape, days) })
 	}
-	if v, err := strconv.Atoi(os.Getenv("GPUTALLY_BENCH_SCRAPE_SECONDS")); err == nil && v > 0 {
-		scrape = time.Duration(v) * time.Second
+}
+
+// benchEnv reads a positive count from the environment variable name, else def.
+func benchEnv(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
 	}
-	ticks := int(7 * 24 * time.Hour / scrape)
+	return def
+}
+
+// liveHeap returns the heap's live objects, in bytes, after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(heap)
+	return heap[0].Value.Uint64()
+}
+
+// benchReport builds gpus × days of the synthetic fleet scraped every
+// scrape into the embedded store and generates the report over it once per
+// iteration.
+func benchReport(b *testing.B, gpus int, scrape time.Duration, days int) {
+	rng := time.Duration(days) * 24 * time.Hour
+	ticks := int(rng / scrape)
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	fams, _ := synthFleet(gpus, scrape, ticks)
 	sb := NewStoreBuilder()
@@ -37,36 +69,12 @@ func BenchmarkReport1000GPUs7Days(b *testing.B) {
 	samples := sb.Samples()
 	st := sb.Store()
 	fams, sb = nil, nil
-	runtime.GC()
-	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(heap)
-	storeHeap := heap[0].Value.Uint64()
+	storeHeap := liveHeap()
 
 	cfg := DefaultConfig()
-	cfg.End = start.Add(7 * 24 * time.Hour)
+	cfg.End, cfg.Range = start.Add(rng), rng
 	q := source.NewEngineQuerier(st, 10*time.Minute, discard())
-	// Sample the live heap while the report runs: its peak above the store's
-	// heap is what the report itself holds (its queries, results and analysis).
-	done := make(chan struct{})
-	peak := make(chan uint64, 1)
-	go func() {
-		var max uint64
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		for {
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v > max {
-				max = v
-			}
-			select {
-			case <-done:
-				peak <- max
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+	done, peak := sampleHeapPeak()
 	b.ResetTimer()
 	for b.Loop() {
 		r, err := Generate(context.Background(), cfg, cfg.ledger(q), discard())
@@ -82,10 +90,43 @@ func BenchmarkReport1000GPUs7Days(b *testing.B) {
 	if p := <-peak; p > storeHeap {
 		b.ReportMetric(float64(p-storeHeap)/(1<<20), "report-peak-heap-MiB")
 	}
+	d, err := cfg.ledger(q).Collect(context.Background(), model.Range{Start: start, End: cfg.End, Step: cfg.Step, Resolution: cfg.Resolution})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if h := liveHeap(); h > storeHeap {
+		b.ReportMetric(float64(h-storeHeap)/(1<<20), "dataset-heap-MiB")
+	}
+	runtime.KeepAlive(d)
+	runtime.KeepAlive(st)
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-rss-MiB") // Linux: KiB
 	}
 	b.ReportMetric(float64(samples), "samples")
 	b.ReportMetric(float64(storeHeap)/(1<<20), "store-heap-MiB")
+}
+
+// sampleHeapPeak samples the live heap every 5 ms until done is closed,
+// then sends the most it saw on peak: above the store's heap, what the
+// report itself holds (its queries, results and analysis).
+func sampleHeapPeak() (done chan struct{}, peak chan uint64) {
+	done, peak = make(chan struct{}), make(chan uint64, 1)
+	go func() {
+		var most uint64
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			metrics.Read(sample)
+			most = max(most, sample[0].Value.Uint64())
+			select {
+			case <-done:
+				peak <- most
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return done, peak
 }

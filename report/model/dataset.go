@@ -147,8 +147,7 @@ type Concurrency struct {
 	First time.Time
 	// Busy holds, per namespace and MIG profile, the devices busy in each
 	// interval of the range: Busy[k][i] in the one ending at First + i ×
-	// Interval (4 bytes an interval, where a map of the busy ones took
-	// about 20 and its growth).
+	// Interval.
 	Busy map[ConcurrencyKey][]int32
 }
 
