@@ -20,8 +20,8 @@ import (
 // bucket with data: the end of that bucket less the most device-seconds any
 // GPU has in it (at most the bucket: a counter's first reading may hold
 // seconds from before it), since the history may begin inside it — or
-// d.Start, when
-// that is less than gapTolerance of a step later (scrape jitter).
+// d.Start, when that is less than gapTolerance of a step later (scrape
+// jitter).
 func historyStart(d *model.Dataset) (time.Time, int) {
 	first := 0
 	for first < d.Buckets-1 && !d.Present[first] {
