@@ -24,12 +24,13 @@ const (
 // dcgm-exporter-like series of 96 samples, each with its own UUID, then as
 // much white space as makes the size. Not safe for concurrent use.
 func Reader(size int64) io.Reader {
-	return &reader{left: max(size, int64(len(head)+len(series(0))+len(tail)))}
+	return &reader{left: max(size, int64(len(head)+len(series(nil, 0))+len(tail)))}
 }
 
 type reader struct {
 	left    int64  // bytes still to be read
 	pending []byte // made, not yet read
+	buf     []byte // the piece being made, reused
 	series  int    // series made
 	ended   bool   // the tail is made
 }
@@ -54,14 +55,15 @@ func (r *reader) Read(p []byte) (int, error) {
 func (r *reader) next() {
 	switch {
 	case r.series == 0:
-		r.pending = append([]byte(head), series(0)...)
+		r.buf = series(append(r.buf[:0], head...), 0)
+		r.pending = r.buf
 		r.series++
 	case r.ended:
 		panic("hugeanswer: read past the end") // left says the answer is over
 	default:
-		s := append([]byte{','}, series(r.series)...)
-		if r.left-int64(len(s)) >= int64(len(tail)) {
-			r.pending = s
+		r.buf = series(append(r.buf[:0], ','), r.series)
+		if r.left-int64(len(r.buf)) >= int64(len(tail)) {
+			r.pending = r.buf
 			r.series++
 			return
 		}
@@ -71,16 +73,17 @@ func (r *reader) next() {
 			r.pending, r.ended = []byte(tail), true
 			return
 		}
-		r.pending = make([]byte, min(pad, 64<<10))
-		for i := range r.pending {
-			r.pending[i] = ' '
+		r.buf = r.buf[:0]
+		for range min(pad, 64<<10) {
+			r.buf = append(r.buf, ' ')
 		}
+		r.pending = r.buf
 	}
 }
 
-// series is the text of series i.
-func series(i int) []byte {
-	b := fmt.Appendf(nil, `{"metric":{"__name__":"DCGM_FI_PROF_GR_ENGINE_ACTIVE","UUID":"GPU-%012d","gpu":"%d","Hostname":"node-%06d",`+
+// series appends the text of series i to b.
+func series(b []byte, i int) []byte {
+	b = fmt.Appendf(b, `{"metric":{"__name__":"DCGM_FI_PROF_GR_ENGINE_ACTIVE","UUID":"GPU-%012d","gpu":"%d","Hostname":"node-%06d",`+
 		`"modelName":"NVIDIA H100 80GB HBM3","namespace":"ml-team-%d","pod":"train-%09d","container":"main","job":"dcgm-exporter",`+
 		`"instance":"10.0.%d.%d:9400"},"values":[`, i, i%8, i/8, i%7, i, i/8%256, i/2048%256)
 	for s := range samplesPerSeries {
@@ -89,7 +92,11 @@ func series(i int) []byte {
 		}
 		b = append(b, '[')
 		b = strconv.AppendInt(b, firstTime+int64(s)*900, 10)
-		b = fmt.Appendf(b, `,"0.%06d"]`, (i*7919+s*104729)%1000000)
+		// A value 0.000000–0.999999: 1,000,000 + the fraction, written from its second digit.
+		b = append(b, `,"0.`...)
+		b = strconv.AppendInt(b, int64(1_000_000+(i*7919+s*104729)%1_000_000), 10)
+		b = append(b[:len(b)-7], b[len(b)-6:]...)
+		b = append(b, `"]`...)
 	}
 	return append(b, "]}"...)
 }

@@ -9,7 +9,7 @@ import (
 // TestReaderSize: the answer is exactly the size asked, valid JSON, and a
 // matrix of series of 96 samples each with its own UUID.
 func TestReaderSize(t *testing.T) {
-	one := int64(len(head) + len(series(0)) + len(tail))
+	one := int64(len(head) + len(series(nil, 0)) + len(tail))
 	for _, size := range []int64{0, one, one + 1, 1<<20 + 7} {
 		text, err := io.ReadAll(Reader(size))
 		if err != nil {
