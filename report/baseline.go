@@ -44,12 +44,16 @@ func (c *Config) openBaseline() (*followup.Baseline, error) {
 
 // followUp follows the baseline b (nil: none) up into r, the report of res,
 // the analysis of d, and adv, its advice. Without an earlier report to
-// follow, r says why in its warnings.
+// follow, r says why in its warnings. A baseline file that the data shows to
+// be of other clusters is a *ConfigError, as every baseline refused is.
 func followUp(b *followup.Baseline, r *Report, res *analysis.Result, adv *advice.Advice, d *model.Dataset, logger *slog.Logger) error {
 	if b == nil {
 		return nil
 	}
 	f, err := b.Follow(res, adv, d)
+	if errors.Is(err, followup.ErrBadBaseline) {
+		return badConfig(err)
+	}
 	if err != nil {
 		return err
 	}

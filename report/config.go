@@ -16,8 +16,9 @@ import (
 
 // ConfigError is a report that cannot start for its settings or files: a
 // bad value, a URL that is not one, a file that is missing or does not
-// parse, an output that cannot be created. It is found before any query is
-// sent; gputally exits 2 for it, 1 for every other failure (the engine, the
+// parse, an output that cannot be created, a baseline that cannot be
+// followed up. It is found before any query is sent (a baseline file of other
+// clusters once the data names the period's); gputally exits 2 for it, 1 for every other failure (the engine, the
 // network, an answer refused).
 type ConfigError struct{ Err error }
 

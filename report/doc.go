@@ -16,7 +16,8 @@
 // The report is a pipeline of packages, each importing only those below it:
 //
 //	report           Config, Run, RunDemoStore, Generate: wires the others;
-//	                 ConfigError; the output file; Progress
+//	                 ConfigError; the output file, every figure finite;
+//	                 Progress
 //	report/source    where data comes from: the Source seam, the ledger reader
 //	                 and the dcgm-exporter source (every PromQL query), the
 //	                 checks every answer passes, the Prometheus and
@@ -30,7 +31,8 @@
 //	report/analysis  totals, usage statistics, coverage, faults
 //	report/model     the Dataset a source returns, units and their formatting
 //
-// source imports only model; render reads followup, advice and analysis;
+// Of the report's packages source imports only model (and, outside them,
+// cost, mig, team and smallfile); render reads followup, advice and analysis;
 // followup reads advice, analysis and model; advice reads analysis and model;
 // analysis reads model; model imports none of them.
 // Generate knows of its data only the Source it is given: Run reads the

@@ -47,7 +47,10 @@ func Team(d *model.Dataset, teams TeamMap, k model.HoldingKey) string {
 // instance or a time-sliced share counts as its part of a GPU), amounts EUR
 // over the range.
 type Result struct {
+	// Start and End are the period reported on: Start is later than the
+	// range asked for when the history begins inside it (history.go).
 	Start, End time.Time
+	Range      string // the length of the range asked for, e.g. "1w"
 	Step       string // the step bucket, e.g. "1h"
 	// Partial is true when more than PartialAbove of the device-hours the
 	// range should hold are missing (no data) or unknown; Coverage says where.
@@ -87,7 +90,7 @@ const errNoDataFmt = "no GPU data: no gputally_gpu_seconds_total samples between
 // is partial unless allowPartial: then the result is marked Partial and its
 // first warning says what is missing. It only reads d.
 func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error) {
-	r := &Result{Start: d.Start.UTC(), End: d.End.UTC(), Step: pmodel.Duration(d.Step).String()}
+	r := &Result{Start: d.Start.UTC(), End: d.End.UTC(), Range: pmodel.Duration(d.End.Sub(d.Start)).String(), Step: pmodel.Duration(d.Step).String()}
 	if len(d.Ledger) == 0 {
 		return nil, fmt.Errorf(errNoDataFmt, r.Start.Format(time.RFC3339), r.End.Format(time.RFC3339))
 	}

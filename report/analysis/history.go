@@ -18,8 +18,10 @@ import (
 
 // historyStart returns when the history d holds begins, and its first step
 // bucket with data: the end of that bucket less the most device-seconds any
-// GPU has in it, since the history may begin inside it — or d.Start, when
-// that is less than gapTolerance of a step later (scrape jitter).
+// GPU has in it (at most the bucket: a counter's first reading may hold
+// seconds from before it), since the history may begin inside it — or
+// d.Start, when that is less than gapTolerance of a step later (scrape
+// jitter).
 func historyStart(d *model.Dataset) (time.Time, int) {
 	first := 0
 	for first < d.Buckets-1 && !d.Present[first] {
@@ -27,7 +29,7 @@ func historyStart(d *model.Dataset) (time.Time, int) {
 	}
 	seen := 0.0
 	for _, g := range d.GPUs {
-		seen = max(seen, g.Seen[first])
+		seen = max(seen, min(g.Seen[first], d.Step.Seconds()))
 	}
 	start := d.Start.Add(time.Duration(first+1)*d.Step - time.Duration(seen*float64(time.Second))).Truncate(time.Second)
 	if start.Sub(d.Start) <= time.Duration(gapTolerance*float64(d.Step)) {

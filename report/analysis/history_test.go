@@ -98,5 +98,19 @@ func TestHistoryStart(t *testing.T) {
 	}
 }
 
+// TestHistoryStartAtMostABucket: GPU A is first seen in bucket 2 with 3630
+// s there (its counter's first reading holds 30 s from before the bucket);
+// the history begins at the bucket's start, 2 h, not 30 s before it — and
+// the report, less than the range, covers 4 h.
+func TestHistoryStartAtMostABucket(t *testing.T) {
+	r, err := Analyze(historyDataset(map[string][]float64{"A": {0, 0, 3630, 3600, 3600, 3600}}), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from := historyStart0.Add(2 * time.Hour); !r.Start.Equal(from) {
+		t.Errorf("report from %s, want %s", r.Start, from)
+	}
+}
+
 // sameHours reports whether a and b agree to 1e-9 (relative above 1).
 func sameHours(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }

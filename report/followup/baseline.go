@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gputally/gputally/report/model"
 	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/report/advice"
@@ -36,6 +37,7 @@ type report struct {
 	SchemaVersion    int                     `json:"schema_version"`
 	Start            time.Time               `json:"start"`
 	End              time.Time               `json:"end"`
+	Range            string                  `json:"range"` // asked for; End − Start when the history is shorter
 	Kind             string                  `json:"kind"`
 	Clusters         []string                `json:"clusters"`
 	Fleet            analysis.Group          `json:"fleet"`
@@ -68,6 +70,25 @@ func readReport(path string) (*report, error) {
 	return &r, nil
 }
 
+// asked returns the length of the range r was asked for: its range, or its
+// period when it has none (or one that is not a duration).
+func (r *report) asked() time.Duration {
+	if d, err := pmodel.ParseDuration(r.Range); err == nil && d > 0 {
+		return time.Duration(d)
+	}
+	return r.End.Sub(r.Start)
+}
+
+// shortNote says, when r covers less than the range it was asked for (its
+// history began inside it), that its EUR are over fewer hours; "" otherwise.
+func (r *report) shortNote() string {
+	if covered := r.End.Sub(r.Start); covered < r.asked() {
+		return fmt.Sprintf("the baseline covers %s h of its %s (its history begins at %s): its EUR are over those hours, its EUR per month scaled to a month",
+			model.FormatHours(covered.Hours()), pmodel.Duration(r.asked()), r.Start.Format(time.RFC3339))
+	}
+	return ""
+}
+
 // Period is the range of the report that follows a baseline up: (Start, End].
 type Period struct{ Start, End time.Time }
 
@@ -85,9 +106,9 @@ func (p Period) misfit(r *report) string {
 		return fmt.Sprintf("it has no schema_version (written by a gputally without follow-ups); version %d is read", SchemaVersion)
 	case r.SchemaVersion != SchemaVersion:
 		return fmt.Sprintf("its schema_version %d is unknown; version %d is read", r.SchemaVersion, SchemaVersion)
-	case r.End.Sub(r.Start) != p.length():
+	case r.asked() != p.length():
 		return fmt.Sprintf("it covers %s and this report %s: a follow-up compares periods of one length",
-			pmodel.Duration(r.End.Sub(r.Start)), pmodel.Duration(p.length()))
+			pmodel.Duration(r.asked()), pmodel.Duration(p.length()))
 	}
 	return ""
 }

@@ -31,6 +31,8 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 		{"no schema version", baselineJSON(t, dir, "v0.json", nil, map[string]any{"schema_version": 0}), "has no schema_version"},
 		{"a later schema version", baselineJSON(t, dir, "v2.json", nil, map[string]any{"schema_version": followup.SchemaVersion + 1}), "schema_version 2 is unknown"},
 		{"a month", baselineJSON(t, dir, "month.json", nil, map[string]any{"start": week2.Add(-30 * 24 * time.Hour)}), "it covers 30d and this report 1w"},
+		{"a month asked, a week of history", baselineJSON(t, dir, "young-month.json", nil, map[string]any{"range": "30d"}), "it covers 30d and this report 1w"},
+		{"a week asked, 100 h of history", baselineJSON(t, dir, "young.json", nil, map[string]any{"range": "1w", "start": week2.Add(-100 * time.Hour)}), ""},
 		{"this period", baselineJSON(t, dir, "same.json", nil, map[string]any{"start": week2, "end": end}), "a baseline is an earlier period"},
 		{"a second past half", baselineJSON(t, dir, "late.json", nil, map[string]any{"start": half.Add(time.Second - 168*time.Hour), "end": half.Add(time.Second)}), "less than half this report's range"},
 		{"half a range before", baselineJSON(t, dir, "half.json", nil, map[string]any{"start": half.Add(-168 * time.Hour), "end": half}), ""},
@@ -88,6 +90,26 @@ func TestClusters(t *testing.T) {
 				t.Errorf("notes %q, want a note on the clusters: %v", res.Comparison.Notes, tc.note)
 			}
 		})
+	}
+}
+
+// TestYoungBaseline: the first report of a cluster younger than the range
+// covers only the history there is — asked for a week (168 h), its history
+// began 100 h before its end — and is followed up all the same, with a note
+// that its EUR are over those 100 h.
+func TestYoungBaseline(t *testing.T) {
+	path := baselineJSON(t, t.TempDir(), "young.json", nil, map[string]any{"range": "1w", "start": week2.Add(-100 * time.Hour)})
+	b, err := followup.Open(path, followup.Period{Start: week2, End: end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, d := periodIn(t, "", []gpu{{"GPU-A", "node-a", "0", 1}}, []use{{gpu: "GPU-A", holder: "ml/t/main", to: 6, busy: 1}})
+	res, err := b.Follow(r, &advice.Advice{}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Comparison == nil || !slices.ContainsFunc(res.Comparison.Notes, func(n string) bool { return strings.Contains(n, "covers 100.0 h of its 1w") }) {
+		t.Errorf("comparison %+v, want one noting that the baseline covers 100.0 h of its 1w", res.Comparison)
 	}
 }
 

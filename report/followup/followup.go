@@ -177,6 +177,9 @@ func (b *Baseline) Follow(r *analysis.Result, adv *advice.Advice, d *model.Datas
 		c.Notes = append(c.Notes, "the baseline covers clusters "+clusterList(base.Clusters)+" and this report "+clusterList(r.Clusters)+
 			": the fleet's before and after compare different clusters")
 	}
+	if n := base.shortNote(); n != "" {
+		c.Notes = append(c.Notes, n)
+	}
 	if base.Kind != r.Fleet.Kind {
 		c.Notes = append(c.Notes, "the baseline's figures are "+base.Kind+", this report's "+r.Fleet.Kind)
 	}

@@ -25,11 +25,14 @@ type Report struct {
 	// SchemaVersion is the version of the report's JSON
 	// (followup.SchemaVersion): a report is followed up only by a gputally
 	// that reads its version.
-	SchemaVersion int       `json:"schema_version"`
-	Start         time.Time `json:"start"`
-	End           time.Time `json:"end"`
-	Step          string    `json:"step"`
-	Source        string    `json:"source"`
+	SchemaVersion int `json:"schema_version"`
+	// Start and End are the period reported on; Start is later than End −
+	// Range, the range asked for, when the history begins inside it.
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end"`
+	Range  string    `json:"range"`
+	Step   string    `json:"step"`
+	Source string    `json:"source"`
 	// Kind is which kind of number the headline and the fleet's totals are:
 	// "exact", "sampled", "allocation share" or several (analysis.Group.Kind);
 	// every row carries its own.
@@ -84,7 +87,7 @@ func (r *Report) MonthFactor() float64 { return model.MonthFactor(r.Start, r.End
 // NewReport returns the report of the analysis a with its advice adv; Source
 // is left to the caller.
 func NewReport(a *analysis.Result, adv *advice.Advice) *Report {
-	return &Report{SchemaVersion: followup.SchemaVersion, Start: a.Start, End: a.End, Step: a.Step, Kind: a.Fleet.Kind, Sampling: a.Sampling, Partial: a.Partial, Coverage: a.Coverage, Warnings: a.Warnings,
+	return &Report{SchemaVersion: followup.SchemaVersion, Start: a.Start, End: a.End, Range: a.Range, Step: a.Step, Kind: a.Fleet.Kind, Sampling: a.Sampling, Partial: a.Partial, Coverage: a.Coverage, Warnings: a.Warnings,
 		Fleet: a.Fleet, GPUs: a.GPUs, Clusters: a.Clusters, Teams: a.Teams, Namespaces: a.Namespaces, Models: a.Models, Nodes: a.Nodes,
 		Holdings: a.Holdings, BrokenGPUs: a.BrokenGPUs,
 		Recommendations: adv.Recommendations, Packing: adv.Packing, FreedEURPerMonth: adv.FreedEURPerMonth,

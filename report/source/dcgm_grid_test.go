@@ -68,6 +68,9 @@ func TestPlanGroupsClusters(t *testing.T) {
 		t.Errorf("plans without a cluster label %+v, want one 1m0s plan over every series", one)
 	}
 	set := NewDCGMExporter(nil, DCGMExporterOptions{Grid: 15 * time.Second}).plan(dcgm, ksm, 5*time.Minute, id)
+	if len(set) == 0 {
+		t.Error("no plans with a grid set")
+	}
 	for _, p := range set {
 		if p.grid != 15*time.Second {
 			t.Errorf("plan %+v: grid %s, want the 15s set", p, p.grid)
