@@ -10,6 +10,7 @@ import (
 	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/memlimit"
 	"github.com/gputally/gputally/report/source"
 )
 
@@ -87,7 +88,8 @@ type Config struct {
 	// TotalTimeout bounds the whole run's queries, retries included (Run only).
 	TotalTimeout time.Duration
 	// MaxAnswerBytes bounds the size of one answer read (Run only); a larger
-	// one is asked again in smaller requests, down to one step.
+	// one is asked again in smaller requests, down to one step. 0: derived
+	// from the process's memory limit (AnswerCap).
 	MaxAnswerBytes int64
 	// MaxPointsPerQuery bounds the steps one request asks for; longer ranges
 	// are split into several requests.
@@ -136,6 +138,27 @@ const DefaultQueriesInFlight = 2
 // of Prometheus, Thanos, Cortex and Mimir: 11,000.
 const MaxPointsPerSeries = 11_000
 
+// AnswerCap is the most bytes one answer is read to: maxAnswerBytes when
+// set (> 0), else a quarter of the memory limit (GOMEMLIMIT, else the
+// cgroup's; 0: none) shared by the answers in flight (inFlight, ≥ 1), at most
+// source.DefaultMaxAnswerBytes, which is also the cap without a limit. An
+// answer read to its cap holds about 0.9 bytes per byte of its text
+// (BenchmarkDecodeAnswer), so the answers in flight take at most about a
+// quarter of the limit, and the rest is left to what the report keeps.
+func AnswerCap(maxAnswerBytes int64, limit memlimit.Limit, inFlight int) int64 {
+	if maxAnswerBytes > 0 {
+		return maxAnswerBytes
+	}
+	if limit.Bytes <= 0 {
+		return source.DefaultMaxAnswerBytes
+	}
+	return min(limit.Bytes/answersShare/int64(max(1, inFlight)), source.DefaultMaxAnswerBytes)
+}
+
+// answersShare is the part of the memory limit the answers in flight may
+// hold together: a quarter (1/answersShare).
+const answersShare = 4
+
 // DefaultConfig returns the defaults: a 7-day range in 1h steps, 5m
 // resolution, HTML, headroom 1.2, release below 5 % busy, time-slicing below
 // 30 % busy, drain above 95 % unallocated, 2m timeout, 1000 points and about
@@ -152,7 +175,6 @@ func DefaultConfig() Config {
 		DrainAbove:         0.95,
 		Timeout:            2 * time.Minute,
 		TotalTimeout:       time.Hour,
-		MaxAnswerBytes:     source.DefaultMaxAnswerBytes,
 		MaxPointsPerQuery:  1000,
 		MaxSamplesPerQuery: 500_000,
 		QueriesInFlight:    DefaultQueriesInFlight,

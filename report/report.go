@@ -9,6 +9,7 @@ import (
 
 	pmodel "github.com/prometheus/common/model"
 
+	"github.com/gputally/gputally/memlimit"
 	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
 	"github.com/gputally/gputally/report/model"
@@ -54,7 +55,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return badConfig(err)
 	}
-	opts := source.HTTPOptions{Timeout: cfg.Timeout, MaxAnswerBytes: cfg.MaxAnswerBytes}
+	limit := memlimit.Find()
+	opts := source.HTTPOptions{Timeout: cfg.Timeout, MaxAnswerBytes: AnswerCap(cfg.MaxAnswerBytes, limit, cfg.QueriesInFlight)}
+	if cfg.MaxAnswerBytes == 0 {
+		logger.Info("answers read up to a share of the memory limit", "max_answer_bytes", opts.MaxAnswerBytes, "limit", limit.String(), "query_concurrency", cfg.QueriesInFlight)
+	}
 	if cfg.HTTPConfigFile != "" {
 		client, err := source.LoadHTTPClient(cfg.HTTPConfigFile)
 		if err != nil {

@@ -21,7 +21,8 @@ import (
 )
 
 // reportGCPercent is the garbage collector's growth target (%) while the
-// report runs, unless GOGC or GOMEMLIMIT say otherwise. The report's live heap
+// report runs, unless GOGC says otherwise; a GOMEMLIMIT (the chart's) bounds
+// the heap further, and the peaks measured without one hold under it. The report's live heap
 // is what it keeps to the end — the dataset, per holding the 5-minute
 // activity and framebuffer values, and for --demo the store — and the default
 // 100 % lets garbage grow to its size again: 50 % holds the peak nearer the
@@ -68,7 +69,8 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("webhook.url-file", "File holding a Slack/Mattermost incoming-webhook URL; the Markdown report is POSTed to it.").StringVar(&c.cfg.WebhookURLFile)
 	c.timeout = durationFlag(cmd.Flag("query.timeout", "Limit of each query and of the webhook POST."), "2m")
 	c.totalTimeout = durationFlag(cmd.Flag("query.total-timeout", "Limit of all the report's queries together, retries included; 0: none."), "1h")
-	cmd.Flag("query.max-answer-bytes", "Largest answer read; a larger one is asked again in smaller requests, down to one step.").Default(strconv.Itoa(source.DefaultMaxAnswerBytes)).Int64Var(&c.cfg.MaxAnswerBytes)
+	cmd.Flag("query.max-answer-bytes", fmt.Sprintf("Largest answer read, in bytes; a larger one is asked again in smaller requests, down to one step, and one step over it is an error. 0: a quarter of the memory limit (GOMEMLIMIT, else the cgroup's memory.max) divided by --query.concurrency, at most %d (256 MiB), which is also the cap without a limit.", source.DefaultMaxAnswerBytes)).
+		Default("0").Int64Var(&c.cfg.MaxAnswerBytes)
 	cmd.Flag("query.max-points", "Most steps one range query asks for; longer ranges are split.").Default("1000").IntVar(&c.cfg.MaxPointsPerQuery)
 	cmd.Flag("query.max-samples", "About the most samples (series × steps) one range query's answer holds; requests are sized by the series of the previous answer; 0: no bound.").Default("500000").IntVar(&c.cfg.MaxSamplesPerQuery)
 	cmd.Flag("query.concurrency", "Most requests the report has in flight at once; the figures do not depend on it.").Default(strconv.Itoa(report.DefaultQueriesInFlight)).IntVar(&c.cfg.QueriesInFlight)
@@ -124,7 +126,7 @@ func (c *reportCommand) run(ctx context.Context, logger *slog.Logger) error {
 		}
 	}
 	c.cfg.MIGWeight, c.cfg.PriceBook = book.MIGWeight, book
-	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(reportGCPercent))
 	}
 	if !c.demo {

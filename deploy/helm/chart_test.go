@@ -538,6 +538,17 @@ func TestReportCronJob(t *testing.T) {
 		if m := mountOf(c, "reports"); m == nil || m.MountPath != "/reports" {
 			t.Errorf("container %s does not mount the reports volume at /reports", c.Name)
 		}
+		// GOMEMLIMIT is the container's memory limit (512Mi by default), in bytes,
+		// as the DaemonSet's: the report sizes its answers from it, and meets the
+		// garbage collector before the OOM killer.
+		memLimit := envVar(c, "GOMEMLIMIT")
+		if memLimit == nil || memLimit.ValueFrom == nil || memLimit.ValueFrom.ResourceFieldRef == nil ||
+			memLimit.ValueFrom.ResourceFieldRef.Resource != "limits.memory" || !memLimit.ValueFrom.ResourceFieldRef.Divisor.IsZero() {
+			t.Errorf("container %s: GOMEMLIMIT is not the container's memory limit in bytes: %+v", c.Name, memLimit)
+		}
+		if lim := c.Resources.Limits.Memory(); !lim.Equal(resource.MustParse("512Mi")) {
+			t.Errorf("container %s: memory limit %s, want the 512Mi GOMEMLIMIT follows", c.Name, lim)
+		}
 		for _, a := range c.Args {
 			if f, ok := strings.CutPrefix(a, "--format="); ok {
 				formats[f] = c

@@ -7,16 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	pmodel "github.com/prometheus/common/model"
 )
 
-// The answer of a range query is read as it arrives: the envelope's fields
-// one by one, and the matrix one series at a time, so that the report holds
-// the series it decoded and never the answer's text (tens of MB for a
-// request of half a million samples; decoding it whole also copied it twice,
-// once per level of the envelope).
+// The answer of a range query is read as it arrives (jsonStream): the
+// envelope's fields one by one, and the matrix one series and one sample at
+// a time, so that the report holds the series it decoded and never the
+// answer's text. A series' samples are read into one buffer per answer and
+// kept in a slice of their exact length: 16 bytes a sample, less than the
+// 17 or more of its text, so an answer read up to --query.max-answer-bytes
+// holds less than that in samples.
 
 // envelope is what decodeEnvelope read of the JSON answer of the Prometheus
 // HTTP API, with the fields other engines add.
@@ -32,154 +35,147 @@ type envelope struct {
 	Matrix     pmodel.Matrix // data.result, when ResultType is matrix
 }
 
-// decodeEnvelope reads one answer from dec. Keys it does not know (stats,
+// decodeEnvelope reads one answer from s. Keys it does not know (stats,
 // trace) are skipped; a result that is not a matrix is not decoded.
-func decodeEnvelope(dec *json.Decoder) (*envelope, error) {
+func decodeEnvelope(s *jsonStream) (*envelope, error) {
 	env := &envelope{}
-	if err := openObject(dec); err != nil {
-		return nil, fmt.Errorf("an answer that is not JSON: %w", err)
-	}
-	for dec.More() {
-		key, err := objectKey(dec)
-		if err != nil {
-			return nil, fmt.Errorf("an answer that is not JSON: %w", err)
-		}
+	var inData error // an error inside data, which says so itself
+	err := s.object(func(key string) (err error) {
 		switch key {
 		case "status":
-			err = dec.Decode(&env.Status)
+			env.Status, err = s.optString()
 		case "errorType":
-			err = dec.Decode(&env.ErrorType)
+			env.ErrorType, err = s.optString()
 		case "error":
-			err = dec.Decode(&env.Error)
+			env.Error, err = s.optString()
 		case "warnings":
-			err = dec.Decode(&env.Warnings)
+			env.Warnings, err = s.strings()
 		case "infos":
-			err = dec.Decode(&env.Infos)
+			env.Infos, err = s.strings()
 		case "isPartial":
-			err = dec.Decode(&env.IsPartial)
+			env.IsPartial, err = s.bool()
 		case "data":
-			err = decodeData(dec, env)
+			inData = decodeData(s, env)
+			return inData
 		default:
-			err = skipValue(dec)
+			err = s.skip()
 		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
+		return err
+	})
+	switch {
+	case inData != nil:
+		return nil, inData
+	case err != nil:
 		return nil, fmt.Errorf("an answer that is not JSON: %w", err)
 	}
 	return env, nil
 }
 
 // decodeData reads the data object (or null) into env.
-func decodeData(dec *json.Decoder, env *envelope) error {
-	t, err := dec.Token()
-	if err != nil {
-		return fmt.Errorf("a result that does not decode: %w", err)
-	}
-	if t == nil {
-		return nil // "data": null
-	}
-	if d, ok := t.(json.Delim); !ok || d != '{' {
-		return fmt.Errorf("a result that does not decode: data is %v, not an object", t)
-	}
-	env.hasData = true
-	for dec.More() {
-		key, err := objectKey(dec)
+func decodeData(s *jsonStream, env *envelope) error {
+	if isNull, err := s.null(); isNull || err != nil {
 		if err != nil {
 			return fmt.Errorf("a result that does not decode: %w", err)
 		}
+		return nil // "data": null
+	}
+	env.hasData = true
+	var inMatrix error
+	err := s.object(func(key string) (err error) {
 		switch {
 		case key == "resultType":
-			if err := dec.Decode(&env.ResultType); err != nil {
-				return fmt.Errorf("a result that does not decode: %w", err)
-			}
+			env.ResultType, err = s.optString()
 		case key == "result" && (env.ResultType == "" || env.ResultType == "matrix"):
-			if env.Matrix, err = decodeMatrix(dec); err != nil {
-				return fmt.Errorf("a matrix that does not decode: %w", err)
-			}
+			env.Matrix, inMatrix = decodeMatrix(s)
+			return inMatrix
 		default:
-			if err := skipValue(dec); err != nil {
-				return fmt.Errorf("a result that does not decode: %w", err)
-			}
+			err = s.skip()
 		}
-	}
-	if _, err := dec.Token(); err != nil {
+		return err
+	})
+	switch {
+	case inMatrix != nil:
+		return fmt.Errorf("a matrix that does not decode: %w", inMatrix)
+	case err != nil:
 		return fmt.Errorf("a result that does not decode: %w", err)
 	}
 	return nil
 }
 
 // decodeMatrix reads an array of series (or null), one at a time.
-func decodeMatrix(dec *json.Decoder) (pmodel.Matrix, error) {
-	t, err := dec.Token()
-	if err != nil {
+func decodeMatrix(s *jsonStream) (pmodel.Matrix, error) {
+	if isNull, err := s.null(); isNull || err != nil {
 		return nil, err
 	}
-	if t == nil {
-		return nil, nil
-	}
-	if d, ok := t.(json.Delim); !ok || d != '[' {
-		return nil, fmt.Errorf("result is %v, not an array", t)
-	}
 	var m pmodel.Matrix
-	for dec.More() {
-		s := &pmodel.SampleStream{}
-		if err := dec.Decode(s); err != nil {
-			return nil, err
-		}
-		m = append(m, s)
-	}
-	_, err = dec.Token()
+	var buf []pmodel.SamplePair // one series' samples as they are read
+	err := s.array(func() error {
+		series := &pmodel.SampleStream{}
+		err := s.object(func(key string) (err error) {
+			switch key {
+			case "metric":
+				series.Metric, err = decodeMetric(s)
+			case "values":
+				if buf, err = decodeSamples(s, buf[:0]); err == nil && len(buf) > 0 {
+					series.Values = slices.Clone(buf)
+				}
+			default: // histograms: no series the report reads has them
+				err = s.skip()
+			}
+			return err
+		})
+		m = append(m, series)
+		return err
+	})
 	return m, err
 }
 
-// openObject reads the opening brace of an object.
-func openObject(dec *json.Decoder) error {
-	t, err := dec.Token()
-	if err != nil {
+// decodeMetric reads a series' labels (or null).
+func decodeMetric(s *jsonStream) (pmodel.Metric, error) {
+	if isNull, err := s.null(); isNull || err != nil {
+		return nil, err
+	}
+	metric := pmodel.Metric{}
+	err := s.object(func(name string) error {
+		value, err := s.str()
+		metric[pmodel.LabelName(name)] = pmodel.LabelValue(value)
 		return err
-	}
-	if d, ok := t.(json.Delim); !ok || d != '{' {
-		return fmt.Errorf("%v is not an object", t)
-	}
-	return nil
+	})
+	return metric, err
 }
 
-// objectKey reads the next key of an object.
-func objectKey(dec *json.Decoder) (string, error) {
-	t, err := dec.Token()
-	if err != nil {
-		return "", err
+// decodeSamples appends the samples [time, "value"] of an array (or null) to
+// buf, read as model.SamplePair reads them.
+func decodeSamples(s *jsonStream, buf []pmodel.SamplePair) ([]pmodel.SamplePair, error) {
+	if isNull, err := s.null(); isNull || err != nil {
+		return buf, err
 	}
-	key, ok := t.(string)
-	if !ok {
-		return "", errors.New("an object key that is not a string")
-	}
-	return key, nil
-}
-
-// skipValue reads past one value, however nested, without keeping it.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
+	err := s.array(func() error {
+		var p pmodel.SamplePair
+		if err := s.expect('['); err != nil {
+			return err
+		}
+		t, err := s.scalar()
 		if err != nil {
 			return err
 		}
-		if d, ok := t.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				depth++
-			default:
-				depth--
-			}
+		if err := p.Timestamp.UnmarshalJSON(t); err != nil {
+			return fmt.Errorf("a sample's time %q: %w", t, err)
 		}
-		if depth == 0 {
-			return nil
+		if err := s.expect(','); err != nil {
+			return err
 		}
-	}
+		v, err := s.quoted()
+		if err != nil {
+			return err
+		}
+		if err := p.Value.UnmarshalJSON(v); err != nil {
+			return fmt.Errorf("a sample's value %s: %w", v, err)
+		}
+		buf = append(buf, p)
+		return s.expect(']')
+	})
+	return buf, err
 }
 
 // decodeAnswer returns the matrix of a range query's answer and what the
@@ -195,12 +191,12 @@ func decodeAnswer(status int, r io.Reader) (pmodel.Matrix, []string, error) {
 		}
 		return nil, nil, engineErrorOf(status, body)
 	}
-	br := bufio.NewReader(r)
+	br := bufio.NewReaderSize(r, answerBufferBytes)
 	if looksHTML(br) {
 		body, _ := io.ReadAll(io.LimitReader(br, errorBodyBytes))
 		return nil, nil, fmt.Errorf("%s, not the Prometheus API's JSON: is --prometheus.url the API's base URL, or does a proxy answer for it?", htmlPage(body))
 	}
-	env, err := decodeEnvelope(json.NewDecoder(br))
+	env, err := decodeEnvelope(newJSONStream(br))
 	switch {
 	case err != nil:
 		return nil, nil, err
@@ -226,6 +222,9 @@ func decodeAnswer(status int, r io.Reader) (pmodel.Matrix, []string, error) {
 	}
 	return env.Matrix, warnings, nil
 }
+
+// answerBufferBytes is the buffer an answer is read through.
+const answerBufferBytes = 64 << 10
 
 // errorBodyBytes is the most of an error answer read: its JSON envelope or
 // the proxy's page that says why.

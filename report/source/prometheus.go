@@ -49,7 +49,9 @@ type HTTPOptions struct {
 }
 
 // DefaultMaxAnswerBytes is the default of HTTPOptions.MaxAnswerBytes: 256 MiB,
-// about 40 times what a request of the default size (500,000 samples) needs.
+// about 20 times the text of a request of the default size (500,000
+// samples, 12 MB at 25 bytes a sample). The report's default is smaller
+// under a memory limit (report.AnswerCap).
 const DefaultMaxAnswerBytes = 256 << 20
 
 // userAgent names the report to the engines it queries.
@@ -110,7 +112,7 @@ type AnswerTooLargeError struct {
 }
 
 func (e *AnswerTooLargeError) Error() string {
-	return fmt.Sprintf("the answer to %s is larger than %d bytes (--query.max-answer-bytes)", e.Query, e.Limit)
+	return fmt.Sprintf("the answer to %s is larger than %d bytes (%.1f MiB, --query.max-answer-bytes)", e.Query, e.Limit, float64(e.Limit)/(1<<20))
 }
 
 // engineError is an answer of the engine that is not data: its HTTP status,

@@ -188,9 +188,12 @@ func (r *rangeRunner) fetch(ctx context.Context, query string, s span, step time
 		}
 		m, warnings, err := r.q.QueryRange(ctx, query, from, to, step)
 		var tooLarge *AnswerTooLargeError
-		if errors.As(err, &tooLarge) && to.After(from) {
+		switch {
+		case errors.As(err, &tooLarge) && to.After(from):
 			*limit = max(1, int(to.Sub(from)/step+1)/2)
 			continue
+		case tooLarge != nil:
+			return nil, fmt.Errorf("%w, even for the one step at %s: the report cannot read it in less; give it more memory, or raise the cap", err, from.UTC().Format(time.RFC3339))
 		}
 		if err == nil {
 			err = checkAnswer(m)

@@ -124,3 +124,16 @@ whole word `hostname` becomes `Hostname`, as `gputally generate
 {{- end -}}
 {{- $text -}}
 {{- end }}
+
+{{/*
+The GOMEMLIMIT env entry of a gputally container: the Go runtime's soft memory limit is
+the container's memory limit, in bytes, so that near it the garbage collector works
+harder rather than the kernel killing the process (docs/reliability.md). The report
+also sizes the answers it reads at once from it (--query.max-answer-bytes).
+*/}}
+{{- define "gputally.goMemLimitEnv" -}}
+- name: GOMEMLIMIT
+  valueFrom:
+    resourceFieldRef:
+      resource: limits.memory
+{{- end }}

@@ -48,6 +48,7 @@ finds the last report (--baseline=DIR) and deletes the older ones (--baseline.ke
       valueFrom:
         fieldRef:
           fieldPath: metadata.labels['batch.kubernetes.io/job-name']
+    {{- include "gputally.goMemLimitEnv" .ctx | nindent 4 }}
   resources:
     {{- toYaml $r.resources | nindent 4 }}
   securityContext:
