@@ -18,8 +18,10 @@ import (
 	"time"
 )
 
-// The budgets of issue 24 (DESIGN.md, "Budgets"): the report process's wall
-// time and peak RSS per fleet, range and engine. A fleet without a row of
+// The budgets (DESIGN.md, "Budgets"; issue 31): the report process's wall
+// time and peak RSS per fleet, range and engine. A peak RSS over its budget
+// fails the run; a wall time over its budget is reported in the table, not
+// failed (on a shared 2-core machine it is the load's more than the code's). A fleet without a row of
 // its own is held to the row of the smallest fleet at its range that covers
 // it; one larger than every row, or at a range without rows, has none.
 var fleetBudgets = []struct {
@@ -29,8 +31,9 @@ var fleetBudgets = []struct {
 	rss        uint64
 }{
 	{"vm", 1000, 7, 30 * time.Second, 300 << 20},
-	{"vm", 10000, 7, 300 * time.Second, 1 << 30},
-	{"vm", 1000, 30, 120 * time.Second, 400 << 20},
+	{"vm", 10000, 7, 200 * time.Second, 400 << 20},
+	{"vm", 1000, 30, 40 * time.Second, 150 << 20},
+	{"vm", 10000, 30, 600 * time.Second, 512 << 20},
 	{"embedded", 1000, 7, 30 * time.Second, 500 << 20},
 }
 
@@ -106,7 +109,7 @@ func envOr(name, def string) string {
 //     the embedded engine; the report's wall time (queries, analysis,
 //     advice) and the child's peak RSS (store included) are printed.
 //
-// It fails when a run is over its budget (fleetBudgets; the first
+// It fails when a run's peak RSS is over its budget (fleetBudgets; the first
 // concurrency is the one budgeted), counts the wrong number of GPUs, gives
 // EUR more than 0.1 % from the fleet's hand-summed ledger or from another
 // run of the same fleet, or when the import loses samples. Needs
@@ -202,8 +205,9 @@ func (f *fleetCase) check(t *testing.T, what string, out string) {
 	f.eur = append(f.eur, eur)
 }
 
-// overBudget fails t when a budgeted run is over its budget, and returns
-// the budget's words for the table.
+// overBudget fails t when a budgeted run's peak RSS is over its budget, and
+// returns the budget's words for the table, saying when its wall time was
+// over.
 func overBudget(t *testing.T, engine string, gpus, days int, budgeted bool, wall time.Duration, rss uint64) string {
 	t.Helper()
 	bw, brss, ok := fleetBudget(engine, gpus, days)
@@ -215,7 +219,7 @@ func overBudget(t *testing.T, engine string, gpus, days int, budgeted bool, wall
 		return words + " (not budgeted)"
 	}
 	if wall > bw {
-		t.Errorf("%s report over %d GPUs × %d days took %s, budget %s", engine, gpus, days, wall.Round(10*time.Millisecond), bw)
+		words += " (wall over)"
 	}
 	if rss > brss {
 		t.Errorf("%s report over %d GPUs × %d days peaked at %.1f MiB RSS, budget %d MiB", engine, gpus, days, float64(rss)/(1<<20), brss>>20)
