@@ -179,34 +179,39 @@ func TestLedgerOnEveryEngine(t *testing.T) {
 	// long's GPU per bucket ending 1h…6h: whole; whole; less the restarts' 40 s;
 	// whole (from 0 after the restart at 3h); not scraped; from 5h00m30s.
 	wantLong := []float64{3600, 3600, 3560, 3600, 0, 3570}
+	// The whole range at once, and stretches of one, two and four buckets
+	// (the restarts, the young series, the gap and the ended one on their
+	// edges).
 	for _, e := range engines(st) {
-		t.Run(e.name, func(t *testing.T) {
-			d, l := ledgerOver(t, e.q, start, end, step)
-			seconds, eur := map[string]float64{}, map[string]float64{}
-			for k, le := range l {
-				for s := range model.NumStates {
-					seconds[k.Holder.Namespace] += le.Seconds[s]
-					eur[k.Holder.Namespace] += le.EUR[s]
+		for _, stretch := range []int{0, 1, 2, 4} {
+			t.Run(fmt.Sprintf("%s, stretch %d", e.name, stretch), func(t *testing.T) {
+				d, l := ledgerOver(t, e.q, start, end, step, stretch)
+				seconds, eur := map[string]float64{}, map[string]float64{}
+				for k, le := range l {
+					for s := range model.NumStates {
+						seconds[k.Holder.Namespace] += le.Seconds[s]
+						eur[k.Holder.Namespace] += le.EUR[s]
+					}
 				}
-			}
-			for ns, w := range want {
-				if math.Abs(seconds[ns]-w) > 1e-6 {
-					t.Errorf("%s: %.3f device-seconds, want %.0f", ns, seconds[ns], w)
+				for ns, w := range want {
+					if math.Abs(seconds[ns]-w) > 1e-6 {
+						t.Errorf("%s: %.3f device-seconds, want %.0f", ns, seconds[ns], w)
+					}
+					if math.Abs(eur[ns]-w*eurPerSecond) > 1e-9 {
+						t.Errorf("%s: %.6f EUR, want %.6f", ns, eur[ns], w*eurPerSecond)
+					}
 				}
-				if math.Abs(eur[ns]-w*eurPerSecond) > 1e-9 {
-					t.Errorf("%s: %.6f EUR, want %.6f", ns, eur[ns], w*eurPerSecond)
+				g := d.GPUs[model.GPUKey{UUID: "GPU-long"}]
+				if g == nil {
+					t.Fatal("GPU-long not seen")
 				}
-			}
-			g := d.GPUs[model.GPUKey{UUID: "GPU-long"}]
-			if g == nil {
-				t.Fatal("GPU-long not seen")
-			}
-			for i, w := range wantLong {
-				if math.Abs(g.Seen[i]-w) > 1e-6 {
-					t.Errorf("GPU-long, bucket ending %dh: %.1f device-seconds, want %.0f", i+1, g.Seen[i], w)
+				for i, w := range wantLong {
+					if math.Abs(g.Seen[i]-w) > 1e-6 {
+						t.Errorf("GPU-long, bucket ending %dh: %.1f device-seconds, want %.0f", i+1, g.Seen[i], w)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -104,6 +104,12 @@ const maxFineUUIDs = 100
 type counterSeries struct {
 	metric pmodel.Metric // without __name__
 	last   []float64
+	// seen and lastSeen are whether the series had a value in a bucket
+	// before bucket 1, and the last such value (NaN: none); isNew whether
+	// its first bucket counted from 0 (seconds series, set once read).
+	seen     bool
+	lastSeen float64
+	isNew    bool
 	// noResets are the buckets whose R, the resets over the bucket and the
 	// one before it, is 0: all R is read for (a bit per bucket, where the
 	// values are 8 bytes).
@@ -124,9 +130,14 @@ const (
 )
 
 // counters reads X and R of metric per series over buckets of step ending at
-// start, start+step, …, end.
-func (c *collector) counters(ctx context.Context, name, metric string, start, end time.Time, step time.Duration) (counterSet, error) {
+// start, start+step, …, end: the stretch after past (stretch.go), whose
+// bucket 0, the one ending at start, is read only before the first stretch.
+func (c *collector) counters(ctx context.Context, name, metric string, start, end time.Time, step time.Duration, past *counterPast) (counterSet, error) {
 	n := int(end.Sub(start)/step) + 1
+	from := start
+	if past.read {
+		from = start.Add(step)
+	}
 	set := counterSet{}
 	fill := func(resets bool) func(pmodel.Matrix) {
 		return func(m pmodel.Matrix) {
@@ -157,12 +168,13 @@ func (c *collector) counters(ctx context.Context, name, metric string, start, en
 			}
 		}
 	}
-	if err := c.run.run(ctx, name, c.dedupe.read(fmt.Sprintf("last_over_time(%s[%s])", metric, c.win.of(step))), start, end, step, fill(false)); err != nil {
+	if err := c.run.run(ctx, name, c.dedupe.read(fmt.Sprintf("last_over_time(%s[%s])", metric, c.win.of(step))), from, end, step, fill(false)); err != nil {
 		return nil, err
 	}
-	if err := c.run.run(ctx, name+" (resets)", c.dedupe.read(fmt.Sprintf("resets(%s[%s])", metric, c.win.of(2*step))), start, end, step, fill(true)); err != nil {
+	if err := c.run.run(ctx, name+" (resets)", c.dedupe.read(fmt.Sprintf("resets(%s[%s])", metric, c.win.of(2*step))), from, end, step, fill(true)); err != nil {
 		return nil, err
 	}
+	past.begin(set)
 	return set, nil
 }
 
@@ -218,7 +230,7 @@ func (s counterSet) sorted() []*counterSeries {
 // comment at the top). plainNew reports whether bucket i, the series' first,
 // is plainly new by its seconds counter.
 func (s *counterSeries) plan(plainNew func(i int) bool) {
-	seen := !math.IsNaN(s.last[0])
+	seen := s.seen
 	for i := 1; i < len(s.last); i++ {
 		x, p, r0 := s.last[i], s.last[i-1], s.noResets.Has(i)
 		if math.IsNaN(x) {
@@ -245,11 +257,11 @@ func (s *counterSeries) plan(plainNew func(i int) bool) {
 // none in an earlier bucket (from the one ending at the range's start on), or
 // −1.
 func (s *counterSeries) firstBucket() int {
-	for i, x := range s.last {
-		if !math.IsNaN(x) {
-			if i == 0 {
-				return -1
-			}
+	if s.seen {
+		return -1
+	}
+	for i := 1; i < len(s.last); i++ {
+		if !math.IsNaN(s.last[i]) {
 			return i
 		}
 	}
@@ -347,8 +359,7 @@ func uuidMatcher(uuids map[string]bool) string {
 // series' first bucket counts from 0 (its seconds counter says it is new).
 func (s *counterSeries) increases(isNew bool) []float64 {
 	out := make([]float64, len(s.last)-1)
-	seen := !math.IsNaN(s.last[0]) // an X in an earlier bucket
-	lastSeen := s.last[0]
+	seen, lastSeen := s.seen, s.lastSeen // an X in an earlier bucket
 	for i := 1; i < len(s.last); i++ {
 		x, p := s.last[i], s.last[i-1]
 		fine, read := s.fine[i]

@@ -88,11 +88,12 @@ func jobs(ns, prefix string, from, to time.Time, every, run time.Duration) []hol
 	return out
 }
 
-// ledgerOver runs the report's ledger reading over (start, end] in step buckets.
-func ledgerOver(t *testing.T, q Querier, start, end time.Time, step time.Duration) (*model.Dataset, map[model.HoldingKey]*model.LedgerEntry) {
+// ledgerOver runs the report's ledger reading over (start, end] in step
+// buckets, stretch buckets at a time (0: the report's stretch, a week).
+func ledgerOver(t *testing.T, q Querier, start, end time.Time, step time.Duration, stretch int) (*model.Dataset, map[model.HoldingKey]*model.LedgerEntry) {
 	t.Helper()
 	d := model.NewDataset(model.Range{Start: start, End: end, Step: step})
-	c := &collector{run: &rangeRunner{q: q, maxPoints: 1000}}
+	c := &collector{run: &rangeRunner{q: q, maxPoints: 1000}, stretch: stretch}
 	if _, err := c.probeWindows(context.Background(), end); err != nil {
 		t.Fatal(err)
 	}
@@ -104,9 +105,9 @@ func ledgerOver(t *testing.T, q Querier, start, end time.Time, step time.Duratio
 }
 
 // ledgerByNamespace returns the device-seconds and EUR the report reads per namespace.
-func ledgerByNamespace(t *testing.T, q Querier, start, end time.Time, step time.Duration) (seconds, eur map[string]float64) {
+func ledgerByNamespace(t *testing.T, q Querier, start, end time.Time, step time.Duration, stretch int) (seconds, eur map[string]float64) {
 	t.Helper()
-	_, l := ledgerOver(t, q, start, end, step)
+	_, l := ledgerOver(t, q, start, end, step, stretch)
 	seconds, eur = map[string]float64{}, map[string]float64{}
 	for k, e := range l {
 		for st := range model.NumStates {
@@ -163,25 +164,32 @@ func TestExactIncreaseShortJobs(t *testing.T) {
 			b := NewStoreBuilder()
 			truth := play(t, b, procs, runs, scrape, offset, start, end, nil)
 			q := NewEngineQuerier(b.Store(), time.Minute, discard())
-			seconds, eurs := ledgerByNamespace(t, q, start, end, step)
 			old := sumByNamespace(t, q, fmt.Sprintf("sum by (namespace) (increase(gputally_gpu_seconds_total[%s]))", pmodel.Duration(step)), start, end, step)
-			for _, ns := range []string{"ci-2m", "ci-90s", "short", "edge", "long"} {
-				want := truth[ns]
-				// The ledger counted the stopping process up to restartAt; what it
-				// accrued after its last scrape (3h15m00s, or 3h14m43s at the 13 s
-				// offset: 12 or 29 s) is lost to every reader. After the restart the
-				// counter is read from 0.
-				if ns == "long" {
-					want -= map[time.Duration]float64{0: 12, 13 * time.Second: 29}[offset]
+			var seconds map[string]float64
+			// The whole range at once, and a stretch of one and of four buckets
+			// at a time: the restart at 3h15m and the job across 1h on a
+			// stretch's edge.
+			for _, stretch := range []int{0, 1, 4} {
+				var eurs map[string]float64
+				seconds, eurs = ledgerByNamespace(t, q, start, end, step, stretch)
+				for _, ns := range []string{"ci-2m", "ci-90s", "short", "edge", "long"} {
+					want := truth[ns]
+					// The ledger counted the stopping process up to restartAt; what it
+					// accrued after its last scrape (3h15m00s, or 3h14m43s at the 13 s
+					// offset: 12 or 29 s) is lost to every reader. After the restart the
+					// counter is read from 0.
+					if ns == "long" {
+						want -= map[time.Duration]float64{0: 12, 13 * time.Second: 29}[offset]
+					}
+					tol := 1e-9 * want
+					if math.Abs(seconds[ns]-want) > tol {
+						t.Errorf("stretch %d: %s: report reads %.6f device-seconds, the ledger counted %.6f, readable %.6f", stretch, ns, seconds[ns], truth[ns], want)
+					}
+					if math.Abs(eurs[ns]-want*eurPerSecond) > tol*eurPerSecond {
+						t.Errorf("stretch %d: %s: report reads %.6f EUR, the ledger counted %.6f", stretch, ns, eurs[ns], want*eurPerSecond)
+					}
+					t.Logf("stretch %d: %s: ledger %.1f s, report %.1f s, increase() %.1f s", stretch, ns, truth[ns], seconds[ns], old[ns])
 				}
-				tol := 1e-9 * want
-				if math.Abs(seconds[ns]-want) > tol {
-					t.Errorf("%s: report reads %.6f device-seconds, the ledger counted %.6f, readable %.6f", ns, seconds[ns], truth[ns], want)
-				}
-				if math.Abs(eurs[ns]-want*eurPerSecond) > tol*eurPerSecond {
-					t.Errorf("%s: report reads %.6f EUR, the ledger counted %.6f", ns, eurs[ns], want*eurPerSecond)
-				}
-				t.Logf("%s: ledger %.1f s, report %.1f s, increase() %.1f s", ns, truth[ns], seconds[ns], old[ns])
 			}
 			// increase() is what this replaces: it misreads short jobs by how their
 			// ends fall between scrapes.
@@ -219,26 +227,31 @@ func TestExactIncreaseScrapeGap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, _ := ledgerOver(t, NewEngineQuerier(b.Store(), time.Minute, discard()), start, end, time.Hour)
-	g := d.GPUs[model.GPUKey{UUID: "GPU-0"}]
-	if g == nil {
-		t.Fatal("GPU-0 not seen")
-	}
-	got := map[time.Time]float64{}
-	for i, v := range g.Seen {
-		got[start.Add(time.Duration(i+1)*time.Hour)] = v
-	}
-	// Buckets ending at 1h, 2h: whole; 3h, 4h: not scraped; 5h: the growth
-	// from the first scrape after the gap, 4h00m30s, to 5h, 3,570 s (not the
-	// 1e6 s the counter holds, nor its 7,230 s of growth since the last scrape
-	// before the gap, 2h); 6h: whole.
-	want := map[time.Time]float64{
-		start.Add(time.Hour): 3600, start.Add(2 * time.Hour): 3600, start.Add(3 * time.Hour): 0, start.Add(4 * time.Hour): 0,
-		start.Add(5 * time.Hour): 3570, start.Add(6 * time.Hour): 3600,
-	}
-	for ts, w := range want {
-		if math.Abs(got[ts]-w) > 1e-6 {
-			t.Errorf("bucket ending %s: %.1f s, want %.1f", ts.Format("15:04"), got[ts], w)
+	// The whole range at once, and stretches of one and three buckets: the
+	// gap across a stretch's edge, and after one.
+	q := NewEngineQuerier(b.Store(), time.Minute, discard())
+	for _, stretch := range []int{0, 1, 3} {
+		d, _ := ledgerOver(t, q, start, end, time.Hour, stretch)
+		g := d.GPUs[model.GPUKey{UUID: "GPU-0"}]
+		if g == nil {
+			t.Fatalf("stretch %d: GPU-0 not seen", stretch)
+		}
+		got := map[time.Time]float64{}
+		for i, v := range g.Seen {
+			got[start.Add(time.Duration(i+1)*time.Hour)] = v
+		}
+		// Buckets ending at 1h, 2h: whole; 3h, 4h: not scraped; 5h: the growth
+		// from the first scrape after the gap, 4h00m30s, to 5h, 3,570 s (not the
+		// 1e6 s the counter holds, nor its 7,230 s of growth since the last scrape
+		// before the gap, 2h); 6h: whole.
+		want := map[time.Time]float64{
+			start.Add(time.Hour): 3600, start.Add(2 * time.Hour): 3600, start.Add(3 * time.Hour): 0, start.Add(4 * time.Hour): 0,
+			start.Add(5 * time.Hour): 3570, start.Add(6 * time.Hour): 3600,
+		}
+		for ts, w := range want {
+			if math.Abs(got[ts]-w) > 1e-6 {
+				t.Errorf("stretch %d: bucket ending %s: %.1f s, want %.1f", stretch, ts.Format("15:04"), got[ts], w)
+			}
 		}
 	}
 }
@@ -302,28 +315,34 @@ func TestExactIncreaseSlowCounterGap(t *testing.T) {
 				}
 				appendLedger(t, b, base, ts, rate*(off-from).Seconds())
 			}
-			d, l := ledgerOver(t, NewEngineQuerier(b.Store(), time.Minute, discard()), start, end, time.Hour)
-			g := d.GPUs[model.GPUKey{UUID: "GPU-0"}]
-			if g == nil {
-				t.Fatal("GPU-0 not seen")
-			}
-			var total float64
-			for i, w := range c.want {
-				total += w
-				if math.Abs(g.Seen[i]-w) > 1e-6 {
-					t.Errorf("bucket ending %dh: %.3f device-seconds, want %.3f", i+1, g.Seen[i], w)
+			// The whole range at once, and a bucket and two at a time: the
+			// series new in an earlier stretch, the last value before the
+			// gap in one.
+			q := NewEngineQuerier(b.Store(), time.Minute, discard())
+			for _, stretch := range []int{0, 1, 2} {
+				d, l := ledgerOver(t, q, start, end, time.Hour, stretch)
+				g := d.GPUs[model.GPUKey{UUID: "GPU-0"}]
+				if g == nil {
+					t.Fatal("GPU-0 not seen")
 				}
-			}
-			var seconds, eur float64
-			for _, e := range l {
-				seconds += e.Seconds[model.StateBusy]
-				eur += e.EUR[model.StateBusy]
-			}
-			if math.Abs(seconds-total) > 1e-6 {
-				t.Errorf("%.3f busy device-seconds, want %.3f", seconds, total)
-			}
-			if math.Abs(eur-total*eurPerSecond) > 1e-9 {
-				t.Errorf("%.6f busy EUR, want %.6f", eur, total*eurPerSecond)
+				var total float64
+				for i, w := range c.want {
+					total += w
+					if math.Abs(g.Seen[i]-w) > 1e-6 {
+						t.Errorf("stretch %d: bucket ending %dh: %.3f device-seconds, want %.3f", stretch, i+1, g.Seen[i], w)
+					}
+				}
+				var seconds, eur float64
+				for _, e := range l {
+					seconds += e.Seconds[model.StateBusy]
+					eur += e.EUR[model.StateBusy]
+				}
+				if math.Abs(seconds-total) > 1e-6 {
+					t.Errorf("stretch %d: %.3f busy device-seconds, want %.3f", stretch, seconds, total)
+				}
+				if math.Abs(eur-total*eurPerSecond) > 1e-9 {
+					t.Errorf("stretch %d: %.6f busy EUR, want %.6f", stretch, eur, total*eurPerSecond)
+				}
 			}
 		})
 	}

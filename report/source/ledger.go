@@ -94,6 +94,7 @@ type collector struct {
 	dedupe    deduper
 	win       windows // how the engine bounds a range selector (probeWindows)
 	leftOut   leftOut // gauge samples out of their range
+	stretch   int     // step buckets the ledger is read in at a time; 0: a week's (stretch.go)
 }
 
 func (c *collector) plan(d *model.Dataset) {

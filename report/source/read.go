@@ -23,61 +23,20 @@ func (c *collector) thisPeriod(ctx context.Context, d *model.Dataset) error {
 	return nil
 }
 
-// ledger reads seconds and EUR per holding and state over (start, end]; with
-// fill it also fills d's per-bucket timeline and presence. Its queries are
-// named with suffix in the progress line.
+// ledger reads seconds and EUR per holding and state over (start, end], a
+// stretch at a time (stretch.go); with fill it also fills d's per-bucket
+// timeline and presence. Its queries are named with suffix in the progress
+// line.
 func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end time.Time, fill bool, suffix string) (map[model.HoldingKey]*model.LedgerEntry, error) {
-	// Buckets from the one ending at start: its values are the base of the first.
-	secs, err := c.counters(ctx, secondsCounter+suffix, secondsCounter, start, end, d.Step)
-	if err != nil {
-		return nil, err
-	}
-	eurs, err := c.counters(ctx, eurCounter+suffix, eurCounter, start, end, d.Step)
-	if err != nil {
-		return nil, err
-	}
-	// Which buckets to read again, sample by sample: a seconds series' first
-	// bucket is plainly new when its counter is small; an EUR series' when its
-	// seconds series' is, and that one is not read again there.
-	limit := (d.Step + newSeriesSlack).Seconds()
-	for _, s := range secs {
-		s.plan(func(i int) bool { return s.last[i] <= limit })
-	}
-	for fp, s := range eurs {
-		sec := secs[fp]
-		s.plan(func(i int) bool { return sec == nil || !sec.want[i] && sec.last[i] <= limit })
-	}
-	if err := c.refine(ctx, secondsCounter+suffix, secondsCounter, secs, start, d.Step); err != nil {
-		return nil, err
-	}
-	if err := c.refine(ctx, eurCounter+suffix, eurCounter, eurs, start, d.Step); err != nil {
-		return nil, err
-	}
-	// A series is new when its seconds counter's first sample in its first
-	// bucket is small: it started from 0 in the bucket.
-	isNew := map[pmodel.Fingerprint]bool{}
-	for fp, s := range secs {
-		if i := s.firstBucket(); i > 0 {
-			first := s.last[i]
-			if v := s.fine[i]; len(v) > 0 {
-				first = v[0]
-			}
-			isNew[fp] = first <= limit
+	l := &ledgerReading{d: d, id: c.id, fill: fill, first: start, out: map[model.HoldingKey]*model.LedgerEntry{}}
+	var secs, eurs counterPast
+	stretch := time.Duration(c.stretchBuckets(d.Step)) * d.Step
+	for base := start; base.Before(end); base = base.Add(stretch) {
+		to := base.Add(stretch)
+		if to.After(end) {
+			to = end
 		}
-	}
-	l := &ledgerReading{d: d, id: c.id, fill: fill, start: start, out: map[model.HoldingKey]*model.LedgerEntry{}}
-	for _, dev := range secs.byDevice(c.id) {
-		if err := l.addDevice(dev, isNew); err != nil {
-			return nil, err
-		}
-	}
-	for _, s := range eurs.sorted() {
-		fp := s.metric.Fingerprint()
-		n := true // no seconds series to tell: counted from 0, as a new series
-		if _, has := secs[fp]; has {
-			n = isNew[fp]
-		}
-		if err := l.addEUR(s, n); err != nil {
+		if err := c.ledgerStretch(ctx, l, &secs, &eurs, base, to, suffix); err != nil {
 			return nil, err
 		}
 	}
@@ -103,24 +62,25 @@ func (s counterSet) byDevice(id identity) [][]*counterSeries {
 }
 
 // ledgerReading is the ledger being read over buckets of d.Step from the one
-// ending at start: the entries by holding and, with fill, the dataset's
-// per-bucket figures.
+// ending at first, a stretch at a time: the entries by holding and, with
+// fill, the dataset's per-bucket figures.
 type ledgerReading struct {
 	d     *model.Dataset
 	id    identity
 	fill  bool
-	start time.Time
+	first time.Time // the end of the bucket before the first read
+	start time.Time // the end of the bucket before the stretch being read
 	out   map[model.HoldingKey]*model.LedgerEntry
 }
 
-// addDevice adds the seconds series of one device (isNew tells, per series,
+// addDevice adds the seconds series of one device (each one's isNew tells
 // whether its first bucket counts from 0) and checks that together they
 // count no more time than passed in any bucket (conserved).
-func (l *ledgerReading) addDevice(series []*counterSeries, isNew map[pmodel.Fingerprint]bool) error {
+func (l *ledgerReading) addDevice(series []*counterSeries) error {
 	incs := make([][]float64, len(series))
 	var sums []float64
 	for j, s := range series {
-		incs[j] = s.increases(isNew[s.metric.Fingerprint()])
+		incs[j] = s.increases(s.isNew)
 		l.addSeconds(s, incs[j])
 		if sums == nil {
 			sums = make([]float64, len(incs[j]))
@@ -162,12 +122,13 @@ func (l *ledgerReading) addSeconds(s *counterSeries, increases []float64) {
 	if l.fill {
 		g = d.GPU(l.id.gpuOf(s.metric), e)
 	}
-	for b, v := range increases {
+	off := int(l.start.Sub(l.first) / d.Step) // the stretch's first bucket in the range
+	for i, v := range increases {
 		if math.IsNaN(v) {
 			continue
 		}
 		e.Seconds[st] += v
-		if l.fill && b < d.Buckets {
+		if b := off + i; l.fill && b < d.Buckets {
 			d.AddSeconds(e, g, b, st, v)
 		}
 	}
