@@ -162,7 +162,7 @@ const answersShare = 4
 // DefaultConfig returns the defaults: a 7-day range in 1h steps, 5m
 // resolution, HTML, headroom 1.2, release below 5 % busy, time-slicing below
 // 30 % busy, drain above 95 % unallocated, 2m timeout, 1000 points and about
-// 500,000 samples per request, two requests in flight.
+// 1,000,000 samples per request, two requests in flight.
 func DefaultConfig() Config {
 	return Config{
 		Range:              7 * 24 * time.Hour,
@@ -176,7 +176,7 @@ func DefaultConfig() Config {
 		Timeout:            2 * time.Minute,
 		TotalTimeout:       time.Hour,
 		MaxPointsPerQuery:  1000,
-		MaxSamplesPerQuery: 500_000,
+		MaxSamplesPerQuery: 1_000_000,
 		QueriesInFlight:    DefaultQueriesInFlight,
 		DedupeLabels:       source.DefaultDedupeLabels,
 		ClusterLabel:       source.DefaultClusterLabel,

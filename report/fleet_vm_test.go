@@ -74,7 +74,7 @@ func fleetFromEnv(t *testing.T) fleetSettings {
 	s := fleetSettings{
 		gpus: counts("GPUTALLY_FLEET_GPUS", "1000"), days: counts("GPUTALLY_FLEET_DAYS", "7"),
 		scrape:      time.Duration(counts("GPUTALLY_FLEET_SCRAPE_SECONDS", "60")[0]) * time.Second,
-		maxSamples:  strings.Split(envOr("GPUTALLY_FLEET_MAX_SAMPLES", "500000"), ","),
+		maxSamples:  strings.Split(envOr("GPUTALLY_FLEET_MAX_SAMPLES", "1000000"), ","),
 		concurrency: strings.Split(envOr("GPUTALLY_FLEET_CONCURRENCY", strconv.Itoa(DefaultQueriesInFlight)+",1"), ","),
 		engines:     strings.Split(envOr("GPUTALLY_FLEET_ENGINES", "vm,embedded"), ","),
 		keep:        os.Getenv("GPUTALLY_FLEET_KEEP"),
@@ -101,7 +101,7 @@ func envOr(name, def string) string {
 //     GPUTALLY_FLEET_KEEP=dir the imported fleet is kept in dir and reused
 //     by later runs), and the `gputally report` binary runs against it over
 //     HTTP, once per --query.max-samples of GPUTALLY_FLEET_MAX_SAMPLES
-//     (default 500000) and --query.concurrency of GPUTALLY_FLEET_CONCURRENCY
+//     (default 1000000) and --query.concurrency of GPUTALLY_FLEET_CONCURRENCY
 //     (default 2,1). Its wall time and peak RSS (getrusage of the child) are
 //     printed with the import's time and VictoriaMetrics' peak RSS;
 //   - embedded: a child process (this test binary) builds the Store of

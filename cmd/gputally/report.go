@@ -72,7 +72,7 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("query.max-answer-bytes", fmt.Sprintf("Largest answer read, in bytes; a larger one is asked again in smaller requests, down to one step, and one step over it is an error. 0: a quarter of the memory limit (GOMEMLIMIT, else the cgroup's memory.max) divided by --query.concurrency, at most %d (256 MiB), which is also the cap without a limit.", source.DefaultMaxAnswerBytes)).
 		Default("0").Int64Var(&c.cfg.MaxAnswerBytes)
 	cmd.Flag("query.max-points", "Most steps one range query asks for; longer ranges are split.").Default("1000").IntVar(&c.cfg.MaxPointsPerQuery)
-	cmd.Flag("query.max-samples", "About the most samples (series × steps) one range query's answer holds; requests are sized by the series of the previous answer; 0: no bound.").Default("500000").IntVar(&c.cfg.MaxSamplesPerQuery)
+	cmd.Flag("query.max-samples", "About the most samples (series × steps) one range query's answer holds; requests are sized by the series of the previous answer; 0: no bound.").Default("1000000").IntVar(&c.cfg.MaxSamplesPerQuery)
 	cmd.Flag("query.concurrency", "Most requests the report has in flight at once; the figures do not depend on it.").Default(strconv.Itoa(report.DefaultQueriesInFlight)).IntVar(&c.cfg.QueriesInFlight)
 	cmd.Flag("report.dedupe-labels", "Labels by which copies of one series differ when the engine delivers it twice — an HA pair without deduplication (prometheus_replica, replica, __replica__), a second scrape job (job) — for the ledger's and dcgm-exporter's series alike; each is counted once. Comma-separated; empty: count every series.").
 		Default(strings.Join(source.DefaultDedupeLabels, ",")).StringVar(&c.dedupe)

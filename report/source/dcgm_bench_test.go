@@ -37,7 +37,7 @@ func BenchmarkDCGMExporterSource(b *testing.B) {
 	r := model.Range{Start: start, End: start.Add(24 * time.Hour), Step: time.Hour, Resolution: 5 * time.Minute}
 	b.ReportAllocs()
 	for b.Loop() {
-		src := NewDCGMExporter(q, DCGMExporterOptions{MaxPointsPerQuery: 1000, MaxSamplesPerQuery: 500_000})
+		src := NewDCGMExporter(q, DCGMExporterOptions{MaxPointsPerQuery: 1000, MaxSamplesPerQuery: 1_000_000})
 		if _, err := src.Collect(context.Background(), r); err != nil {
 			b.Fatal(err)
 		}

@@ -49,8 +49,8 @@ type HTTPOptions struct {
 }
 
 // DefaultMaxAnswerBytes is the default of HTTPOptions.MaxAnswerBytes: 256 MiB,
-// about 20 times the text of a request of the default size (500,000
-// samples, 12 MB at 25 bytes a sample). The report's default is smaller
+// about 10 times the text of a request of the default size (1,000,000
+// samples, 25 MB at 25 bytes a sample). The report's default is smaller
 // under a memory limit (report.AnswerCap).
 const DefaultMaxAnswerBytes = 256 << 20
 
