@@ -137,7 +137,8 @@ func (vm *victoriaMetrics) query(t *testing.T, q string, at time.Time) float64 {
 	}
 	defer resp.Body.Close()
 	var body struct {
-		Data struct {
+		Status, Error string
+		Data          struct {
 			Result []struct {
 				Value [2]any `json:"value"`
 			} `json:"result"`
@@ -145,6 +146,9 @@ func (vm *victoriaMetrics) query(t *testing.T, q string, at time.Time) float64 {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		t.Fatal(err)
+	}
+	if body.Status != "success" {
+		t.Fatalf("%s: %s: %s", q, body.Status, body.Error)
 	}
 	if len(body.Data.Result) != 1 {
 		t.Fatalf("%s: %d results", q, len(body.Data.Result))
@@ -157,13 +161,20 @@ func (vm *victoriaMetrics) query(t *testing.T, q string, at time.Time) float64 {
 	return v
 }
 
-// count is the samples stored in the days (and one more) before end.
+// count is the samples stored in the days (and one more) before end, a day
+// at a time: VictoriaMetrics refuses a query that reads more than
+// -search.maxSamplesPerQuery (10⁹) samples.
 func (vm *victoriaMetrics) count(t *testing.T, end time.Time, days int) int {
-	return int(vm.query(t, fmt.Sprintf(`sum(count_over_time({__name__=~".+"}[%dd]))`, days+1), end))
+	n := 0
+	for d := range days + 1 {
+		n += int(vm.query(t, `sum(count_over_time({__name__=~".+"}[1d])) or vector(0)`, end.Add(-time.Duration(d)*24*time.Hour)))
+	}
+	return n
 }
 
-func (vm *victoriaMetrics) series(t *testing.T, end time.Time, days int) int {
-	return int(vm.query(t, fmt.Sprintf(`count(last_over_time({__name__=~".+"}[%dd]))`, days+1), end))
+// series is the series with samples in the day before end.
+func (vm *victoriaMetrics) series(t *testing.T, end time.Time) int {
+	return int(vm.query(t, `count(last_over_time({__name__=~".+"}[1d]))`, end))
 }
 
 // rss reads VictoriaMetrics' resident memory and its peak from /proc (Linux).
