@@ -284,7 +284,7 @@ func (f *fleetCase) victoriaMetrics(t *testing.T, vmBin, bin string, s fleetSett
 	}
 	rss, _ := vm.rss(t)
 	t.Logf("fleet %d GPUs × %d days, %s scrapes: %d series, %d samples, imported in %s; VictoriaMetrics RSS %s",
-		f.gpus, f.days, s.scrape, vm.series(t, end), lines, imported, mib(rss))
+		f.gpus, f.days, s.scrape, vm.series(t, end, f.days), lines, imported, mib(rss))
 	var rows []string
 	for _, maxSamples := range s.maxSamples {
 		for i, conc := range s.concurrency {
