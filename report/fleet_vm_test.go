@@ -111,8 +111,8 @@ func envOr(name, def string) string {
 //
 // It fails when a run's peak RSS is over its budget (fleetBudgets; the first
 // concurrency is the one budgeted), counts the wrong number of GPUs, gives
-// EUR more than 0.1 % from the fleet's hand-summed ledger or from another
-// run of the same fleet, or when the import loses samples. Needs
+// EUR not to the cent of the fleet's hand-summed ledger or of another run of
+// the same fleet, or when the import loses samples. Needs
 // victoria-metrics in PATH for vm.
 func TestFleetReportVictoriaMetrics(t *testing.T) {
 	s := fleetFromEnv(t)
@@ -169,7 +169,7 @@ func (f *fleetCase) totals() synthTotals {
 }
 
 // check holds a report's JSON to the fleet: its GPUs, and its EUR to the
-// hand-summed ledger and to every earlier run, within 0.1 %.
+// hand-summed ledger and to every earlier run, to the cent.
 func (f *fleetCase) check(t *testing.T, what string, out string) {
 	t.Helper()
 	var rep struct {
@@ -194,12 +194,12 @@ func (f *fleetCase) check(t *testing.T, what string, out string) {
 	if rep.GPUs != f.gpus {
 		t.Errorf("%s: the report counts %d GPUs, want %d", what, rep.GPUs, f.gpus)
 	}
-	if math.Abs(eur-f.want.eur) > 0.001*f.want.eur {
-		t.Errorf("%s: %.2f EUR, the ledger counted %.2f: more than 0.1 %% apart", what, eur, f.want.eur)
+	if math.Abs(eur-f.want.eur) >= 0.005 {
+		t.Errorf("%s: %.4f EUR, the ledger counted %.4f: not to the cent", what, eur, f.want.eur)
 	}
 	for _, e := range f.eur {
-		if math.Abs(eur-e) > 0.001*e {
-			t.Errorf("%s: %.2f EUR, an earlier run of the same fleet %.2f: more than 0.1 %% apart", what, eur, e)
+		if math.Abs(eur-e) >= 0.005 {
+			t.Errorf("%s: %.4f EUR, an earlier run of the same fleet %.4f: not to the cent", what, eur, e)
 		}
 	}
 	f.eur = append(f.eur, eur)

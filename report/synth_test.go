@@ -35,19 +35,23 @@ func synthFleet(gpus int, interval time.Duration, ticks int) ([]synthFamily, syn
 	sec := interval.Seconds()
 	busyAt := func(i, k int) bool { return (int(time.Duration(k)*interval/time.Hour)+i)%3 != 0 }
 	held := func(i int) bool { return i%10 != 9 }
-	var tot synthTotals
+	// Ticks counted, then priced once: a float sum over 10,000 GPUs × 30
+	// days of ticks drifts by cents.
+	var all, unallocated, idle int
 	for i := range gpus {
 		for k := 1; k <= ticks; k++ {
-			tot.seconds += sec
-			tot.eur += sec * synthRate / 3600
+			all++
 			switch {
 			case !held(i):
-				tot.unallocatedEUR += sec * synthRate / 3600
+				unallocated++
 			case !busyAt(i, k):
-				tot.idleEUR += sec * synthRate / 3600
+				idle++
 			}
 		}
 	}
+	perTick := sec * synthRate / 3600
+	tot := synthTotals{seconds: float64(all) * sec, eur: float64(all) * perTick,
+		idleEUR: float64(idle) * perTick, unallocatedEUR: float64(unallocated) * perTick}
 	fam := map[string]*synthFamily{}
 	order := []string{}
 	add := func(name, typ string, lset labels.Labels, values func() func(k int) float64) {
