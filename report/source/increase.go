@@ -78,8 +78,8 @@ import (
 // restart whose new counter climbs past the old one before the first scrape
 // after it (a series younger than one scrape interval at the restart) shows no
 // decrease and is read as going on. What a stopping exporter accrued after its
-// last scrape is lost to every reader. Two range queries per counter, as
-// with increase() before (resets over two buckets scans each sample twice:
+// last scrape is lost to every reader. Two range queries per counter and
+// stretch of the range (stretch.go), as with increase() before (resets over two buckets scans each sample twice:
 // about 1.5 times the samples); a restart or a gap adds one read of the
 // affected GPUs' raw samples over one or two buckets.
 
@@ -98,9 +98,9 @@ const fineStep = 5 * time.Second
 // a read of more selects every series of the counter.
 const maxFineUUIDs = 100
 
-// counterSeries is one ledger counter series over the range: X and R per
-// bucket, index 0 being the bucket that ends at the range's start; NaN where
-// absent.
+// counterSeries is one ledger counter series over a stretch of the range
+// (stretch.go): X and R per bucket, index 0 being the bucket that ends at the
+// stretch's base; NaN where absent.
 type counterSeries struct {
 	metric pmodel.Metric // without __name__
 	last   []float64

@@ -68,8 +68,8 @@ type ledgerReading struct {
 	d     *model.Dataset
 	id    identity
 	fill  bool
-	first time.Time // the end of the bucket before the first read
-	start time.Time // the end of the bucket before the stretch being read
+	first time.Time // the range's start: the end of its bucket 0
+	start time.Time // the stretch's base: the end of the bucket before its first
 	out   map[model.HoldingKey]*model.LedgerEntry
 }
 

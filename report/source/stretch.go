@@ -18,7 +18,11 @@ import (
 // first bucket counted from 0. Each stretch's first bucket is read from the
 // engine as its own, so the figures are those of one read over the range: a
 // restart or a gap across a stretch's edge is read sample by sample as
-// anywhere else.
+// anywhere else. One exception, of series the exporter does not write: an
+// EUR series whose first bucket has no sample of its seconds series is
+// judged by what the seconds series showed in that stretch and before it —
+// read over the whole range at once, a seconds series sampled only later
+// would decide.
 
 // defaultStretch is the most time a stretch of the ledger spans.
 const defaultStretch = 7 * 24 * time.Hour

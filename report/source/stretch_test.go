@@ -74,9 +74,9 @@ func TestStretchCarriesNewSeries(t *testing.T) {
 	}
 }
 
-// TestCounterPast follows two series over three stretches of two buckets:
-// what one carries over a stretch it is absent from, and what a series first
-// seen in the third stretch starts with.
+// TestCounterPast follows two series over four stretches of two buckets:
+// what one carries into the next stretch, over a stretch it is absent from,
+// and what a series first seen in the last stretch starts with.
 func TestCounterPast(t *testing.T) {
 	nan := math.NaN()
 	a := pmodel.Metric{"UUID": "GPU-a"}
@@ -90,17 +90,24 @@ func TestCounterPast(t *testing.T) {
 	}
 	first[a.Fingerprint()].isNew = true
 	p.end(first)
-	// Second stretch: a has no sample in it.
+	// Second: bucket 0 is the first stretch's last.
+	second := counterSet{a.Fingerprint(): {metric: a, last: []float64{nan, 8, 9}}}
+	p.begin(second)
+	if s := second[a.Fingerprint()]; s.last[0] != 7 || !s.seen || s.lastSeen != 7 {
+		t.Errorf("second stretch: base %v, seen %t at %v; want 7, true at 7", s.last[0], s.seen, s.lastSeen)
+	}
+	p.end(second)
+	// Third: a has no sample in it.
 	p.end(counterSet{})
-	// Third: a is back, b is new.
-	third := counterSet{
-		a.Fingerprint():  {metric: a, last: []float64{nan, nan, 9}},
+	// Fourth: a is back, b is new.
+	fourth := counterSet{
+		a.Fingerprint():  {metric: a, last: []float64{nan, nan, 11}},
 		bm.Fingerprint(): {metric: bm, last: []float64{nan, 1, 2}},
 	}
-	p.begin(third)
-	sa, sb := third[a.Fingerprint()], third[bm.Fingerprint()]
-	if !math.IsNaN(sa.last[0]) || !sa.seen || sa.lastSeen != 7 || !sa.isNew {
-		t.Errorf("a after a stretch without samples: base %v, seen %t at %v, new %t; want NaN (no sample in the bucket before), true at 7, true",
+	p.begin(fourth)
+	sa, sb := fourth[a.Fingerprint()], fourth[bm.Fingerprint()]
+	if !math.IsNaN(sa.last[0]) || !sa.seen || sa.lastSeen != 9 || !sa.isNew {
+		t.Errorf("a after a stretch without samples: base %v, seen %t at %v, new %t; want NaN (no sample in the bucket before), true at 9, true",
 			sa.last[0], sa.seen, sa.lastSeen, sa.isNew)
 	}
 	if sa.firstBucket() != -1 {
@@ -109,7 +116,7 @@ func TestCounterPast(t *testing.T) {
 	if sb.seen || !math.IsNaN(sb.lastSeen) || sb.firstBucket() != 1 {
 		t.Errorf("b: seen %t at %v, first bucket %d; want false at NaN, 1", sb.seen, sb.lastSeen, sb.firstBucket())
 	}
-	p.end(third)
+	p.end(fourth)
 	if sp := p.series[bm.Fingerprint()]; sp.last != 2 || sp.lastSeen != 2 || !sp.seen {
 		t.Errorf("b carries %+v, want last 2, seen at 2", *sp)
 	}
