@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -167,4 +168,53 @@ func (c *collector) ledgerStretch(ctx context.Context, l *ledgerReading, secsPas
 	secsPast.end(secs)
 	eursPast.end(eurs)
 	return nil
+}
+
+// counters reads X and R of metric per series over buckets of step ending at
+// start, start+step, …, end: the stretch after past (stretch.go), whose
+// bucket 0, the one ending at start, is read only before the first stretch.
+func (c *collector) counters(ctx context.Context, name, metric string, start, end time.Time, step time.Duration, past *counterPast) (counterSet, error) {
+	n := int(end.Sub(start)/step) + 1
+	from := start
+	if past.read {
+		from = start.Add(step)
+	}
+	set := counterSet{}
+	fill := func(resets bool) func(pmodel.Matrix) {
+		return func(m pmodel.Matrix) {
+			for _, s := range m {
+				delete(s.Metric, pmodel.MetricNameLabel)
+				if err := c.checkCounterSeries(metric, s, resets); err != nil {
+					c.run.refuse(err)
+					return
+				}
+				fp := s.Metric.Fingerprint()
+				cs := set[fp]
+				if cs == nil {
+					cs = &counterSeries{metric: s.Metric, last: nans(n)}
+					set[fp] = cs
+				}
+				for _, p := range s.Values {
+					i := int(p.Timestamp.Time().Sub(start) / step)
+					switch {
+					case i < 0 || i >= n:
+					case !resets:
+						cs.last[i] = float64(p.Value)
+					case p.Value == 0:
+						cs.noResets.Add(i)
+					default:
+						cs.noResets.Remove(i)
+					}
+				}
+			}
+		}
+	}
+	if err := c.run.run(ctx, name, c.dedupe.read(fmt.Sprintf("last_over_time(%s[%s])", metric, c.win.of(step))), from, end, step, fill(false)); err != nil {
+		return nil, err
+	}
+	if err := c.run.run(ctx, name+" (resets)", c.dedupe.read(fmt.Sprintf("resets(%s[%s])", metric, c.win.of(2*step))), from, end, step, fill(true)); err != nil {
+		return nil, err
+	}
+	past.begin(set)
+	return set, nil
 }
