@@ -53,7 +53,7 @@ type counterPast struct {
 	series map[pmodel.Fingerprint]*seriesPast
 }
 
-// begin sets up the series of set, read over a stretch of n buckets (index
+// begin sets up the series of set, read over a stretch (index
 // 0: the bucket before the stretch), from what the stretches before left:
 // bucket 0's value and what the series was seen at before it. Before the
 // first stretch, bucket 0 is read from the engine.
