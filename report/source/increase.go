@@ -79,9 +79,10 @@ import (
 // after it (a series younger than one scrape interval at the restart) shows no
 // decrease and is read as going on. What a stopping exporter accrued after its
 // last scrape is lost to every reader. Two range queries per counter and
-// stretch of the range (stretch.go), as with increase() before (resets over two buckets scans each sample twice:
-// about 1.5 times the samples); a restart or a gap adds one read of the
-// affected GPUs' raw samples over one or two buckets.
+// stretch of the range (stretch.go), as with increase() before (resets over
+// two buckets scans each sample twice: about 1.5 times the samples); a restart
+// or a gap adds one read of the affected GPUs' raw samples over one or two
+// buckets.
 
 // newSeriesSlack is added to the bucket length when deciding whether a series
 // without a previous value is new: its seconds counter cannot have grown more
@@ -205,8 +206,8 @@ func (s *counterSeries) plan(plainNew func(i int) bool) {
 }
 
 // firstBucket returns the first bucket 1…n−1 with a sample when the series has
-// none in an earlier bucket (from the one ending at the range's start on), or
-// −1.
+// none in an earlier bucket (from the one ending at the range's start on, in
+// this stretch or one before: seen), or −1.
 func (s *counterSeries) firstBucket() int {
 	if s.seen {
 		return -1
