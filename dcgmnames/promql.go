@@ -80,6 +80,31 @@ func (r Reads) Either(sel string, fs ...Family) string {
 	return strings.Join(terms, "\n"+r.or()+"\n")
 }
 
+// Each returns PromQL evaluating expr under each naming r reads, joined as
+// Either joins (the new first): expr builds the expression from series,
+// which gives a family's selector (its name under that naming and the
+// matchers sel). For expressions whose units cancel, such as a ratio of two
+// families of one unit; parenthesised when joined.
+func (r Reads) Each(sel string, expr func(series func(Family) string) string) string {
+	var ns []Naming
+	switch r {
+	case ReadsCurrent:
+		ns = []Naming{Current}
+	case ReadsLegacy:
+		ns = []Naming{Legacy}
+	default:
+		ns = []Naming{Current, Legacy}
+	}
+	terms := make([]string, len(ns))
+	for i, n := range ns {
+		terms[i] = expr(func(f Family) string { return selector(f.Name(n), sel) })
+	}
+	if len(terms) == 1 {
+		return terms[0]
+	}
+	return "(" + strings.Join(terms, ")\n"+r.or()+"\n(") + ")"
+}
+
 // join is the expression of f under r, from the expression of one naming's
 // values in that naming's unit.
 func (r Reads) join(f Family, expr func(Naming) string) string {
