@@ -1,4 +1,4 @@
-package source
+package engine
 
 import (
 	"errors"
@@ -27,7 +27,7 @@ func TestOverCapAnswerAbandoned(t *testing.T) {
 		written <- n
 	}))
 	t.Cleanup(srv.Close)
-	q, _ := NewPrometheusQuerier(srv.URL, HTTPOptions{MaxAnswerBytes: capBytes})
+	q, _ := NewHTTPQuerier(srv.URL, HTTPOptions{MaxAnswerBytes: capBytes})
 	_, _, err := query(t, q)
 	var tooLarge *AnswerTooLargeError
 	if !errors.As(err, &tooLarge) || tooLarge.Limit != capBytes {
@@ -50,8 +50,8 @@ func TestOverCapAnswerAbandoned(t *testing.T) {
 func TestOneStepOverCapNamesTheCap(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	q := &tooLargeAbove{steps: 0}
-	r := &rangeRunner{q: q, maxPoints: 4}
-	err := r.run(t.Context(), "x", "x", start, start.Add(3*time.Hour), time.Hour, nil)
+	r := &Runner{q: q, maxPoints: 4}
+	err := r.Run(t.Context(), "x", "x", start, start.Add(3*time.Hour), time.Hour, nil)
 	var steps []int
 	for _, c := range q.calls {
 		steps = append(steps, int(c[1].Sub(c[0])/time.Hour)+1)

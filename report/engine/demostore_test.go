@@ -1,75 +1,15 @@
-package source
+package engine
 
 import (
-	"bytes"
-	"context"
 	"math"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
-
-	"github.com/gputally/gputally/collector/sim"
-	"github.com/gputally/gputally/history"
 )
-
-// demoScenario is the scenario of the demo-store tests; the file says what it plays.
-var demoScenario = filepath.Join("..", "testdata", "demo-store.yaml")
-
-// TestScrapesStoreAsTheirText runs the same simulation twice, once written as
-// OpenMetrics and loaded back (the old demo path), once handed straight to a
-// StoreBuilder (the demo's path), and checks that both stores hold the same
-// series with the same samples (the report's TestScrapesReportAsTheirText
-// checks that the report over them is the same).
-func TestScrapesStoreAsTheirText(t *testing.T) {
-	sc, err := sim.Load(demoScenario)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := history.Options{Scenario: sc, Start: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC),
-		Duration: 5 * time.Hour, SampleInterval: 10 * time.Second, ScrapeInterval: 30 * time.Second}
-	var text bytes.Buffer
-	res, err := history.WriteFleet(context.Background(), &text, opts, []*sim.Scenario{sc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromText, err := LoadOpenMetrics(&text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := NewStoreBuilder()
-	if _, err := history.Run(context.Background(), opts, b); err != nil {
-		t.Fatal(err)
-	}
-	if b.Samples() != res.Samples {
-		t.Errorf("store took %d samples, the text has %d", b.Samples(), res.Samples)
-	}
-	direct := b.Store()
-
-	want, got := dump(fromText), dump(direct)
-	if len(got) != len(want) {
-		t.Errorf("direct store has %d series, the loaded text %d", len(got), len(want))
-	}
-	for k, w := range want {
-		if g, ok := got[k]; !ok {
-			t.Errorf("series %s missing from the direct store", k)
-		} else if !reflect.DeepEqual(g, w) {
-			t.Errorf("series %s: direct store has %d samples, the loaded text %d, or their values differ", k, len(g), len(w))
-		}
-	}
-	// The run must have exercised what could differ: pods' label sets, empty
-	// label values (dropped, as Prometheus drops them: the lost GPU's series
-	// have no pod label) and series that stop (the lost GPU's).
-	if !hasSeries(want, `pod="train"`, `state="busy"`) || !hasSeries(want, `pod="build-0"`) ||
-		!hasSeries(want, `gputally_gpu_seconds_total`, `state="lost"`) || hasSeries(want, `pod=""`) {
-		t.Fatalf("the simulation lacks the series the comparison is about; have %d series", len(want))
-	}
-}
 
 type sample struct {
 	t int64
@@ -93,19 +33,6 @@ func dump(st *Store) map[string][]sample {
 		}
 	}
 	return out
-}
-
-func hasSeries(series map[string][]sample, parts ...string) bool {
-	for k, s := range series {
-		ok := len(s) > 0
-		for _, p := range parts {
-			ok = ok && strings.Contains(k, p)
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
 }
 
 // TestAddScrape checks what one scrape stores: counter, gauge and untyped
@@ -150,55 +77,5 @@ func TestAddScrape(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("store holds %v, want %v", got, want)
-	}
-}
-
-// TestFleetScrapesStoreAsTheirText: a fleet of two nodes handed to the store
-// one node after the other (history.RunFleet) stores what the fleet's text
-// holds (history.WriteFleet), every sample with its node's instance label.
-func TestFleetScrapesStoreAsTheirText(t *testing.T) {
-	a, err := sim.Load(demoScenario)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Node.Hostname = "first"
-	b := sim.Default()
-	b.Node.Hostname = "second"
-	nodes := []*sim.Scenario{a, b}
-	opts := history.Options{Start: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC),
-		Duration: time.Hour, SampleInterval: 10 * time.Second, ScrapeInterval: 30 * time.Second}
-	var text bytes.Buffer
-	res, err := history.WriteFleet(context.Background(), &text, opts, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromText, err := LoadOpenMetrics(&text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := NewStoreBuilder()
-	if _, err := history.RunFleet(context.Background(), opts, nodes, sb); err != nil {
-		t.Fatal(err)
-	}
-	if sb.Samples() != res.Samples {
-		t.Errorf("store took %d samples, the text has %d", sb.Samples(), res.Samples)
-	}
-	want, got := dump(fromText), dump(sb.Store())
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("direct store has %d series, the loaded text %d, or their samples differ", len(got), len(want))
-	}
-	perInstance := map[string]int{}
-	for k := range got {
-		switch {
-		case strings.Contains(k, `instance="first"`):
-			perInstance["first"]++
-		case strings.Contains(k, `instance="second"`):
-			perInstance["second"]++
-		default:
-			t.Errorf("series %s has no node's instance label", k)
-		}
-	}
-	if perInstance["first"] == 0 || perInstance["second"] == 0 {
-		t.Errorf("series per instance %v, want both nodes", perInstance)
 	}
 }

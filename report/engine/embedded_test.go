@@ -1,4 +1,4 @@
-package source
+package engine
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func FuzzLoadOpenMetrics(f *testing.F) {
 			t.Errorf("time range %s after %s", first, last)
 		}
 		// Whatever loaded must be queryable.
-		q := NewEngineQuerier(st, time.Second, discard())
+		q := NewEmbeddedQuerier(st, time.Second, discard())
 		if ok {
 			if _, _, err := q.QueryRange(context.Background(), `count({__name__=~".+"})`, first, last.Add(time.Second), time.Second); err != nil {
 				t.Errorf("query loaded history: %v", err)

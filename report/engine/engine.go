@@ -1,4 +1,4 @@
-package source
+package engine
 
 import (
 	"context"
@@ -12,17 +12,17 @@ import (
 	"github.com/prometheus/prometheus/storage"
 )
 
-// EngineQuerier evaluates PromQL with Prometheus' own engine over a local
+// EmbeddedQuerier evaluates PromQL with Prometheus' own engine over a local
 // storage.Queryable (for --demo, tests and benchmarks). It is safe for
 // concurrent use.
-type EngineQuerier struct {
+type EmbeddedQuerier struct {
 	engine *promql.Engine
 	store  storage.Queryable
 }
 
-// NewEngineQuerier returns a querier over store. timeout bounds each query.
-func NewEngineQuerier(store storage.Queryable, timeout time.Duration, logger *slog.Logger) *EngineQuerier {
-	return &EngineQuerier{
+// NewEmbeddedQuerier returns a querier over store. timeout bounds each query.
+func NewEmbeddedQuerier(store storage.Queryable, timeout time.Duration, logger *slog.Logger) *EmbeddedQuerier {
+	return &EmbeddedQuerier{
 		engine: promql.NewEngine(promql.EngineOpts{
 			Logger:               logger,
 			MaxSamples:           50_000_000,
@@ -36,7 +36,7 @@ func NewEngineQuerier(store storage.Queryable, timeout time.Duration, logger *sl
 }
 
 // QueryRange implements Querier.
-func (e *EngineQuerier) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
+func (e *EmbeddedQuerier) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
 	q, err := e.engine.NewRangeQuery(ctx, e.store, nil, query, start, end, step)
 	if err != nil {
 		return nil, nil, fmt.Errorf("embedded engine: query %s: %w", query, err)

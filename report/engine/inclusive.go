@@ -1,4 +1,4 @@
-package source
+package engine
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	pmodel "github.com/prometheus/common/model"
 )
 
-// inclusiveEnd asks for every range query to 1 ms past its end and keeps the
+// InclusiveEnd returns q asking for every range query to 1 ms past its end and keeps the
 // points up to the end. VictoriaMetrics 1.79 does not find a series whose only
 // sample lies exactly at a range's end when that end is a midnight UTC (tried:
 // a pod whose single sample is at 00:00:00, the end of a daily range; the same
@@ -16,8 +16,11 @@ import (
 // either way (start, start+step, … up to the end); an engine that rounds the
 // end up to a whole step (VictoriaMetrics' response cache) returns one more
 // point, which is dropped.
+func InclusiveEnd(q Querier) Querier { return inclusiveEnd{q} }
+
 type inclusiveEnd struct{ q Querier }
 
+// QueryRange implements Querier.
 func (e inclusiveEnd) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
 	m, warnings, err := e.q.QueryRange(ctx, query, start, end.Add(time.Millisecond), step)
 	if err != nil {

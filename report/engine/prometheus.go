@@ -1,4 +1,4 @@
-package source
+package engine
 
 import (
 	"context"
@@ -14,19 +14,19 @@ import (
 	pmodel "github.com/prometheus/common/model"
 )
 
-// PrometheusQuerier queries the range-query endpoint of a Prometheus-compatible
+// HTTPQuerier queries the range-query endpoint of a Prometheus-compatible
 // HTTP API: Prometheus, Thanos, Mimir and Cortex, VictoriaMetrics, managed
 // services — at the URL's path prefix (`https://mimir.example/prometheus`,
 // `http://vmselect:8481/select/0/prometheus`). It asks every engine not to
 // answer partially and Thanos for raw data, retries what an engine says it may
 // retry, and reads each answer with a size cap. It is safe for concurrent use.
-type PrometheusQuerier struct {
+type HTTPQuerier struct {
 	endpoint *url.URL // …/api/v1/query_range
 	shown    string   // the engine in messages: scheme, host and path prefix, no query
 	opts     HTTPOptions
 }
 
-// HTTPOptions configures a PrometheusQuerier. The zero value of each field
+// HTTPOptions configures a HTTPQuerier. The zero value of each field
 // but Client means its default.
 type HTTPOptions struct {
 	// Client sends the requests; auth, TLS, proxy and extra headers come from
@@ -68,9 +68,9 @@ var partialParams = url.Values{
 	"max_source_resolution": {"0s"},
 }
 
-// NewPrometheusQuerier returns a querier for the API at base, which may carry
+// NewHTTPQuerier returns a querier for the API at base, which may carry
 // a path prefix.
-func NewPrometheusQuerier(base string, opts HTTPOptions) (*PrometheusQuerier, error) {
+func NewHTTPQuerier(base string, opts HTTPOptions) (*HTTPQuerier, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("prometheus url %q: want http(s)://host[:port][/path prefix]", base)
@@ -97,12 +97,12 @@ func NewPrometheusQuerier(base string, opts HTTPOptions) (*PrometheusQuerier, er
 	if opts.Backoff <= 0 {
 		opts.Backoff = time.Second
 	}
-	return &PrometheusQuerier{endpoint: u, shown: shown, opts: opts}, nil
+	return &HTTPQuerier{endpoint: u, shown: shown, opts: opts}, nil
 }
 
 // String names the engine: its URL's scheme, host and path prefix, without
 // its query string (which may hold a token).
-func (p *PrometheusQuerier) String() string { return p.shown }
+func (p *HTTPQuerier) String() string { return p.shown }
 
 // AnswerTooLargeError is an answer over HTTPOptions.MaxAnswerBytes. The
 // report splits such a request into smaller ones while it can.
@@ -151,7 +151,7 @@ func (e *engineError) retryable() bool {
 // QueryRange implements Querier. The warnings it returns are the engine's
 // words about an answer it marked partial or incomplete: its `warnings`, the
 // `infos` that say data is missing, and VictoriaMetrics' `isPartial`.
-func (p *PrometheusQuerier) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
+func (p *HTTPQuerier) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
 	form := url.Values{
 		"query":   {query},
 		"start":   {formatTime(start)},
@@ -183,7 +183,7 @@ func (p *PrometheusQuerier) QueryRange(ctx context.Context, query string, start,
 
 // send makes one request. wait is negative when the error is final, else the
 // least time to wait before sending it again (0: the caller's backoff).
-func (p *PrometheusQuerier) send(ctx context.Context, query string, form url.Values) (_ pmodel.Matrix, _ []string, wait time.Duration, _ error) {
+func (p *HTTPQuerier) send(ctx context.Context, query string, form url.Values) (_ pmodel.Matrix, _ []string, wait time.Duration, _ error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, p.opts.Timeout, errQueryTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint.String(), strings.NewReader(form.Encode()))
@@ -237,7 +237,7 @@ var errQueryTimeout = errors.New("the query's timeout")
 // late is the error of a request whose context ended: past the query's
 // timeout (what names --query.timeout), or the caller's cause (the report's
 // total timeout, a signal). what says what the engine did not do in time.
-func (p *PrometheusQuerier) late(ctx context.Context, what string) error {
+func (p *HTTPQuerier) late(ctx context.Context, what string) error {
 	if cause := context.Cause(ctx); cause != errQueryTimeout {
 		return fmt.Errorf("%s %s: %w", p.where(), what, cause)
 	}
@@ -281,7 +281,7 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 
 // where names the engine in errors: its URL without the query endpoint and
 // without a query string.
-func (p *PrometheusQuerier) where() string { return "the engine at " + p.String() }
+func (p *HTTPQuerier) where() string { return "the engine at " + p.String() }
 
 // limitHint names the flags that split the work when the engine refused a
 // query for one of its limits (points per series, samples, query length).

@@ -1,4 +1,4 @@
-package source
+package engine
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func engine(t *testing.T, answer func(r *http.Request, attempt int) (int, string
 	return srv, &attempts
 }
 
-func query(t *testing.T, q *PrometheusQuerier) (pmodel.Matrix, []string, error) {
+func query(t *testing.T, q *HTTPQuerier) (pmodel.Matrix, []string, error) {
 	t.Helper()
 	start := time.Unix(1700000000, 0)
 	return q.QueryRange(context.Background(), "up", start, start.Add(time.Hour), time.Minute)
@@ -51,7 +51,7 @@ func TestQuerierURLAndParameters(t *testing.T) {
 		return 200, oneSeries
 	})
 	for _, prefix := range []string{"/prometheus", "/select/0/prometheus/"} {
-		q, err := NewPrometheusQuerier(srv.URL+prefix, HTTPOptions{})
+		q, err := NewHTTPQuerier(srv.URL+prefix, HTTPOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +71,7 @@ func TestQuerierURLAndParameters(t *testing.T) {
 			t.Errorf("User-Agent %q", ua)
 		}
 	}
-	if _, err := NewPrometheusQuerier("http://user:secret@engine:9090", HTTPOptions{}); err == nil || strings.Contains(err.Error(), "secret") {
+	if _, err := NewHTTPQuerier("http://user:secret@engine:9090", HTTPOptions{}); err == nil || strings.Contains(err.Error(), "secret") {
 		t.Errorf("credentials in the URL: %v, want an error that does not repeat them", err)
 	}
 }
@@ -93,7 +93,7 @@ func TestQuerierPartialAnswers(t *testing.T) {
 			srv, _ := engine(t, func(*http.Request, int) (int, string) {
 				return 200, strings.Replace(oneSeries, `{"status":"success",`, `{"status":"success",`+tc.envelope, 1)
 			})
-			q, _ := NewPrometheusQuerier(srv.URL, HTTPOptions{})
+			q, _ := NewHTTPQuerier(srv.URL, HTTPOptions{})
 			m, warnings, err := query(t, q)
 			if err != nil || len(m) != 1 {
 				t.Fatalf("%v, %d series", err, len(m))
@@ -129,7 +129,7 @@ func TestQuerierRetries(t *testing.T) {
 				}
 				return status, busy
 			})
-			q, _ := NewPrometheusQuerier(srv.URL, HTTPOptions{Retries: 2, Backoff: time.Millisecond})
+			q, _ := NewHTTPQuerier(srv.URL, HTTPOptions{Retries: 2, Backoff: time.Millisecond})
 			_, _, err := query(t, q)
 			if got := attempts.Load(); got != tc.wantAttempts {
 				t.Errorf("%d attempts, want %d", got, tc.wantAttempts)
@@ -142,7 +142,7 @@ func TestQuerierRetries(t *testing.T) {
 	srv, _ := engine(t, func(*http.Request, int) (int, string) {
 		return 422, `{"status":"error","errorType":"execution","error":"query processing would load too many samples into memory in query execution"}`
 	})
-	q, _ := NewPrometheusQuerier(srv.URL, HTTPOptions{})
+	q, _ := NewHTTPQuerier(srv.URL, HTTPOptions{})
 	if _, _, err := query(t, q); err == nil || !strings.Contains(err.Error(), "--query.max-samples") {
 		t.Errorf("engine limit: %v, want the flags that split the work", err)
 	}
@@ -156,7 +156,7 @@ func TestQuerierAnswerCap(t *testing.T) {
 		limit int64
 		large bool
 	}{{int64(len(oneSeries)), false}, {int64(len(oneSeries)) - 1, true}} {
-		q, _ := NewPrometheusQuerier(srv.URL, HTTPOptions{MaxAnswerBytes: tc.limit})
+		q, _ := NewHTTPQuerier(srv.URL, HTTPOptions{MaxAnswerBytes: tc.limit})
 		_, _, err := query(t, q)
 		var tooLarge *AnswerTooLargeError
 		if errors.As(err, &tooLarge) != tc.large {
@@ -193,11 +193,11 @@ func TestHTTPClientConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, _ := NewPrometheusQuerier(srv.URL, HTTPOptions{Client: client})
+	q, _ := NewHTTPQuerier(srv.URL, HTTPOptions{Client: client})
 	if _, _, err := query(t, q); err != nil {
 		t.Errorf("with the config: %v", err)
 	}
-	q, _ = NewPrometheusQuerier(srv.URL, HTTPOptions{})
+	q, _ = NewHTTPQuerier(srv.URL, HTTPOptions{})
 	if _, _, err := query(t, q); err == nil || !strings.Contains(err.Error(), "HTTP 401") {
 		t.Errorf("without the config: %v, want the engine's 401", err)
 	}
@@ -227,8 +227,8 @@ func (q *tooLargeAbove) QueryRange(_ context.Context, query string, start, end t
 func TestRunnerSplitsTooLargeAnswers(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	q := &tooLargeAbove{steps: 3}
-	r := &rangeRunner{q: q, maxPoints: 12}
-	if err := r.run(context.Background(), "x", "x", start, start.Add(11*time.Hour), time.Hour, func(pmodel.Matrix) {}); err != nil {
+	r := &Runner{q: q, maxPoints: 12}
+	if err := r.Run(context.Background(), "x", "x", start, start.Add(11*time.Hour), time.Hour, func(pmodel.Matrix) {}); err != nil {
 		t.Fatal(err)
 	}
 	// 12 → 6 → 3 steps, then 3 at a time: the 12 steps in four answers.
@@ -248,8 +248,8 @@ func TestRunnerSplitsTooLargeAnswers(t *testing.T) {
 	if !slices.Equal(answered, []int{3, 3, 3, 3}) || len(q.calls) != 6 {
 		t.Errorf("answers of %v steps in %d calls, want 4 of 3 after halving 12 → 6 → 3", answered, len(q.calls))
 	}
-	r = &rangeRunner{q: &tooLargeAbove{steps: 0}, maxPoints: 12}
-	err := r.run(context.Background(), "x", "x", start, start.Add(3*time.Hour), time.Hour, func(pmodel.Matrix) {})
+	r = &Runner{q: &tooLargeAbove{steps: 0}, maxPoints: 12}
+	err := r.Run(context.Background(), "x", "x", start, start.Add(3*time.Hour), time.Hour, func(pmodel.Matrix) {})
 	var tooLarge *AnswerTooLargeError
 	if !errors.As(err, &tooLarge) {
 		t.Errorf("one step too large: %v, want the AnswerTooLargeError", err)
@@ -306,7 +306,7 @@ func TestQuerierBusyNamesConcurrency(t *testing.T) {
 	srv, _ := engine(t, func(*http.Request, int) (int, string) {
 		return 429, `{"status":"error","errorType":"unavailable","error":"too many outstanding requests"}`
 	})
-	q, _ := NewPrometheusQuerier(srv.URL, HTTPOptions{Retries: -1})
+	q, _ := NewHTTPQuerier(srv.URL, HTTPOptions{Retries: -1})
 	if _, _, err := query(t, q); err == nil || !strings.Contains(err.Error(), "--query.concurrency") {
 		t.Errorf("busy engine: %v, want the flag that sends fewer requests at once", err)
 	}

@@ -1,4 +1,4 @@
-package source
+package engine
 
 import (
 	"context"
@@ -11,14 +11,15 @@ import (
 	pmodel "github.com/prometheus/common/model"
 )
 
-// rangeRunner splits range queries into requests of at most maxPoints steps
-// each, and of at most about maxSamples samples each, so that no single
-// request asks the server for an unbounded answer; it has at most inFlight
-// requests of a query in flight at once, and reports progress to a Progress
-// (nil: none). Its Querier must be safe for concurrent use when inFlight is
-// more than 1. A rangeRunner is not safe for concurrent use: the calling
-// goroutine folds every answer, in time order.
-type rangeRunner struct {
+// Runner splits range queries into requests of at most Limits.MaxPoints
+// steps each, and of at most about Limits.MaxSamples samples each, so that no
+// single request asks the server for an unbounded answer; it has at most
+// Limits.InFlight requests of a query in flight at once, checks every answer
+// (checkAnswer), and reports progress to a Progress (nil: none). Its Querier
+// must be safe for concurrent use when InFlight is more than 1. A Runner is
+// not safe for concurrent use: the calling goroutine folds every answer, in
+// time order.
+type Runner struct {
 	q          Querier
 	maxPoints  int
 	maxSamples int // samples (series × steps) one answer should hold; 0: no limit
@@ -34,27 +35,64 @@ type rangeRunner struct {
 	// aggregation): requests are sized by the larger.
 	read int
 	// refused is the first value a fold found that its answer must not hold
-	// (refuse); run returns it after that fold.
+	// (Refuse); Run returns it after that fold.
 	refused error
 }
 
-// refuse records err, a value an answer must not hold, for run to return
+// Limits bound the requests of a Runner.
+type Limits struct {
+	// MaxPoints is the most steps one request asks for (at least 2); longer
+	// ranges are split into several requests.
+	MaxPoints int
+	// MaxSamples bounds the samples (series × steps) one answer should hold:
+	// requests are sized by the series of the previous answer. 0: no bound.
+	MaxSamples int
+	// InFlight bounds the requests of one query sent at once; the answers
+	// are folded in time order whatever it is. 0 or 1: one at a time.
+	InFlight int
+}
+
+// NewRunner returns a Runner of requests to q within lim, reporting to
+// progress (nil: none).
+func NewRunner(q Querier, lim Limits, progress Progress) *Runner {
+	return &Runner{q: q, maxPoints: lim.MaxPoints, maxSamples: lim.MaxSamples, inFlight: lim.InFlight, progress: progress}
+}
+
+// MaxPoints is the most steps one request asks for.
+func (r *Runner) MaxPoints() int { return r.maxPoints }
+
+// Plan adds n (negative: takes) to the requests the progress line counts as
+// planned; a reading plans its requests before it runs them (Requests).
+func (r *Runner) Plan(n int) { r.total += n }
+
+// Done is the number of requests answered.
+func (r *Runner) Done() int { return r.done }
+
+// Warnings are the annotations the answers carried, in the order read.
+func (r *Runner) Warnings() []string { return r.warnings }
+
+// ReadPerPoint sizes the requests of the queries run until it is called
+// again with 0 by n series a point, when that is more than an answer holds:
+// the series the engine reads for each point of an aggregation.
+func (r *Runner) ReadPerPoint(n int) { r.read = n }
+
+// Refuse records err, a value an answer must not hold, for Run to return
 // once the fold that found it ends: a fold cannot return an error itself.
-func (r *rangeRunner) refuse(err error) {
+func (r *Runner) Refuse(err error) {
 	if r.refused == nil {
 		r.refused = err
 	}
 }
 
-// ProbeSteps is the size, in steps, of a Ledger's first request when
-// answers are bounded by samples (LedgerOptions.MaxSamplesPerQuery): the
-// series it returns size the requests that follow.
+// ProbeSteps is the size, in steps, of a Runner's first request when
+// answers are bounded by samples (Limits.MaxSamples): the series it returns
+// size the requests that follow.
 const ProbeSteps = 10
 
-// requests returns how many requests a query over (start, end] at step needs
-// at maxPoints steps per request; run corrects the count in total when
+// Requests returns how many requests a query over (start, end] at step needs
+// at maxPoints steps per request; run corrects the count when
 // maxSamples makes it split finer.
-func (r *rangeRunner) requests(start, end time.Time, step time.Duration) int {
+func (r *Runner) Requests(start, end time.Time, step time.Duration) int {
 	return ceilDiv(int(end.Sub(start)/step)+1, r.maxPoints)
 }
 
@@ -69,7 +107,7 @@ type answer struct {
 	warnings []string
 }
 
-// run evaluates query at start, start+step, …, end and calls each with the
+// Run evaluates query at start, start+step, …, end and calls each with the
 // series of every request in time order, on the calling goroutine. With
 // maxSamples set, the runner's first request asks for ProbeSteps steps and
 // every later one for as many steps as keep series × steps within
@@ -85,8 +123,8 @@ type answer struct {
 // get requests they need not split. An answer too large to read is asked
 // again in halves, down to one step, and the query's later requests are no
 // longer than the half that was read.
-func (r *rangeRunner) run(ctx context.Context, name, query string, start, end time.Time, step time.Duration, each func(pmodel.Matrix)) error {
-	planned, done := r.requests(start, end, step), 0
+func (r *Runner) Run(ctx context.Context, name, query string, start, end time.Time, step time.Duration, each func(pmodel.Matrix)) error {
+	planned, done := r.Requests(start, end, step), 0
 	steps := r.sized()
 	if r.maxSamples > 0 && r.series == 0 {
 		steps = min(ProbeSteps, r.maxPoints)
@@ -130,7 +168,7 @@ func (r *rangeRunner) run(ctx context.Context, name, query string, start, end ti
 // replan corrects the requests total counts for a query: planned is what
 // it counts now; made is the requests the query made or is making; the steps
 // from from to end are left, at steps a request. It returns the new count.
-func (r *rangeRunner) replan(planned, made int, from, end time.Time, step time.Duration, steps int) int {
+func (r *Runner) replan(planned, made int, from, end time.Time, step time.Duration, steps int) int {
 	left := 0
 	if !from.After(end) {
 		left = ceilDiv(int(end.Sub(from)/step)+1, steps)
@@ -140,7 +178,7 @@ func (r *rangeRunner) replan(planned, made int, from, end time.Time, step time.D
 }
 
 // fold hands one answer to each and counts it.
-func (r *rangeRunner) fold(name string, a answer, each func(pmodel.Matrix)) {
+func (r *Runner) fold(name string, a answer, each func(pmodel.Matrix)) {
 	r.warnings = append(r.warnings, a.warnings...)
 	for _, s := range a.m {
 		r.samples += len(s.Values)
@@ -156,7 +194,7 @@ func (r *rangeRunner) fold(name string, a answer, each func(pmodel.Matrix)) {
 // fetchAll reads the spans, each on a goroutine of its own when there are
 // several, and returns their answers in the spans' order and the request
 // size each had to come down to; the error is the first span's that failed.
-func (r *rangeRunner) fetchAll(ctx context.Context, query string, spans []span, step time.Duration, limit int) ([][]answer, []int, error) {
+func (r *Runner) fetchAll(ctx context.Context, query string, spans []span, step time.Duration, limit int) ([][]answer, []int, error) {
 	answers, limits, errs := make([][]answer, len(spans)), make([]int, len(spans)), make([]error, len(spans))
 	if len(spans) == 1 {
 		limits[0] = limit
@@ -179,7 +217,7 @@ func (r *rangeRunner) fetchAll(ctx context.Context, query string, spans []span, 
 
 // fetch reads one span in requests of at most *limit steps, halving *limit
 // each time an answer is too large to read, down to one step.
-func (r *rangeRunner) fetch(ctx context.Context, query string, s span, step time.Duration, limit *int) ([]answer, error) {
+func (r *Runner) fetch(ctx context.Context, query string, s span, step time.Duration, limit *int) ([]answer, error) {
 	var out []answer
 	for from := s.from; !from.After(s.to); {
 		to := s.to
@@ -220,13 +258,13 @@ func countString(n int) string {
 	return fmt.Sprint(n)
 }
 
-// runAside is run for a query whose answer must not size the requests of
+// RunAside is Run for a query whose answer must not size the requests of
 // the queries that follow it: a probe's single series, a few GPUs' series
 // read again.
-func (r *rangeRunner) runAside(ctx context.Context, name, query string, start, end time.Time, step time.Duration, each func(pmodel.Matrix)) error {
+func (r *Runner) RunAside(ctx context.Context, name, query string, start, end time.Time, step time.Duration, each func(pmodel.Matrix)) error {
 	series := r.series
 	defer func() { r.series = series }()
-	return r.run(ctx, name, query, start, end, step, each)
+	return r.Run(ctx, name, query, start, end, step, each)
 }
 
 // lastStepOfDay is the last of from, from+step, … before the UTC midnight
@@ -239,15 +277,15 @@ func lastStepOfDay(from time.Time, step time.Duration) time.Time {
 
 // sized is the steps of the next request: maxPoints, or fewer when
 // maxSamples bounds the samples of an answer as large as the last.
-func (r *rangeRunner) sized() int {
+func (r *Runner) sized() int {
 	if r.maxSamples == 0 || r.series == 0 {
 		return r.maxPoints
 	}
 	return max(1, min(r.maxPoints, r.maxSamples/max(r.series, r.read)))
 }
 
-// finish ends the progress line.
-func (r *rangeRunner) finish() {
+// Finish ends the progress line.
+func (r *Runner) Finish() {
 	if r.progress != nil {
 		r.progress.End()
 	}

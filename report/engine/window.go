@@ -1,4 +1,4 @@
-package source
+package engine
 
 import (
 	"context"
@@ -30,48 +30,49 @@ import (
 // it includes it (count 3). It reads no series.
 const windowProbe = "count_over_time(vector(1)[2s:1s])"
 
-// windows is how the engine bounds a range selector.
-type windows struct {
+// Windows is how the engine bounds a range selector (ProbeWindows). The zero
+// value reads windows as (t−w, t].
+type Windows struct {
 	closedStart bool // [t−w, t]: the engine includes the range's start
 }
 
-// of returns the PromQL range that selects the samples in (t−w, t].
-func (w windows) of(d time.Duration) string {
+// Of returns the PromQL range that selects the samples in (t−w, t].
+func (w Windows) Of(d time.Duration) string {
 	if w.closedStart {
 		d -= time.Millisecond
 	}
 	return pmodel.Duration(d).String()
 }
 
-// probeWindows asks the engine how it bounds a range selector (windowProbe) at
+// ProbeWindows asks the engine how it bounds a range selector (windowProbe) at
 // the whole second at or before at. An engine that cannot answer the probe
 // (an error other than ctx's: a 400 from an engine without subqueries, a
 // proxy's page), or answers neither 2 nor 3, may still answer the report's
 // queries: the windows are then read as (t−w, t], as Prometheus 3 and
 // VictoriaMetrics bound them, and note says so and why. No data is missing
 // for it: note is for the report's notes, not a partial report's reasons.
-func (c *collector) probeWindows(ctx context.Context, at time.Time) (note string, _ error) {
+func ProbeWindows(ctx context.Context, run *Runner, at time.Time) (_ Windows, note string, _ error) {
 	at = at.Truncate(time.Second)
 	got := math.NaN()
-	err := c.run.runAside(ctx, "range selectors", windowProbe, at, at, time.Second, func(m pmodel.Matrix) {
+	err := run.RunAside(ctx, "range selectors", windowProbe, at, at, time.Second, func(m pmodel.Matrix) {
 		if len(m) == 1 && len(m[0].Values) == 1 {
 			got = float64(m[0].Values[0].Value)
 		}
 	})
-	c.win = windows{closedStart: err == nil && got == 3}
+	w := Windows{closedStart: err == nil && got == 3}
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return "", err
+		return w, "", err
 	case err != nil:
 		if inner := errors.Unwrap(err); inner != nil {
 			err = inner // without the runner's name of the query: the note names the probe
 		}
-		return fmt.Sprintf("the window probe %s failed (%v): windows are read as (t−w, t]; %s", windowProbe, err, halfOpenRisk), nil
+		return w, fmt.Sprintf("the window probe %s failed (%v): windows are read as (t−w, t]; %s", windowProbe, err, halfOpenRisk), nil
 	case got != 2 && got != 3:
-		return fmt.Sprintf("the engine answered the window probe %s with %v, neither 2 (a range excludes its start) nor 3 (it includes it): "+
+		return w, fmt.Sprintf("the engine answered the window probe %s with %v, neither 2 (a range excludes its start) nor 3 (it includes it): "+
 			"windows are read as (t−w, t]; %s", windowProbe, got, halfOpenRisk), nil
 	}
-	return "", nil
+	return w, "", nil
 }
 
 // halfOpenRisk is what reading windows as (t−w, t] risks on an engine that

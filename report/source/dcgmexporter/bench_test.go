@@ -1,4 +1,4 @@
-package source
+package dcgmexporter
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/gputally/gputally/collector/sim"
 	"github.com/gputally/gputally/history"
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
 )
 
@@ -27,17 +28,17 @@ func BenchmarkDCGMExporterSource(b *testing.B) {
 		nodes = append(nodes, sc)
 	}
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	sb := NewStoreBuilder()
+	sb := engine.NewStoreBuilder()
 	opts := history.Options{Start: start, Duration: 24 * time.Hour, SampleInterval: 30 * time.Second, ScrapeInterval: 30 * time.Second,
 		Flavor: history.FlavorDCGMExporter}
 	if _, err := history.RunFleet(context.Background(), opts, nodes, sb); err != nil {
 		b.Fatal(err)
 	}
-	q := NewEngineQuerier(sb.Store(), time.Minute, slog.New(slog.DiscardHandler))
+	q := engine.NewEmbeddedQuerier(sb.Store(), time.Minute, slog.New(slog.DiscardHandler))
 	r := model.Range{Start: start, End: start.Add(24 * time.Hour), Step: time.Hour, Resolution: 5 * time.Minute}
 	b.ReportAllocs()
 	for b.Loop() {
-		src := NewDCGMExporter(q, DCGMExporterOptions{MaxPointsPerQuery: 1000, MaxSamplesPerQuery: 1_000_000})
+		src := New(q, Options{MaxPointsPerQuery: 1000, MaxSamplesPerQuery: 1_000_000})
 		if _, err := src.Collect(context.Background(), r); err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package source
+package dcgmexporter
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
 
 // The dcgm-exporter source's rules held to hand-computed EUR on histories in
@@ -80,7 +81,7 @@ func TestDCGMExporterHolderBackAfterRetention(t *testing.T) {
 	h.series = deviceSeries(gpuLabels("n1", "Hostname", "0", "GPU-0", h100), runs, map[string]func(int) float64{
 		"DCGM_FI_PROF_GR_ENGINE_ACTIVE": gr, "DCGM_FI_DEV_POWER_USAGE": always(300), "DCGM_FI_DEV_FB_USED": always(1000)})
 	h.series = append(h.series, ksmSeries("kube_node_status_capacity", always(1), "node", "n1", "resource", "nvidia_com_gpu", "unit", "integer"))
-	d := collectHistoryWith(t, h, 2*time.Hour, DCGMExporterOptions{})
+	d := collectHistoryWith(t, h, 2*time.Hour, Options{})
 	checkEntries(t, d, []want{
 		{"GPU-0", "", "ml", "train-0", model.StateBusy, 3330, 1.43375, model.Sampled},
 		{"GPU-0", "", "", "", model.StateUnallocated, 3870, 1.66625, model.Sampled},
@@ -133,7 +134,7 @@ func allHour(int) bool { return true }
 
 // TestDCGMExporterHACopies: an HA pair of Prometheus servers without
 // deduplication holds every series twice, differing in prometheus_replica.
-// The source reads each once (DefaultDedupeLabels). GPU-S (timeSlicedNode)
+// The source reads each once (source.DefaultDedupeLabels). GPU-S (timeSlicedNode)
 // is split by requested replicas: b/s0 1 of 4, b/s1 2 of 4, 1 free. By hand,
 // over the hour at 1.65 EUR/h:
 //
@@ -156,7 +157,7 @@ func TestDCGMExporterHACopies(t *testing.T) {
 			h.series = append(h.series, histSeries{s.metric, l, s.value})
 		}
 	}
-	d := collectHistoryWith(t, h, time.Hour, DCGMExporterOptions{DedupeLabels: DefaultDedupeLabels})
+	d := collectHistoryWith(t, h, time.Hour, Options{DedupeLabels: source.DefaultDedupeLabels})
 	share := model.AllocationShare
 	checkEntries(t, d, []want{
 		{"GPU-E", "", "a", "p0", model.StateBusy, 3600, 1.55, model.Sampled},
@@ -297,7 +298,7 @@ func TestDCGMExporterClustersKeepHoldingsApart(t *testing.T) {
 		}
 		h.series = append(h.series, sharedPod("ml", "nb-0", 1, func(int) bool { return c.name == "east" }, cl...)...)
 	}
-	d := collectHistoryWith(t, h, time.Hour, DCGMExporterOptions{ClusterLabel: "cluster"})
+	d := collectHistoryWith(t, h, time.Hour, Options{ClusterLabel: "cluster"})
 	share := model.AllocationShare
 	east, west := d.OfCluster("east"), d.OfCluster("west")
 	if n := len(east.Ledger) + len(west.Ledger); n != len(d.Ledger) {

@@ -1,4 +1,4 @@
-package source
+package dcgmexporter
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 
 	pmodel "github.com/prometheus/common/model"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
 
 // The grid rule of the dcgm-exporter source (docs/report.md, "The grid"):
@@ -89,13 +91,13 @@ func gridFor(interval, res time.Duration) time.Duration {
 // millisecond later, as the grid's lookbacks are (dcgmQueries): an engine
 // that closes a range on both ends would otherwise count a scrape on the
 // bucket's edge in two buckets.
-func (s *DCGMExporter) measureIntervals(ctx context.Context, run *rangeRunner, r model.Range, id identity, metric, thing string) (intervals, error) {
+func (s *Source) measureIntervals(ctx context.Context, run *engine.Runner, r model.Range, id source.Identity, metric, thing string) (intervals, error) {
 	counts := map[[2]string][]float64{} // by cluster and job: the median count per bucket
-	perThing := fmt.Sprintf("sum by (%s) (count_over_time(%s[%s] offset -1ms))", without(id.by("job, "+thing), s.opts.DedupeLabels), metric, pmodel.Duration(r.Step))
-	err := run.run(ctx, "scrape interval of "+metric, fmt.Sprintf("quantile(0.5, %s) by (%s)", perThing, id.by("job")),
+	perThing := fmt.Sprintf("sum by (%s) (count_over_time(%s[%s] offset -1ms))", without(id.By("job, "+thing), s.opts.DedupeLabels), metric, pmodel.Duration(r.Step))
+	err := run.Run(ctx, "scrape interval of "+metric, fmt.Sprintf("quantile(0.5, %s) by (%s)", perThing, id.By("job")),
 		r.Start.Add(r.Step), r.End, r.Step, func(m pmodel.Matrix) {
 			for _, st := range m {
-				k := [2]string{id.clusterOf(st.Metric), string(st.Metric["job"])}
+				k := [2]string{id.ClusterOf(st.Metric), string(st.Metric["job"])}
 				for _, p := range st.Values {
 					if p.Value > 0 {
 						counts[k] = append(counts[k], float64(p.Value))
@@ -124,7 +126,7 @@ func (s *DCGMExporter) measureIntervals(ctx context.Context, run *rangeRunner, r
 // queries select every series; with several, each selects its clusters'
 // series, and the group of the first cluster also those of clusters
 // nothing was measured of (their series are read on its grid).
-func (s *DCGMExporter) plan(dcgm, ksm intervals, res time.Duration, id identity) []gridPlan {
+func (s *Source) plan(dcgm, ksm intervals, res time.Duration, id source.Identity) []gridPlan {
 	clusters := slices.Sorted(maps.Keys(dcgm))
 	if len(clusters) == 0 {
 		clusters = []string{""}
@@ -152,7 +154,7 @@ func (s *DCGMExporter) plan(dcgm, ksm intervals, res time.Duration, id identity)
 	out := make([]gridPlan, len(plans))
 	for i, p := range plans {
 		out[i] = *p
-		if len(plans) == 1 || id.cluster == "" {
+		if len(plans) == 1 || id.Label() == "" {
 			continue
 		}
 		var others []string
@@ -162,9 +164,9 @@ func (s *DCGMExporter) plan(dcgm, ksm intervals, res time.Duration, id identity)
 			}
 		}
 		if i == 0 {
-			out[i].selector = fmt.Sprintf("%s!~%q", id.cluster, alternatives(others))
+			out[i].selector = fmt.Sprintf("%s!~%q", id.Label(), alternatives(others))
 		} else {
-			out[i].selector = fmt.Sprintf("%s=~%q", id.cluster, alternatives(p.clusters))
+			out[i].selector = fmt.Sprintf("%s=~%q", id.Label(), alternatives(p.clusters))
 		}
 	}
 	return out

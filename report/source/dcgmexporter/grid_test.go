@@ -1,9 +1,11 @@
-package source
+package dcgmexporter
 
 import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/gputally/gputally/report/source"
 )
 
 // TestGridFor: a cluster's grid is its fastest job's scrape interval when
@@ -48,8 +50,8 @@ func TestLookback(t *testing.T) {
 // text, not as a pattern. Without a cluster label there is one plan over
 // every series.
 func TestPlanGroupsClusters(t *testing.T) {
-	s := NewDCGMExporter(nil, DCGMExporterOptions{})
-	id := identity{cluster: "cluster"}
+	s := New(nil, Options{})
+	id := source.NewIdentity("cluster")
 	dcgm := intervals{"east": {30 * time.Second, 30 * time.Second}, "us.west": {30 * time.Second, time.Minute}, "north": {30 * time.Second, 30 * time.Second}}
 	ksm := intervals{"east": {30 * time.Second, 30 * time.Second}, "north": {30 * time.Second, 30 * time.Second}}
 	got := s.plan(dcgm, ksm, 5*time.Minute, id)
@@ -63,11 +65,11 @@ func TestPlanGroupsClusters(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("plans\n%+v\nwant\n%+v", got, want)
 	}
-	one := s.plan(intervals{"": {time.Minute, time.Minute}}, nil, 5*time.Minute, identity{})
+	one := s.plan(intervals{"": {time.Minute, time.Minute}}, nil, 5*time.Minute, source.Identity{})
 	if len(one) != 1 || one[0].selector != "" || one[0].grid != time.Minute {
 		t.Errorf("plans without a cluster label %+v, want one 1m0s plan over every series", one)
 	}
-	set := NewDCGMExporter(nil, DCGMExporterOptions{Grid: 15 * time.Second}).plan(dcgm, ksm, 5*time.Minute, id)
+	set := New(nil, Options{Grid: 15 * time.Second}).plan(dcgm, ksm, 5*time.Minute, id)
 	if len(set) == 0 {
 		t.Error("no plans with a grid set")
 	}

@@ -1,4 +1,4 @@
-package source
+package dcgmexporter
 
 import (
 	"cmp"
@@ -14,6 +14,7 @@ import (
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/mig"
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
 
 // The state rules of the dcgm-exporter source (docs/report.md, "Report from
@@ -57,11 +58,11 @@ type dcgmSeries struct {
 // Prometheus scraped dcgm-exporter without honor_labels: the holder's labels
 // are then exported_namespace, exported_pod and exported_container, and
 // namespace and pod name the exporter's own pod.
-func (id identity) parseDCGMSeries(m pmodel.Metric, exported bool) dcgmSeries {
+func parseDCGMSeries(id source.Identity, m pmodel.Metric, exported bool) dcgmSeries {
 	s := dcgmSeries{
 		// GPU_I_ID and GPU_I_PROFILE only on MIG instances: an instance id
 		// reused with another profile is another device.
-		dev:   model.DeviceKey{Cluster: id.clusterOf(m), UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"]), Profile: string(m["GPU_I_PROFILE"])},
+		dev:   model.DeviceKey{Cluster: id.ClusterOf(m), UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"]), Profile: string(m["GPU_I_PROFILE"])},
 		gpu:   string(m["gpu"]),
 		model: string(m["modelName"]),
 		host:  dcgmHostOf(m),

@@ -1,4 +1,4 @@
-package source
+package dcgmexporter
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
 
 // DefaultGrid is the dcgm-exporter source's evaluation grid of a cluster
@@ -20,8 +22,8 @@ import (
 // collect interval.
 const DefaultGrid = 30 * time.Second
 
-// DCGMExporterOptions are the settings of a DCGMExporter source.
-type DCGMExporterOptions struct {
+// Options are the settings of a DCGMExporter source.
+type Options struct {
 	// Book prices the devices, gives the idle threshold and splits MIG GPUs
 	// by its mig_weight, as the exporters' ledgers do; nil: cost.Default().
 	Book *cost.Book
@@ -43,31 +45,31 @@ type DCGMExporterOptions struct {
 	// the Ledger.
 	QueriesInFlight int
 	// DedupeLabels (optional) are labels by which copies of one series differ
-	// (an HA pair of Prometheus servers, DefaultDedupeLabels): every query
+	// (an HA pair of Prometheus servers, source.DefaultDedupeLabels): every query
 	// takes the max over them, as it does over instance and job.
 	DedupeLabels []string
 	// Progress (optional) receives a line per request.
-	Progress Progress
+	Progress engine.Progress
 }
 
 // DCGMExporter is the Source of the history a cluster already has:
 // dcgm-exporter's device series and kube-state-metrics' requests, phases,
-// capacity and pod labels, read through the same Querier as the Ledger and
+// capacity and pod labels, read through the same engine.Querier as the Ledger and
 // sampled on an evaluation grid (dcgm_rules.go says how each grid point's
 // samples become states). Its whole-device rows are Sampled, those of
 // time-sliced GPUs AllocationShare; it has no previous period. It is safe
 // for use by one goroutine at a time.
-type DCGMExporter struct {
-	q    Querier
-	opts DCGMExporterOptions
+type Source struct {
+	q    engine.Querier
+	opts Options
 }
 
 // NewDCGMExporter returns the dcgm-exporter source over q.
-func NewDCGMExporter(q Querier, opts DCGMExporterOptions) *DCGMExporter {
+func New(q engine.Querier, opts Options) *Source {
 	if opts.Book == nil {
 		opts.Book = cost.Default()
 	}
-	return &DCGMExporter{q: q, opts: opts}
+	return &Source{q: q, opts: opts}
 }
 
 // dcgmWithout drops the labels of a DCGM_* series that do not tell devices
@@ -91,21 +93,21 @@ func without(base string, dedupe []string) string {
 // scraped, plans the grid of each (dcgm_grid.go) and evaluates it over
 // (r.Start, r.End] in chunks of whole step buckets (readGrid), so that
 // memory stays bounded by a chunk.
-func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
+func (s *Source) Collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
 	if g := s.opts.Grid; g > 0 && (r.Step%g != 0 || r.Resolution%g != 0) {
 		return nil, fmt.Errorf("the dcgm-exporter source's grid %s must divide the step %s and the resolution %s", g, r.Step, r.Resolution)
 	}
-	run := &rangeRunner{q: s.q, maxPoints: s.opts.MaxPointsPerQuery, maxSamples: s.opts.MaxSamplesPerQuery,
-		inFlight: s.opts.QueriesInFlight, progress: s.opts.Progress}
-	if run.maxPoints < 2 {
-		run.maxPoints = 1000
+	lim := engine.Limits{MaxPoints: s.opts.MaxPointsPerQuery, MaxSamples: s.opts.MaxSamplesPerQuery, InFlight: s.opts.QueriesInFlight}
+	if lim.MaxPoints < 2 {
+		lim.MaxPoints = 1000
 	}
-	defer run.finish()
+	run := engine.NewRunner(s.q, lim, s.opts.Progress)
+	defer run.Finish()
 	d := model.NewDataset(r)
-	id := identity{pmodel.LabelName(s.opts.ClusterLabel)}
-	run.total = 1 + 2*run.requests(r.Start.Add(r.Step), r.End, r.Step)
+	id := source.NewIdentity(s.opts.ClusterLabel)
+	run.Plan(1 + 2*run.Requests(r.Start.Add(r.Step), r.End, r.Step))
 	if s.opts.TeamLabel != "" {
-		run.total += run.requests(r.Start.Add(r.Step), r.End, r.Step)
+		run.Plan(run.Requests(r.Start.Add(r.Step), r.End, r.Step))
 	}
 	exported, err := s.exportedLabels(ctx, run, r)
 	if err != nil {
@@ -121,7 +123,7 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 	}
 	plans := s.plan(dcgm, ksm, r.Resolution, id)
 	for _, p := range plans {
-		run.total += p.chunks(d, run.maxPoints) * len(dcgmQueries(p, false, nil, id))
+		run.Plan(p.chunks(d, run.MaxPoints()) * len(dcgmQueries(p, false, nil, id)))
 	}
 	var accounts []*dcgmAccount
 	for _, p := range plans {
@@ -135,8 +137,7 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 		return nil, fmt.Errorf("no GPU data: no dcgm-exporter samples (DCGM_FI_DEV_FB_USED, DCGM_FI_PROF_GR_ENGINE_ACTIVE, …) with a UUID label between %s and %s (is dcgm-exporter scraped, and is the range right?)",
 			r.Start.UTC().Format(time.RFC3339), r.End.UTC().Format(time.RFC3339))
 	}
-	teams := &collector{run: run, teamLabel: s.opts.TeamLabel, id: id}
-	if err := teams.podTeams(ctx, d); err != nil {
+	if err := source.ReadPodTeams(ctx, run, id, engine.Windows{}, s.opts.TeamLabel, d); err != nil {
 		return nil, err
 	}
 	short := 0
@@ -145,20 +146,20 @@ func (s *DCGMExporter) Collect(ctx context.Context, r model.Range) (*model.Datas
 		short += a.short()
 	}
 	d.Sampling = sampling(plans, short)
-	d.Warnings = run.warnings
-	d.Requests = run.done
+	d.Warnings = run.Warnings()
+	d.Requests = run.Done()
 	return d, nil
 }
 
 // readGrid evaluates plan p's grid over d's range in chunks of whole step
-// buckets (at most run.maxPoints grid points a request), every query of a
+// buckets (at most run.MaxPoints() grid points a request), every query of a
 // chunk before its points are priced: each cluster's points by an account
 // of its own (a cluster seen once gets every later point, with data or
 // not). It returns the accounts, finished, in the order of their clusters.
-func (s *DCGMExporter) readGrid(ctx context.Context, run *rangeRunner, d *model.Dataset, p gridPlan, queries []dcgmQuery, id identity) ([]*dcgmAccount, error) {
+func (s *Source) readGrid(ctx context.Context, run *engine.Runner, d *model.Dataset, p gridPlan, queries []dcgmQuery, id source.Identity) ([]*dcgmAccount, error) {
 	g := p.grid
 	perBucket := int(d.Step / g)
-	bucketsPerChunk := p.bucketsPerChunk(d, run.maxPoints)
+	bucketsPerChunk := p.bucketsPerChunk(d, run.MaxPoints())
 	series := map[pmodel.Fingerprint]*dcgmSeries{}
 	accounts := map[string]*dcgmAccount{} // by cluster
 	for b := 0; b < d.Buckets; b += bucketsPerChunk {
@@ -181,7 +182,7 @@ func (s *DCGMExporter) readGrid(ctx context.Context, run *rangeRunner, d *model.
 		}
 		from, to := d.Start.Add(time.Duration(first)*g), d.Start.Add(time.Duration(last)*g)
 		for _, q := range queries {
-			err := run.run(ctx, q.name, q.query, from, to, g, func(m pmodel.Matrix) {
+			err := run.Run(ctx, q.name, q.query, from, to, g, func(m pmodel.Matrix) {
 				for _, st := range m {
 					var ps []*gridPoint
 					for _, pt := range st.Values {
@@ -190,7 +191,7 @@ func (s *DCGMExporter) readGrid(ctx context.Context, run *rangeRunner, d *model.
 							continue
 						}
 						if ps == nil {
-							ps = of(id.clusterOf(st.Metric))
+							ps = of(id.ClusterOf(st.Metric))
 						}
 						q.fill(ps[i], st.Metric, series, float64(pt.Value))
 					}
@@ -229,15 +230,16 @@ func (p gridPlan) bucketsPerChunk(d *model.Dataset, maxPoints int) int {
 
 // chunks is how many requests each query of the plan makes.
 func (p gridPlan) chunks(d *model.Dataset, maxPoints int) int {
-	return ceilDiv(d.Buckets, p.bucketsPerChunk(d, maxPoints))
+	n := p.bucketsPerChunk(d, maxPoints)
+	return (d.Buckets + n - 1) / n
 }
 
 // exportedLabels reports whether the range's DCGM_* series carry
 // exported_pod: Prometheus scraped dcgm-exporter without honor_labels, so
 // the holders are in the exported_ labels.
-func (s *DCGMExporter) exportedLabels(ctx context.Context, run *rangeRunner, r model.Range) (bool, error) {
+func (s *Source) exportedLabels(ctx context.Context, run *engine.Runner, r model.Range) (bool, error) {
 	found := false
-	err := run.run(ctx, "exported_ labels", fmt.Sprintf(`count(last_over_time(DCGM_FI_DEV_FB_USED{exported_pod!=""}[%s]))`, pmodel.Duration(r.End.Sub(r.Start))),
+	err := run.Run(ctx, "exported_ labels", fmt.Sprintf(`count(last_over_time(DCGM_FI_DEV_FB_USED{exported_pod!=""}[%s]))`, pmodel.Duration(r.End.Sub(r.Start))),
 		r.End, r.End, r.Step, func(m pmodel.Matrix) {
 			for _, st := range m {
 				for _, p := range st.Values {
@@ -260,7 +262,7 @@ type dcgmQuery struct {
 // GPUs or shared ones, and the nodes' capacity of nvidia.com resources (and
 // of pods, which every node has: a node without nvidia.com capacity offers
 // no device plugin resource at all).
-func dcgmQueries(p gridPlan, exported bool, dedupe []string, id identity) []dcgmQuery {
+func dcgmQueries(p gridPlan, exported bool, dedupe []string, id source.Identity) []dcgmQuery {
 	// Each point reads the lookback before it, shifted a millisecond later:
 	// Prometheus 2 closes a range on both ends, and VictoriaMetrics leaves
 	// out of a request a series whose first sample lies exactly at its end
@@ -272,7 +274,7 @@ func dcgmQueries(p gridPlan, exported bool, dedupe []string, id identity) []dcgm
 				fp := m.Fingerprint()
 				s := series[fp]
 				if s == nil {
-					ps := id.parseDCGMSeries(m, exported)
+					ps := parseDCGMSeries(id, m, exported)
 					s = &ps
 					series[fp] = s
 				}
@@ -310,7 +312,7 @@ func dcgmQueries(p gridPlan, exported bool, dedupe []string, id identity) []dcgm
 				pt.requests = append(pt.requests, ksmRequest{holder: h, node: ksmLabel(m, "node"), resource: string(m["resource"]), value: v})
 			}},
 		{name: "kube_pod_status_phase",
-			query: fmt.Sprintf(`max by (%[1]s) (last_over_time(%[3]s[%[2]s)) == 1 and on (%[1]s) max by (%[1]s) (last_over_time(%[4]s[%[2]s))`, id.by("namespace, pod"), kw,
+			query: fmt.Sprintf(`max by (%[1]s) (last_over_time(%[3]s[%[2]s)) == 1 and on (%[1]s) max by (%[1]s) (last_over_time(%[4]s[%[2]s))`, id.By("namespace, pod"), kw,
 				selector("kube_pod_status_phase", `phase="Running"`, p.selector), selector("kube_pod_container_resource_requests", `resource=~"nvidia_com_gpu|nvidia_com_.*_shared"`, p.selector)),
 			fill: func(pt *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				pt.running[model.HolderKey{Namespace: string(m["namespace"]), Pod: string(m["pod"])}] = true

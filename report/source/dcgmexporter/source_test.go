@@ -1,4 +1,4 @@
-package source
+package dcgmexporter
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
 )
 
@@ -41,9 +42,9 @@ const scrapeLag = 17 * time.Second
 
 // querier writes grid points 1…points of the history into a store and
 // returns the engine over it.
-func (h *dcgmHistory) querier(t *testing.T, points int) Querier {
+func (h *dcgmHistory) querier(t *testing.T, points int) engine.Querier {
 	t.Helper()
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	for _, s := range h.series {
 		ls := labels.NewBuilder(labels.FromMap(s.labels)).Set(pmodel.MetricNameLabel, s.metric).Labels()
 		for j := 1; j <= points; j++ {
@@ -55,7 +56,7 @@ func (h *dcgmHistory) querier(t *testing.T, points int) Querier {
 			}
 		}
 	}
-	return NewEngineQuerier(b.Store(), time.Minute, discard())
+	return engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard())
 }
 
 func always(v float64) func(int) float64 { return func(int) float64 { return v } }
@@ -94,12 +95,12 @@ func withPod(l map[string]string, ns, pod, container string) map[string]string {
 // collectHistory reads the first hour of h through the source.
 func collectHistory(t *testing.T, h *dcgmHistory) *model.Dataset {
 	t.Helper()
-	return collectHistoryWith(t, h, time.Hour, DCGMExporterOptions{})
+	return collectHistoryWith(t, h, time.Hour, Options{})
 }
 
 // collectHistoryWith reads span of h through the source with opts, priced
 // by dcgmTestBook on h's grid, in 1 h buckets and 5 min resolution steps.
-func collectHistoryWith(t *testing.T, h *dcgmHistory, span time.Duration, opts DCGMExporterOptions) *model.Dataset {
+func collectHistoryWith(t *testing.T, h *dcgmHistory, span time.Duration, opts Options) *model.Dataset {
 	t.Helper()
 	book, err := cost.Parse([]byte(dcgmTestBook), "test-book.yaml")
 	if err != nil {
@@ -109,7 +110,7 @@ func collectHistoryWith(t *testing.T, h *dcgmHistory, span time.Duration, opts D
 	if opts.MaxPointsPerQuery == 0 {
 		opts.MaxPointsPerQuery = 1000
 	}
-	src := NewDCGMExporter(h.querier(t, int(span/h.grid)), opts)
+	src := New(h.querier(t, int(span/h.grid)), opts)
 	d, err := src.Collect(context.Background(), model.Range{Start: h.start, End: h.start.Add(span), Step: time.Hour, Resolution: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -342,7 +343,7 @@ func TestDCGMExporterClusters(t *testing.T) {
 		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", west, always(0)},
 		{"DCGM_FI_DEV_POWER_USAGE", west, always(100)},
 	}}
-	d := collectHistoryWith(t, f, time.Hour, DCGMExporterOptions{ClusterLabel: "cluster"})
+	d := collectHistoryWith(t, f, time.Hour, Options{ClusterLabel: "cluster"})
 	busy := model.HoldingKey{Dev: model.DeviceKey{Cluster: "east", UUID: "GPU-A"}, Holder: model.HolderKey{Namespace: "ml", Pod: "train-0", Container: "trainer"}}
 	free := model.HoldingKey{Dev: model.DeviceKey{Cluster: "west", UUID: "GPU-A"}}
 	if len(d.Ledger) != 2 || d.Ledger[busy] == nil || d.Ledger[free] == nil {
@@ -400,7 +401,7 @@ func TestDCGMExporterClustersInChunks(t *testing.T) {
 		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", westB, at(200, 200, 0.7)},
 		{"kube_node_status_capacity", map[string]string{"node": "m1", "resource": "nvidia_com_gpu", "cluster": "north"}, always(8)},
 	}}
-	d := collectHistoryWith(t, f, 2*time.Hour, DCGMExporterOptions{MaxPointsPerQuery: 120, ClusterLabel: "cluster"})
+	d := collectHistoryWith(t, f, 2*time.Hour, Options{MaxPointsPerQuery: 120, ClusterLabel: "cluster"})
 	for _, c := range []struct {
 		k        model.HoldingKey
 		st       int
@@ -426,12 +427,12 @@ func TestDCGMExporterClustersInChunks(t *testing.T) {
 // that says what was looked for.
 func TestDCGMExporterNoData(t *testing.T) {
 	empty := &dcgmHistory{start: time.Unix(0, 0), grid: DefaultGrid}
-	src := NewDCGMExporter(empty.querier(t, 120), DCGMExporterOptions{})
+	src := New(empty.querier(t, 120), Options{})
 	_, err := src.Collect(context.Background(), model.Range{Start: time.Unix(0, 0), End: time.Unix(3600, 0), Step: time.Hour, Resolution: 5 * time.Minute})
 	if err == nil || !strings.Contains(err.Error(), "no dcgm-exporter samples") {
 		t.Errorf("error %v, want one about no dcgm-exporter samples", err)
 	}
-	src = NewDCGMExporter(empty.querier(t, 120), DCGMExporterOptions{Grid: DefaultGrid})
+	src = New(empty.querier(t, 120), Options{Grid: DefaultGrid})
 	_, err = src.Collect(context.Background(), model.Range{Start: time.Unix(0, 0), End: time.Unix(3600, 0), Step: time.Hour, Resolution: 45 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "must divide") {
 		t.Errorf("a resolution of 45s on a 30s grid: error %v, want one saying the grid must divide it", err)

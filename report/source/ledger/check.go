@@ -1,18 +1,18 @@
-package source
+package ledger
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
 
 // The report trusts no answer. Between it and the exporters sit engines,
@@ -54,34 +54,6 @@ const maxFramebufferMiB = 1 << 30
 // exporter) before it is left out.
 const ratioSlack = 0.01
 
-// checkAnswer checks one answer, in place: each series' samples are put in
-// time order (engines return them so; a proxy may not), and an answer that
-// holds two samples of one series at the same time, an infinite value, or
-// one series twice is refused, naming it.
-func checkAnswer(m pmodel.Matrix) error {
-	seen := make(map[pmodel.Fingerprint]pmodel.Metric, len(m))
-	for _, s := range m {
-		fp := s.Metric.FastFingerprint() // no allocation; a collision is told apart by Equal
-		if other, ok := seen[fp]; ok && other.Equal(s.Metric) {
-			return fmt.Errorf("the answer holds the series %s twice", s.Metric)
-		}
-		seen[fp] = s.Metric
-		byTime := func(a, b pmodel.SamplePair) int { return cmp.Compare(a.Timestamp, b.Timestamp) }
-		if !slices.IsSortedFunc(s.Values, byTime) {
-			slices.SortStableFunc(s.Values, byTime)
-		}
-		for i, p := range s.Values {
-			if i > 0 && p.Timestamp == s.Values[i-1].Timestamp {
-				return fmt.Errorf("the answer holds two samples of %s at %s: %s and %s", s.Metric, timeOf(p), s.Values[i-1].Value, p.Value)
-			}
-			if math.IsInf(float64(p.Value), 0) {
-				return valueError(s.Metric, p, "no gauge or counter the report reads is infinite")
-			}
-		}
-	}
-	return nil
-}
-
 // checkCounter checks a sample of the ledger counter metric (seconds or
 // EUR) of series m.
 func checkCounter(metric string, m pmodel.Metric, p pmodel.SamplePair) error {
@@ -92,11 +64,11 @@ func checkCounter(metric string, m pmodel.Metric, p pmodel.SamplePair) error {
 	}
 	switch {
 	case math.IsNaN(v):
-		return valueError(named(metric, m), p, "a ledger counter is a number: the exporter never writes NaN")
+		return engine.ValueError(named(metric, m), p, "a ledger counter is a number: the exporter never writes NaN")
 	case v < 0:
-		return valueError(named(metric, m), p, "a ledger counter is never negative")
+		return engine.ValueError(named(metric, m), p, "a ledger counter is never negative")
 	case v > limit:
-		return valueError(named(metric, m), p, fmt.Sprintf("more %s than a century can count (%.4g)", unit, limit))
+		return engine.ValueError(named(metric, m), p, fmt.Sprintf("more %s than a century can count (%.4g)", unit, limit))
 	}
 	return nil
 }
@@ -104,7 +76,7 @@ func checkCounter(metric string, m pmodel.Metric, p pmodel.SamplePair) error {
 // checkCount checks a sample of a resets() count of series m.
 func checkCount(m pmodel.Metric, p pmodel.SamplePair) error {
 	if v := float64(p.Value); math.IsNaN(v) || v < 0 {
-		return valueError(m, p, "resets() counts decreases: a whole number, never NaN or negative")
+		return engine.ValueError(m, p, "resets() counts decreases: a whole number, never NaN or negative")
 	}
 	return nil
 }
@@ -117,9 +89,9 @@ func checkGauge(m pmodel.Metric, p pmodel.SamplePair, v float64, ratio bool) err
 	case math.IsNaN(v):
 		return nil
 	case ratio && (v < 0 || v > 1+ratioSlack):
-		return valueError(m, p, "an activity is a ratio between 0 and 1")
+		return engine.ValueError(m, p, "an activity is a ratio between 0 and 1")
 	case !ratio && (v < 0 || v > maxFramebufferMiB):
-		return valueError(m, p, fmt.Sprintf("a framebuffer holds between 0 and %d MiB", maxFramebufferMiB))
+		return engine.ValueError(m, p, fmt.Sprintf("a framebuffer holds between 0 and %d MiB", maxFramebufferMiB))
 	}
 	return nil
 }
@@ -165,15 +137,9 @@ func (l *leftOut) notes() []string {
 // checkShare checks a time-sliced or MPS holding's share of its device.
 func checkShare(m pmodel.Metric, p pmodel.SamplePair) error {
 	if v := float64(p.Value); !(v > 0 && v <= 1) {
-		return valueError(m, p, "a holding's share of its device lies in (0, 1]")
+		return engine.ValueError(m, p, "a holding's share of its device lies in (0, 1]")
 	}
 	return nil
-}
-
-// valueError names a value an answer must not hold: the series, the time and
-// the value, and why.
-func valueError(m fmt.Stringer, p pmodel.SamplePair, why string) error {
-	return fmt.Errorf("the engine answered %s for %s at %s: %s", strconv.FormatFloat(float64(p.Value), 'g', -1, 64), m, timeOf(p), why)
 }
 
 // namedSeries is a series with its metric name, for messages.
@@ -185,8 +151,6 @@ type namedSeries struct {
 func named(metric string, m pmodel.Metric) namedSeries { return namedSeries{metric, m} }
 
 func (n namedSeries) String() string { return n.metric + n.m.String() }
-
-func timeOf(p pmodel.SamplePair) string { return p.Timestamp.Time().UTC().Format(time.RFC3339Nano) }
 
 // conservationSlack is how many device-seconds more than its length a step
 // bucket may hold for one device: the bucket's increase runs from the last
@@ -201,7 +165,7 @@ func conservationSlack(step time.Duration) time.Duration { return min(step/3, ne
 // weight's part), so more means series counted twice. The error names the
 // device, the bucket and the copies among series (the device's seconds
 // series and their increases).
-func conserved(id identity, series []*counterSeries, incs [][]float64, sums []float64, start time.Time, step time.Duration) error {
+func conserved(id source.Identity, series []*counterSeries, incs [][]float64, sums []float64, start time.Time, step time.Duration) error {
 	limit := (step + conservationSlack(step)).Seconds()
 	for i, v := range sums {
 		if v <= limit {
@@ -231,14 +195,14 @@ func deviceName(m pmodel.Metric) string {
 
 // copiesOf says which of a GPU's series counted the same seconds: two of one
 // holding and state are copies, and the labels they differ in are named.
-func copiesOf(id identity, in []pmodel.Metric) string {
+func copiesOf(id source.Identity, in []pmodel.Metric) string {
 	type key struct {
 		h     model.HoldingKey
 		state pmodel.LabelValue
 	}
 	first := map[key]pmodel.Metric{}
 	for _, m := range in {
-		k := key{id.holdingOf(m), m["state"]}
+		k := key{id.HoldingOf(m), m["state"]}
 		if a, ok := first[k]; ok {
 			return fmt.Sprintf("the engine delivered its ledger series more than once: %s and %s differ only in %s "+
 				"(an HA pair or a second scrape job: name the label in --report.dedupe-labels; or an engine or proxy that copies series)",

@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"context"
@@ -10,44 +10,14 @@ import (
 	pmodel "github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
 	"github.com/gputally/gputally/report/model/sketch"
+	"github.com/gputally/gputally/report/source"
 )
 
 func pair(sec int64, v float64) pmodel.SamplePair {
 	return pmodel.SamplePair{Timestamp: pmodel.TimeFromUnix(sec), Value: pmodel.SampleValue(v)}
-}
-
-// TestCheckAnswer: samples out of time order are sorted; two samples of a
-// series at one time, a series twice, and ±Inf are refused, naming them.
-func TestCheckAnswer(t *testing.T) {
-	m := pmodel.Matrix{{Metric: pmodel.Metric{"UUID": "GPU-0"}, Values: []pmodel.SamplePair{pair(30, 3), pair(10, 1), pair(20, 2)}}}
-	if err := checkAnswer(m); err != nil {
-		t.Fatal(err)
-	}
-	for i, p := range m[0].Values {
-		if want := pair(int64(10*(i+1)), float64(i+1)); p != want {
-			t.Errorf("sample %d: %v, want %v", i, p, want)
-		}
-	}
-	for _, tc := range []struct {
-		name string
-		m    pmodel.Matrix
-		want string
-	}{
-		{"one time twice", pmodel.Matrix{{Metric: pmodel.Metric{"UUID": "GPU-0"}, Values: []pmodel.SamplePair{pair(20, 2), pair(10, 1), pair(20, 5)}}},
-			`two samples of {UUID="GPU-0"} at 1970-01-01T00:00:20Z: 2 and 5`},
-		{"a series twice", pmodel.Matrix{{Metric: pmodel.Metric{"UUID": "GPU-0"}}, {Metric: pmodel.Metric{"UUID": "GPU-1"}}, {Metric: pmodel.Metric{"UUID": "GPU-0"}}},
-			`the answer holds the series {UUID="GPU-0"} twice`},
-		{"+Inf", pmodel.Matrix{{Metric: pmodel.Metric{"UUID": "GPU-0"}, Values: []pmodel.SamplePair{pair(10, 1), pair(20, math.Inf(1))}}},
-			`the engine answered +Inf for {UUID="GPU-0"} at 1970-01-01T00:00:20Z`},
-		{"-Inf", pmodel.Matrix{{Metric: pmodel.Metric{"UUID": "GPU-0"}, Values: []pmodel.SamplePair{pair(10, math.Inf(-1))}}},
-			`the engine answered -Inf for {UUID="GPU-0"} at 1970-01-01T00:00:10Z`},
-	} {
-		if err := checkAnswer(tc.m); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.want)
-		}
-	}
 }
 
 // TestCheckValueBounds: each bound of check.go at its edge. A century is
@@ -111,7 +81,7 @@ func TestConserved(t *testing.T) {
 		{5 * time.Minute, 400.001, true},
 	} {
 		incs := [][]float64{{0, tc.sum / 2}, {0, tc.sum / 2}}
-		err := conserved(identity{}, []*counterSeries{a, b}, incs, []float64{0, tc.sum}, start, tc.step)
+		err := conserved(source.Identity{}, []*counterSeries{a, b}, incs, []float64{0, tc.sum}, start, tc.step)
 		if (err != nil) != tc.bad {
 			t.Errorf("step %s, %.3f s: error %v, want refused %v", tc.step, tc.sum, err, tc.bad)
 		}
@@ -144,7 +114,7 @@ func TestCheckEUR(t *testing.T) {
 // 0.5, and a note names it; the report goes on.
 func TestGaugeOutOfRangeLeftOut(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	id := []string{"UUID", "GPU-0", "gpu", "0", "hostname", "node-0", "modelName", "NVIDIA H100 80GB HBM3", "namespace", "ml", "pod", "p", "container", "c"}
 	for ts := start.Add(-time.Hour); !ts.After(start.Add(time.Hour)); ts = ts.Add(30 * time.Second) {
 		appendLedger(t, b, append(id, "state", "busy"), ts, ts.Sub(start.Add(-time.Hour)).Seconds())
@@ -156,7 +126,7 @@ func TestGaugeOutOfRangeLeftOut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, err := NewLedger(NewEngineQuerier(b.Store(), time.Minute, discard()), LedgerOptions{MaxPointsPerQuery: 1000}).Collect(context.Background(),
+	d, err := New(engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard()), Options{MaxPointsPerQuery: 1000}).Collect(context.Background(),
 		model.Range{Start: start, End: start.Add(time.Hour), Step: time.Hour, Resolution: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)

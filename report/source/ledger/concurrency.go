@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
 
 // How many devices a namespace keeps busy at the same time, for Kueue
@@ -35,7 +36,7 @@ func (c *collector) concurrency(ctx context.Context, d *model.Dataset) error {
 	}
 	first := d.Start.Add(interval)
 	// plan counted the requests at the resolution.
-	c.run.total += c.run.requests(first, d.End, interval) - c.run.requests(d.Start.Add(d.Resolution), d.End, d.Resolution)
+	c.run.Plan(c.run.Requests(first, d.End, interval) - c.run.Requests(d.Start.Add(d.Resolution), d.End, d.Resolution))
 	cc := &model.Concurrency{Interval: interval, Scraped: scraped, First: first, Busy: map[model.ConcurrencyKey][]int32{}}
 	intervals := int(d.End.Sub(first)/interval) + 1
 	d.Concurrency = cc
@@ -49,11 +50,11 @@ func (c *collector) concurrency(ctx context.Context, d *model.Dataset) error {
 			held++
 		}
 	}
-	c.run.read = held
-	defer func() { c.run.read = 0 }()
-	return c.run.run(ctx, "devices busy at once", c.id.busyAtOnceQuery(interval), first, d.End, interval, func(m pmodel.Matrix) {
+	c.run.ReadPerPoint(held)
+	defer func() { c.run.ReadPerPoint(0) }()
+	return c.run.Run(ctx, "devices busy at once", busyAtOnceQuery(c.id, interval), first, d.End, interval, func(m pmodel.Matrix) {
 		for _, s := range m {
-			k := model.ConcurrencyKey{Cluster: c.id.clusterOf(s.Metric), Namespace: string(s.Metric["namespace"]), Profile: string(s.Metric["GPU_I_PROFILE"])}
+			k := model.ConcurrencyKey{Cluster: c.id.ClusterOf(s.Metric), Namespace: string(s.Metric["namespace"]), Profile: string(s.Metric["GPU_I_PROFILE"])}
 			if k.Namespace == "" {
 				continue
 			}
@@ -76,7 +77,7 @@ func (c *collector) concurrency(ctx context.Context, d *model.Dataset) error {
 // it knows the interval: the scrape interval query and the count at the
 // resolution.
 func (c *collector) concurrencyRequests(d *model.Dataset) int {
-	return c.run.requests(d.Start.Add(d.Step), d.End, d.Step) + c.run.requests(d.Start.Add(d.Resolution), d.End, d.Resolution)
+	return c.run.Requests(d.Start.Add(d.Step), d.End, d.Step) + c.run.Requests(d.Start.Add(d.Resolution), d.End, d.Resolution)
 }
 
 // busyAtOnceQuery counts, per namespace and MIG profile, the devices whose
@@ -88,10 +89,10 @@ func (c *collector) concurrencyRequests(d *model.Dataset) int {
 // duplicate scrape jobs, both spellings of the node label) count once. The
 // counter is selected three times, not six as with one branch per case: the
 // query runs at every scrape interval of the range.
-func (id identity) busyAtOnceQuery(s time.Duration) string {
+func busyAtOnceQuery(id source.Identity, s time.Duration) string {
 	const busy = `gputally_gpu_seconds_total{state="busy",namespace!=""}`
 	return fmt.Sprintf("count by (%s) (max by (%s) (%[3]s > 0 unless %[3]s == %[3]s offset %[4]s))",
-		id.by("namespace, GPU_I_PROFILE"), id.byDevice(), busy, pmodel.Duration(s))
+		id.By("namespace, GPU_I_PROFILE"), id.ByDevice(), busy, pmodel.Duration(s))
 }
 
 // scrapeInterval returns the scrape interval of gputally's exporters over
@@ -99,7 +100,7 @@ func (id identity) busyAtOnceQuery(s time.Duration) string {
 // cannot be read.
 func (c *collector) scrapeInterval(ctx context.Context, d *model.Dataset) (time.Duration, bool, error) {
 	most := 0.0
-	err := c.run.run(ctx, "gputally_up (scrape interval)", fmt.Sprintf("max(count_over_time(gputally_up[%s]))", pmodel.Duration(d.Step)),
+	err := c.run.Run(ctx, "gputally_up (scrape interval)", fmt.Sprintf("max(count_over_time(gputally_up[%s]))", pmodel.Duration(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
 				for _, p := range s.Values {

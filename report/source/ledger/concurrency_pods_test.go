@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
 
 // TestBusyAtOnceMultiGPUPod: devices are counted, not pods. In namespace
@@ -20,7 +22,7 @@ import (
 func TestBusyAtOnceMultiGPUPod(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	end := start.Add(time.Hour)
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	type device struct {
 		uuid, pod string
 		from, to  time.Duration
@@ -44,7 +46,7 @@ func TestBusyAtOnceMultiGPUPod(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if peak, want := busyPeaks(t, b.Store(), identity{}, start, end), map[model.ConcurrencyKey]int{{Namespace: "train"}: 9}; !maps.Equal(peak, want) {
+	if peak, want := busyPeaks(t, b.Store(), source.Identity{}, start, end), map[model.ConcurrencyKey]int{{Namespace: "train"}: 9}; !maps.Equal(peak, want) {
 		t.Errorf("devices busy at once %v, want %v", peak, want)
 	}
 }
@@ -52,10 +54,10 @@ func TestBusyAtOnceMultiGPUPod(t *testing.T) {
 // busyPeaks reads the devices busy at once in st over (start, end], in 1 h
 // buckets and 5 min resolution steps, and returns the most per namespace and
 // MIG profile.
-func busyPeaks(t *testing.T, st *Store, id identity, start, end time.Time) map[model.ConcurrencyKey]int {
+func busyPeaks(t *testing.T, st *engine.Store, id source.Identity, start, end time.Time) map[model.ConcurrencyKey]int {
 	t.Helper()
 	d := model.NewDataset(model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute})
-	c := &collector{id: id, run: &rangeRunner{q: NewEngineQuerier(st, time.Minute, discard()), maxPoints: 1000}}
+	c := &collector{id: id, run: engine.NewRunner(engine.NewEmbeddedQuerier(st, time.Minute, discard()), engine.Limits{MaxPoints: 1000}, nil)}
 	if err := c.concurrency(context.Background(), d); err != nil {
 		t.Fatal(err)
 	}

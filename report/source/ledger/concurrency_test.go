@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
 
 // TestBusyAtOnce plays two hours of an exporter (scrapes every 30 s, 13 s
@@ -49,7 +51,7 @@ func TestBusyAtOnce(t *testing.T) {
 	procs := []process{{start.Add(-time.Hour), at(1, 0, 12)}, {at(1, 1, 0), end.Add(time.Hour)}}
 	for _, withUp := range []bool{true, false} {
 		t.Run(fmt.Sprintf("gputally_up %v", withUp), func(t *testing.T) {
-			b := NewStoreBuilder()
+			b := engine.NewStoreBuilder()
 			play(t, b, procs, runs, scrape, offset, start, end, nil)
 			// ml/idle holds a device from the restart on and is never busy: its
 			// busy counter is 0 from its first scrape, and it is not counted.
@@ -67,7 +69,7 @@ func TestBusyAtOnce(t *testing.T) {
 				}
 			}
 			d := model.NewDataset(model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute})
-			c := &collector{run: &rangeRunner{q: NewEngineQuerier(b.Store(), time.Minute, discard()), maxPoints: 1000}}
+			c := &collector{run: engine.NewRunner(engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard()), engine.Limits{MaxPoints: 1000}, nil)}
 			if err := c.concurrency(context.Background(), d); err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +114,7 @@ func TestBusyAtOnce(t *testing.T) {
 func TestBusyAtOnceClusters(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	end := start.Add(time.Hour)
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	for _, dev := range []struct{ cluster, uuid string }{{"east", "GPU-0"}, {"east", "GPU-1"}, {"west", "GPU-0"}} {
 		base := []string{"cluster", dev.cluster, "UUID", dev.uuid, "gpu", "0", "hostname", "node-0", "modelName", "NVIDIA H100 80GB HBM3",
 			"namespace", "ml", "pod", "p-" + dev.uuid, "container", "main", "state", "busy"}
@@ -120,7 +122,7 @@ func TestBusyAtOnceClusters(t *testing.T) {
 			appendLedger(t, b, base, ts, ts.Sub(start).Seconds())
 		}
 	}
-	peak := busyPeaks(t, b.Store(), identity{"cluster"}, start, end)
+	peak := busyPeaks(t, b.Store(), source.NewIdentity("cluster"), start, end)
 	want := map[model.ConcurrencyKey]int{{Cluster: "east", Namespace: "ml"}: 2, {Cluster: "west", Namespace: "ml"}: 1}
 	if !maps.Equal(peak, want) {
 		t.Errorf("devices busy at once %v, want %v", peak, want)

@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"context"
@@ -8,17 +8,9 @@ import (
 
 	pmodel "github.com/prometheus/common/model"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
 )
-
-// DefaultDedupeLabels are the labels by which copies of one ledger series
-// differ when an engine delivers it more than once: the replica labels of an
-// HA Prometheus pair without deduplication (Thanos' and Cortex' usual
-// `prometheus_replica`, `replica`, `__replica__`) and the job of a second
-// scrape job on the same exporter. `instance` is not among them: an exporter
-// that restarted in a new pod has a new instance, and its series follow the
-// old ones in time — both count.
-var DefaultDedupeLabels = []string{"prometheus_replica", "replica", "__replica__", "job"}
 
 // deduper counts each ledger series once: its reads take the max over the
 // copies of a series that differ only in its labels (copies of one counter
@@ -51,14 +43,14 @@ func (d deduper) kept(m pmodel.Metric) string {
 // and says so in d.Notes, naming the labels by which the copies differ and
 // their values: one query at the range's step, and a second when it finds
 // copies.
-func (dd deduper) copies(ctx context.Context, run *rangeRunner, d *model.Dataset, r model.Range) error {
+func (dd deduper) copies(ctx context.Context, run *engine.Runner, d *model.Dataset, r model.Range) error {
 	if len(dd.labels) == 0 {
 		return nil
 	}
 	labels := strings.Join(dd.labels, ", ")
 	values := map[string]map[string]bool{} // label → values seen on copies
 	copies := 0
-	err := run.run(ctx, "duplicate ledger series", fmt.Sprintf(
+	err := run.Run(ctx, "duplicate ledger series", fmt.Sprintf(
 		"count without (%s) (last_over_time(gputally_gpu_seconds_total[%s])) > 1",
 		labels, pmodel.Duration(r.Step)), r.Start.Add(r.Step), r.End, r.Step, func(m pmodel.Matrix) {
 		copies = max(copies, len(m))
@@ -66,8 +58,8 @@ func (dd deduper) copies(ctx context.Context, run *rangeRunner, d *model.Dataset
 	if err != nil || copies == 0 {
 		return err
 	}
-	run.total += run.requests(r.Start.Add(r.Step), r.End, r.Step) // not in the plan: only when there are copies
-	err = run.run(ctx, "labels of duplicate ledger series", fmt.Sprintf(
+	run.Plan(run.Requests(r.Start.Add(r.Step), r.End, r.Step)) // not in the plan: only when there are copies
+	err = run.Run(ctx, "labels of duplicate ledger series", fmt.Sprintf(
 		"group by (%s) (last_over_time(gputally_gpu_seconds_total[%s]))", labels, pmodel.Duration(r.Step)),
 		r.Start.Add(r.Step), r.End, r.Step, func(m pmodel.Matrix) {
 			for _, s := range m {

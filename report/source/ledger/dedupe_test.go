@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
 
 // TestDuplicateSeriesCountOnce: a holding whose ledger series come twice
@@ -21,7 +23,7 @@ import (
 func TestDuplicateSeriesCountOnce(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	end := start.Add(3 * time.Hour)
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	scrape := func(extra []string, pod string, from, to time.Time, offset time.Duration) {
 		base := append([]string{"UUID", "GPU-" + pod, "gpu", "0", "hostname", "node-0", "modelName", "NVIDIA H100 80GB HBM3",
 			"namespace", "ml", "pod", pod, "container", "main", "state", "busy"}, extra...)
@@ -37,11 +39,11 @@ func TestDuplicateSeriesCountOnce(t *testing.T) {
 	restart := start.Add(90 * time.Minute)
 	scrape([]string{"job", "gputally", "instance", "10.0.0.1:9400", "prometheus_replica", "a"}, "eval-0", start.Add(-time.Minute), restart, time.Second)
 	scrape([]string{"job", "gputally", "instance", "10.0.0.7:9400", "prometheus_replica", "a"}, "eval-0", restart, end.Add(time.Minute), time.Second)
-	q := NewEngineQuerier(b.Store(), time.Minute, discard())
+	q := engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard())
 
 	r := model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute}
 	t.Run("none", func(t *testing.T) {
-		_, err := NewLedger(q, LedgerOptions{MaxPointsPerQuery: 1000}).Collect(context.Background(), r)
+		_, err := New(q, Options{MaxPointsPerQuery: 1000}).Collect(context.Background(), r)
 		for _, want := range []string{"GPU GPU-train-0 on node node-0: 10800 device-seconds in the step bucket ending 2026-01-05T01:00:00Z",
 			`job="gpu-metrics"`, `job="gputally"`, "differ only in job", "--report.dedupe-labels"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
@@ -50,7 +52,7 @@ func TestDuplicateSeriesCountOnce(t *testing.T) {
 		}
 	})
 	t.Run("dedupe", func(t *testing.T) {
-		l := NewLedger(q, LedgerOptions{MaxPointsPerQuery: 1000, DedupeLabels: DefaultDedupeLabels})
+		l := New(q, Options{MaxPointsPerQuery: 1000, DedupeLabels: source.DefaultDedupeLabels})
 		d, err := l.Collect(context.Background(), r)
 		if err != nil {
 			t.Fatal(err)

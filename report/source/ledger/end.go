@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func (c *collector) lastBucket(ctx context.Context, d *model.Dataset) error {
 
 // endRequests is the number of requests lastBucket and shares make.
 func (c *collector) endRequests(d *model.Dataset) int {
-	return 4*c.run.requests(d.End.Add(-d.Step), d.End, d.Step) + c.run.requests(d.Start.Add(d.Step), d.End, d.Step)
+	return 4*c.run.Requests(d.End.Add(-d.Step), d.End, d.Step) + c.run.Requests(d.Start.Add(d.Step), d.End, d.Step)
 }
 
 // shares fills d.Shares from gputally_gpu_allocation: the share of its device
@@ -43,8 +43,8 @@ func (c *collector) endRequests(d *model.Dataset) int {
 // out (checkShare).
 func (c *collector) shares(ctx context.Context, d *model.Dataset) error {
 	const name = "gputally_gpu_allocation (shares)"
-	return c.run.run(ctx, name, fmt.Sprintf(
-		`max by (%s, resource, sharing) (last_over_time(gputally_gpu_allocation{sharing=~"time-slicing|mps"}[%s]))`, c.id.byDevice(), c.win.of(d.Step)),
+	return c.run.Run(ctx, name, fmt.Sprintf(
+		`max by (%s, resource, sharing) (last_over_time(gputally_gpu_allocation{sharing=~"time-slicing|mps"}[%s]))`, c.id.ByDevice(), c.win.Of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
 				if sh := s.Metric["sharing"]; sh != "time-slicing" && sh != "mps" || len(s.Values) == 0 {
@@ -56,7 +56,7 @@ func (c *collector) shares(ctx context.Context, d *model.Dataset) error {
 					continue
 				}
 				b := int(p.Timestamp.Time().Sub(d.Start)/d.Step) - 1
-				k := c.id.holdingOf(s.Metric)
+				k := c.id.HoldingOf(s.Metric)
 				if old, ok := d.Shares[k]; !ok || b >= old.Bucket {
 					d.Shares[k] = model.Share{Share: float64(p.Value), Bucket: b}
 				}

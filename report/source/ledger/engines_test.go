@@ -1,128 +1,19 @@
-package source
+package ledger
 
 import (
 	"context"
 	"fmt"
 	"math"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
-	pmodel "github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/gputally/gputally/report/engine"
+	"github.com/gputally/gputally/report/internal/engineplay"
 	"github.com/gputally/gputally/report/model"
 	"github.com/gputally/gputally/report/model/sketch"
 )
-
-// The engines' semantics that differ for the report, played on the embedded
-// engine (Prometheus 3: a range (t−w, t], increase() extrapolated) by
-// rewriting the queries. The end-to-end tests hold the report to the real
-// Prometheus 2 and VictoriaMetrics; these let a unit test show a reading that
-// depends on them.
-
-// rangeRe matches a range [d] or a subquery's range [d:s] of a query.
-var rangeRe = regexp.MustCompile(`\[([0-9a-z]+)(:[0-9a-z]*)?\]`)
-
-// prometheus2 reads ranges as Prometheus 2 does, including their start
-// [t−w, t]: every range is asked 1 ms longer of the embedded engine, whose
-// ranges exclude their start.
-type prometheus2 struct{ Querier }
-
-func (p prometheus2) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
-	var bad error
-	q = rangeRe.ReplaceAllStringFunc(q, func(r string) string {
-		m := rangeRe.FindStringSubmatch(r)
-		d, err := pmodel.ParseDuration(m[1])
-		if err != nil {
-			bad = err
-			return r
-		}
-		return "[" + (d + pmodel.Duration(time.Millisecond)).String() + m[2] + "]"
-	})
-	if bad != nil {
-		return nil, nil, bad
-	}
-	return p.Querier.QueryRange(ctx, q, start, end, step)
-}
-
-// increaseRe and resetsRe match increase(SELECTOR[RANGE]) and resets(…).
-var (
-	increaseRe = regexp.MustCompile(`increase\(([^\[]+)\[([0-9a-z]+)\]\)`)
-	resetsRe   = regexp.MustCompile(`resets\(([^\[]+)\[([0-9a-z]+)\]\)`)
-)
-
-// victoriaMetrics reads counters as VictoriaMetrics does: increase() counts
-// from the last sample before the window, however old, without
-// extrapolating (and, without one, from the window's first sample), and
-// resets() also counts the step into the window from the sample before it
-// (played as resets over a window half as long again, which counts that step
-// and more). Its ranges exclude their start, as the embedded engine's.
-type victoriaMetrics struct{ Querier }
-
-func (v victoriaMetrics) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
-	q = increaseRe.ReplaceAllString(q, `((last_over_time($1[$2]) - last_over_time($1[1w] offset $2)) or (last_over_time($1[$2]) - min_over_time($1[$2])))`)
-	q = resetsRe.ReplaceAllStringFunc(q, func(r string) string {
-		m := resetsRe.FindStringSubmatch(r)
-		d, err := pmodel.ParseDuration(m[2])
-		if err != nil {
-			return r
-		}
-		return fmt.Sprintf("resets(%s[%s])", m[1], d+d/2)
-	})
-	return v.Querier.QueryRange(ctx, q, start, end, step)
-}
-
-// engines returns the embedded engine over st and its plays of Prometheus 2
-// and VictoriaMetrics.
-func engines(st *Store) []struct {
-	name string
-	q    Querier
-} {
-	q := NewEngineQuerier(st, time.Minute, discard())
-	return []struct {
-		name string
-		q    Querier
-	}{{"prometheus 3", q}, {"prometheus 2", prometheus2{q}}, {"victoria-metrics", victoriaMetrics{q}}}
-}
-
-// TestWindowProbe: the probe tells the embedded engine's ranges (without
-// their start) from Prometheus 2's (with it), and the windows asked for then
-// select (t−w, t] on both.
-func TestWindowProbe(t *testing.T) {
-	st := NewStoreBuilder().Store()
-	for _, e := range engines(st) {
-		c := &collector{run: &rangeRunner{q: e.q, maxPoints: 1000}}
-		if _, err := c.probeWindows(context.Background(), time.Date(2026, 1, 5, 0, 0, 0, 300_000_000, time.UTC)); err != nil {
-			t.Fatal(err)
-		}
-		want := e.name == "prometheus 2"
-		if c.win.closedStart != want || len(c.run.warnings) > 0 {
-			t.Errorf("%s: closed start %v (warnings %q), want %v", e.name, c.win.closedStart, c.run.warnings, want)
-		}
-		if got, want := c.win.of(time.Hour), map[bool]string{false: "1h", true: "59m59s999ms"}[want]; got != want {
-			t.Errorf("%s: window of 1h %q, want %q", e.name, got, want)
-		}
-	}
-	// An answer that is neither leaves the windows half-open and says so in
-	// a note, not a warning: no data is missing.
-	c := &collector{run: &rangeRunner{q: &answerOf{v: 7}, maxPoints: 1000}}
-	note, err := c.probeWindows(context.Background(), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.win.closedStart || len(c.run.warnings) != 0 || !strings.Contains(note, "with 7, neither 2") {
-		t.Errorf("odd answer: closed start %v, warnings %q, note %q", c.win.closedStart, c.run.warnings, note)
-	}
-}
-
-// answerOf answers every query with one series of value v at the start.
-type answerOf struct{ v float64 }
-
-func (a *answerOf) QueryRange(_ context.Context, _ string, start, _ time.Time, _ time.Duration) (pmodel.Matrix, []string, error) {
-	return pmodel.Matrix{{Metric: pmodel.Metric{}, Values: []pmodel.SamplePair{{Timestamp: pmodel.TimeFromUnixNano(start.UnixNano()), Value: pmodel.SampleValue(a.v)}}}}, nil, nil
-}
 
 // TestLedgerOnEveryEngine (issue 21, rows 1 and 6) plays six hours of an
 // exporter scraped every 30 s on the minute — samples on every bucket's edge —
@@ -172,7 +63,7 @@ func TestLedgerOnEveryEngine(t *testing.T) {
 		{"last", "last", at(5*time.Hour + 59*time.Minute + 50*time.Second), at(7 * time.Hour)},
 	}
 	unscraped := func(ts time.Time) bool { return ts.After(at(4*time.Hour)) && !ts.After(at(5*time.Hour)) }
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	play(t, b, procs, runs, scrape, 0, start, end, unscraped)
 	st := b.Store()
 	want := map[string]float64{"long": 17930, "young-mid": 11323, "young-edge": 8933, "ended": 3600, "blip": 20, "last": 10}
@@ -182,10 +73,10 @@ func TestLedgerOnEveryEngine(t *testing.T) {
 	// The whole range at once, and stretches of one, two and four buckets
 	// (the restarts, the young series, the gap and the ended one on their
 	// edges).
-	for _, e := range engines(st) {
+	for _, e := range engineplay.All(st) {
 		for _, stretch := range []int{0, 1, 2, 4} {
-			t.Run(fmt.Sprintf("%s, stretch %d", e.name, stretch), func(t *testing.T) {
-				d, l := ledgerOver(t, e.q, start, end, step, stretch)
+			t.Run(fmt.Sprintf("%s, stretch %d", e.Name, stretch), func(t *testing.T) {
+				d, l := ledgerOver(t, e.Q, start, end, step, stretch)
 				seconds, eur := map[string]float64{}, map[string]float64{}
 				for k, le := range l {
 					for s := range model.NumStates {
@@ -228,7 +119,7 @@ func TestLedgerOnEveryEngine(t *testing.T) {
 func TestUsageOnEveryEngine(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	end := start.Add(time.Hour)
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	dev := []string{"UUID", "GPU-0", "gpu", "0", "hostname", "node-0", "modelName", "NVIDIA A100-SXM4-80GB",
 		"namespace", "ml", "pod", "p", "container", "c"}
 	for k := 0; k <= 120; k++ {
@@ -247,10 +138,10 @@ func TestUsageOnEveryEngine(t *testing.T) {
 		}
 	}
 	st := b.Store()
-	for _, e := range engines(st) {
-		t.Run(e.name, func(t *testing.T) {
+	for _, e := range engineplay.All(st) {
+		t.Run(e.Name, func(t *testing.T) {
 			d := model.NewDataset(model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute})
-			c := &collector{run: &rangeRunner{q: e.q, maxPoints: 1000}}
+			c := &collector{run: engine.NewRunner(e.Q, engine.Limits{MaxPoints: 1000}, nil)}
 			if _, err := c.probeWindows(context.Background(), end); err != nil {
 				t.Fatal(err)
 			}
@@ -295,39 +186,6 @@ func TestUUIDMatcher(t *testing.T) {
 	}
 }
 
-// endRecorder answers every query with one series with a point at each step
-// from start to end rounded up to a whole step, as VictoriaMetrics' response
-// cache does, and records the ends it was asked for.
-type endRecorder struct{ ends []time.Time }
-
-func (r *endRecorder) QueryRange(_ context.Context, _ string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error) {
-	r.ends = append(r.ends, end)
-	s := &pmodel.SampleStream{Metric: pmodel.Metric{"a": "b"}}
-	for t := start; t.Before(end.Add(step)); t = t.Add(step) {
-		s.Values = append(s.Values, pmodel.SamplePair{Timestamp: pmodel.TimeFromUnixNano(t.UnixNano()), Value: 1})
-	}
-	return pmodel.Matrix{s}, nil, nil
-}
-
-// TestInclusiveEnd: every request asks for 1 ms past its end (so that
-// VictoriaMetrics finds a series whose only sample lies exactly at a midnight
-// end; test/e2e holds it to the real one), and a point past the end, which an
-// engine that rounds the end up to a step returns, is dropped.
-func TestInclusiveEnd(t *testing.T) {
-	end := time.Date(2026, 1, 6, 0, 0, 0, 0, time.UTC)
-	r := &endRecorder{}
-	m, _, err := inclusiveEnd{r}.QueryRange(context.Background(), "q", end.Add(-2*time.Hour), end, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.ends) != 1 || !r.ends[0].Equal(end.Add(time.Millisecond)) {
-		t.Errorf("asked for ends %v, want %s", r.ends, end.Add(time.Millisecond))
-	}
-	if len(m) != 1 || len(m[0].Values) != 3 || !m[0].Values[2].Timestamp.Time().Equal(end) {
-		t.Errorf("answer %v, want the points at −2h, −1h and the end", m)
-	}
-}
-
 // TestSharesOnEveryEngine: a time-sliced holding whose allocation's last
 // sample lies exactly on a bucket's edge (1h, scraped every 30 s from the
 // range's start) had its share in the bucket ending at 1h on the embedded
@@ -337,7 +195,7 @@ func TestInclusiveEnd(t *testing.T) {
 func TestSharesOnEveryEngine(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	end := start.Add(3 * time.Hour)
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	lset := labels.FromStrings("__name__", "gputally_gpu_allocation", "UUID", "GPU-0", "GPU_I_ID", "", "namespace", "dev", "pod", "nb", "container", "c",
 		"resource", "nvidia.com/gpu.shared", "sharing", "time-slicing")
 	for ts := start.Add(30 * time.Second); !ts.After(start.Add(time.Hour)); ts = ts.Add(30 * time.Second) {
@@ -346,9 +204,9 @@ func TestSharesOnEveryEngine(t *testing.T) {
 		}
 	}
 	st := b.Store()
-	for _, e := range engines(st) {
+	for _, e := range engineplay.All(st) {
 		d := model.NewDataset(model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute})
-		c := &collector{run: &rangeRunner{q: e.q, maxPoints: 1000}}
+		c := &collector{run: engine.NewRunner(e.Q, engine.Limits{MaxPoints: 1000}, nil)}
 		if _, err := c.probeWindows(context.Background(), end); err != nil {
 			t.Fatal(err)
 		}
@@ -357,7 +215,7 @@ func TestSharesOnEveryEngine(t *testing.T) {
 		}
 		k := model.HoldingKey{Dev: model.DeviceKey{UUID: "GPU-0"}, Holder: model.HolderKey{Namespace: "dev", Pod: "nb", Container: "c"}}
 		if got, ok := d.Shares[k]; !ok || got.Share != 0.25 || got.Bucket != 0 {
-			t.Errorf("%s: share %+v (found %v), want 0.25 in bucket 0", e.name, got, ok)
+			t.Errorf("%s: share %+v (found %v), want 0.25 in bucket 0", e.Name, got, ok)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"cmp"
@@ -257,13 +257,13 @@ func (c *collector) refine(ctx context.Context, name, metric string, set counter
 		to := start.Add(time.Duration(last) * step)
 		span := time.Duration(last-first+1) * step
 		from := to.Add(-(span + fineStep - 1) / fineStep * fineStep).Add(fineStep)
-		query := c.dedupe.read(fmt.Sprintf("last_over_time(%s%s[%s])", metric, uuidMatcher(uuids), c.win.of(fineStep)))
-		c.run.total += c.run.requests(from, to, fineStep)
-		err := c.run.runAside(ctx, fmt.Sprintf("%s (buckets %d–%d sample by sample)", name, first, last), query, from, to, fineStep, func(m pmodel.Matrix) {
+		query := c.dedupe.read(fmt.Sprintf("last_over_time(%s%s[%s])", metric, uuidMatcher(uuids), c.win.Of(fineStep)))
+		c.run.Plan(c.run.Requests(from, to, fineStep))
+		err := c.run.RunAside(ctx, fmt.Sprintf("%s (buckets %d–%d sample by sample)", name, first, last), query, from, to, fineStep, func(m pmodel.Matrix) {
 			for _, ss := range m {
 				delete(ss.Metric, pmodel.MetricNameLabel)
 				if err := c.checkCounterSeries(metric, ss, false); err != nil {
-					c.run.refuse(err)
+					c.run.Refuse(err)
 					return
 				}
 				s := set[ss.Metric.Fingerprint()]

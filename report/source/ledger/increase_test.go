@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	pmodel "github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
 )
 
@@ -36,7 +37,7 @@ type holdingRun struct {
 // play appends the scrapes of the holdings under the processes to b and returns
 // the device-seconds the ledger counted per namespace within (start, end].
 // unscraped (nil: none) tells the scrape times at which nobody scraped.
-func play(t *testing.T, b *StoreBuilder, procs []process, runs []holdingRun, scrapeEvery, scrapeOffset time.Duration, start, end time.Time, unscraped func(time.Time) bool) map[string]float64 {
+func play(t *testing.T, b *engine.StoreBuilder, procs []process, runs []holdingRun, scrapeEvery, scrapeOffset time.Duration, start, end time.Time, unscraped func(time.Time) bool) map[string]float64 {
 	t.Helper()
 	truth := map[string]float64{}
 	for _, h := range runs {
@@ -90,10 +91,10 @@ func jobs(ns, prefix string, from, to time.Time, every, run time.Duration) []hol
 
 // ledgerOver runs the report's ledger reading over (start, end] in step
 // buckets, stretch buckets at a time (0: the report's stretch, a week).
-func ledgerOver(t *testing.T, q Querier, start, end time.Time, step time.Duration, stretch int) (*model.Dataset, map[model.HoldingKey]*model.LedgerEntry) {
+func ledgerOver(t *testing.T, q engine.Querier, start, end time.Time, step time.Duration, stretch int) (*model.Dataset, map[model.HoldingKey]*model.LedgerEntry) {
 	t.Helper()
 	d := model.NewDataset(model.Range{Start: start, End: end, Step: step})
-	c := &collector{run: &rangeRunner{q: q, maxPoints: 1000}, stretch: stretch}
+	c := &collector{run: engine.NewRunner(q, engine.Limits{MaxPoints: 1000}, nil), stretch: stretch}
 	if _, err := c.probeWindows(context.Background(), end); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func ledgerOver(t *testing.T, q Querier, start, end time.Time, step time.Duratio
 }
 
 // ledgerByNamespace returns the device-seconds and EUR the report reads per namespace.
-func ledgerByNamespace(t *testing.T, q Querier, start, end time.Time, step time.Duration, stretch int) (seconds, eur map[string]float64) {
+func ledgerByNamespace(t *testing.T, q engine.Querier, start, end time.Time, step time.Duration, stretch int) (seconds, eur map[string]float64) {
 	t.Helper()
 	_, l := ledgerOver(t, q, start, end, step, stretch)
 	seconds, eur = map[string]float64{}, map[string]float64{}
@@ -120,7 +121,7 @@ func ledgerByNamespace(t *testing.T, q Querier, start, end time.Time, step time.
 
 // sumByNamespace evaluates query (a per-bucket ledger query) over (start, end]
 // in step buckets and sums it per namespace.
-func sumByNamespace(t *testing.T, q Querier, query string, start, end time.Time, step time.Duration) map[string]float64 {
+func sumByNamespace(t *testing.T, q engine.Querier, query string, start, end time.Time, step time.Duration) map[string]float64 {
 	t.Helper()
 	m, _, err := q.QueryRange(context.Background(), query, start.Add(step), end, step)
 	if err != nil {
@@ -161,9 +162,9 @@ func TestExactIncreaseShortJobs(t *testing.T) {
 	procs := []process{{start.Add(-3 * time.Hour), restartAt}, {restartedAt, end.Add(2 * time.Hour)}}
 	for _, offset := range []time.Duration{0, 13 * time.Second} {
 		t.Run(fmt.Sprintf("scrape offset %s", offset), func(t *testing.T) {
-			b := NewStoreBuilder()
+			b := engine.NewStoreBuilder()
 			truth := play(t, b, procs, runs, scrape, offset, start, end, nil)
-			q := NewEngineQuerier(b.Store(), time.Minute, discard())
+			q := engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard())
 			old := sumByNamespace(t, q, fmt.Sprintf("sum by (namespace) (increase(gputally_gpu_seconds_total[%s]))", pmodel.Duration(step)), start, end, step)
 			var seconds map[string]float64
 			// The whole range at once, and a stretch of one and of four buckets
@@ -216,7 +217,7 @@ func TestExactIncreaseShortJobs(t *testing.T) {
 func TestExactIncreaseScrapeGap(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	end := start.Add(6 * time.Hour)
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	lset := labels.FromStrings("__name__", "gputally_gpu_seconds_total", "UUID", "GPU-0", "namespace", "ml", "pod", "p", "container", "c", "state", "busy")
 	const base = 1e6 // the exporter has run for long
 	for ts := start.Add(-time.Hour); !ts.After(end); ts = ts.Add(30 * time.Second) {
@@ -229,7 +230,7 @@ func TestExactIncreaseScrapeGap(t *testing.T) {
 	}
 	// The whole range at once, and stretches of one and three buckets: the
 	// gap across a stretch's edge, and after one.
-	q := NewEngineQuerier(b.Store(), time.Minute, discard())
+	q := engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard())
 	for _, stretch := range []int{0, 1, 3} {
 		d, _ := ledgerOver(t, q, start, end, time.Hour, stretch)
 		g := d.GPUs[model.GPUKey{UUID: "GPU-0"}]
@@ -301,7 +302,7 @@ func TestExactIncreaseSlowCounterGap(t *testing.T) {
 		{name: "new in the range, a restart in the gap", created: 10 * time.Minute, gap: 2 * time.Hour, restart: 150 * time.Minute, want: [4]float64{150, 178.5, 0, 270}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := NewStoreBuilder()
+			b := engine.NewStoreBuilder()
 			base := []string{"UUID", "GPU-0", "gpu", "0", "Hostname", "node-0", "modelName", "NVIDIA H100 80GB HBM3",
 				"namespace", "ml", "pod", "p", "container", "c", "state", "busy"}
 			for ts := start.Add(-2 * time.Hour); !ts.After(end); ts = ts.Add(30 * time.Second) {
@@ -318,7 +319,7 @@ func TestExactIncreaseSlowCounterGap(t *testing.T) {
 			// The whole range at once, and a bucket and two at a time: the
 			// series new in an earlier stretch, the last value before the
 			// gap in one.
-			q := NewEngineQuerier(b.Store(), time.Minute, discard())
+			q := engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard())
 			for _, stretch := range []int{0, 1, 2} {
 				d, l := ledgerOver(t, q, start, end, time.Hour, stretch)
 				g := d.GPUs[model.GPUKey{UUID: "GPU-0"}]
@@ -350,7 +351,7 @@ func TestExactIncreaseSlowCounterGap(t *testing.T) {
 
 // appendLedger appends, at ts, the seconds and EUR series (at eurPerSecond)
 // of one ledger series labelled base.
-func appendLedger(t *testing.T, b *StoreBuilder, base []string, ts time.Time, secs float64) {
+func appendLedger(t *testing.T, b *engine.StoreBuilder, base []string, ts time.Time, secs float64) {
 	t.Helper()
 	for _, m := range []struct {
 		name string

@@ -1,19 +1,19 @@
-package source
+package ledger
 
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
+	"time"
 
 	pmodel "github.com/prometheus/common/model"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
-	"github.com/gputally/gputally/team"
+	"github.com/gputally/gputally/report/source"
 )
 
-// LedgerOptions are the settings of a Ledger.
-type LedgerOptions struct {
+// Options are the settings of a Ledger.
+type Options struct {
 	// TeamLabel (optional) is a pod label key whose value names the team,
 	// read from kube-state-metrics' kube_pod_labels into Dataset.PodTeams.
 	TeamLabel string
@@ -30,40 +30,40 @@ type LedgerOptions struct {
 	// safe for concurrent use.
 	QueriesInFlight int
 	// Progress (optional) receives a line per request.
-	Progress Progress
+	Progress engine.Progress
 	// ClusterLabel (optional) is the label that names a series' cluster
 	// (DefaultClusterLabel): a GPU is its cluster and UUID, a node and a pod
 	// their cluster and name. Empty: one cluster.
 	ClusterLabel string
 	// DedupeLabels (optional) are the labels by which copies of one ledger
 	// series differ when the engine delivers it more than once (see
-	// DefaultDedupeLabels): they are counted once, and the report says so.
+	// source.DefaultDedupeLabels): they are counted once, and the report says so.
 	DedupeLabels []string
 }
 
-// Ledger is the Source that reads gputally's metrics through a Querier: the
-// ledger counters gputally_gpu_seconds_total and gputally_cost_eur_total,
-// read exactly (increase.go) for the range and the period before it, and
-// gputally_gpu_allocation, gputally_gpu_info, kube_pod_labels, DCGM's and
-// gputally's activity and framebuffer gauges. The queries are range queries
-// split into requests of bounded size, at most QueriesInFlight of them at
-// once; it needs no recording rules. A Ledger is safe for use by one
-// goroutine at a time.
-type Ledger struct {
-	q    Querier
-	opts LedgerOptions
+// Source is the source.Source that reads gputally's metrics through an
+// engine.Querier: the ledger counters gputally_gpu_seconds_total and
+// gputally_cost_eur_total, read exactly (increase.go) for the range and the
+// period before it, and gputally_gpu_allocation, gputally_gpu_info,
+// kube_pod_labels, DCGM's and gputally's activity and framebuffer gauges.
+// The queries are range queries split into requests of bounded size, at most
+// QueriesInFlight of them at once; it needs no recording rules. A Source is
+// safe for use by one goroutine at a time.
+type Source struct {
+	q    engine.Querier
+	opts Options
 }
 
-// NewLedger returns the ledger reader over q.
-func NewLedger(q Querier, opts LedgerOptions) *Ledger { return &Ledger{q: q, opts: opts} }
+// New returns the ledger source reading through q.
+func New(q engine.Querier, opts Options) *Source { return &Source{q: q, opts: opts} }
 
 // Collect implements Source: it runs every query over (r.Start, r.End]. The
 // dataset's Warnings are the annotations the queries returned, and Requests
 // the requests made.
-func (l *Ledger) Collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
-	run := &rangeRunner{q: inclusiveEnd{l.q}, maxPoints: l.opts.MaxPointsPerQuery, maxSamples: l.opts.MaxSamplesPerQuery,
-		inFlight: l.opts.QueriesInFlight, progress: l.opts.Progress}
-	c := &collector{run: run, teamLabel: l.opts.TeamLabel, dedupe: deduper{l.opts.DedupeLabels}, id: identity{pmodel.LabelName(l.opts.ClusterLabel)}}
+func (l *Source) Collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
+	run := engine.NewRunner(engine.InclusiveEnd(l.q), engine.Limits{MaxPoints: l.opts.MaxPointsPerQuery, MaxSamples: l.opts.MaxSamplesPerQuery,
+		InFlight: l.opts.QueriesInFlight}, l.opts.Progress)
+	c := &collector{run: run, teamLabel: l.opts.TeamLabel, dedupe: deduper{l.opts.DedupeLabels}, id: source.NewIdentity(l.opts.ClusterLabel)}
 	d, err := c.collect(ctx, r)
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func (l *Ledger) Collect(ctx context.Context, r model.Range) (*model.Dataset, er
 	if err := c.dedupe.copies(ctx, run, d, r); err != nil {
 		return nil, err
 	}
-	d.Warnings, d.Requests = run.warnings, run.done
+	d.Warnings, d.Requests = run.Warnings(), run.Done()
 	return d, nil
 }
 
@@ -88,13 +88,13 @@ func hostOf(m pmodel.Metric) string {
 
 // collector runs the report's queries.
 type collector struct {
-	id        identity
-	run       *rangeRunner
+	id        source.Identity
+	run       *engine.Runner
 	teamLabel string
 	dedupe    deduper
-	win       windows // how the engine bounds a range selector (probeWindows)
-	leftOut   leftOut // gauge samples out of their range
-	stretch   int     // step buckets the ledger is read in at a time; 0: a week's (stretch.go)
+	win       engine.Windows // how the engine bounds a range selector (engine.ProbeWindows)
+	leftOut   leftOut        // gauge samples out of their range
+	stretch   int            // step buckets the ledger is read in at a time; 0: a week's (stretch.go)
 }
 
 func (c *collector) plan(d *model.Dataset) {
@@ -102,18 +102,18 @@ func (c *collector) plan(d *model.Dataset) {
 	// The window probe; each ledger counter: two queries from the bucket
 	// ending at the start, for this period and the previous one (and the
 	// second reads of buckets with resets or gaps, counted when planned).
-	n := 1 + c.run.requests(first, d.End, d.Step) + 4*c.run.requests(d.Start, d.End, d.Step) + 4*c.run.requests(d.Start.Add(-d.End.Sub(d.Start)), d.Start, d.Step)
-	n += c.run.requests(first, d.End, d.Step) // migModes
+	n := 1 + c.run.Requests(first, d.End, d.Step) + 4*c.run.Requests(d.Start, d.End, d.Step) + 4*c.run.Requests(d.Start.Add(-d.End.Sub(d.Start)), d.Start, d.Step)
+	n += c.run.Requests(first, d.End, d.Step) // migModes
 	n += c.endRequests(d)
 	n += c.concurrencyRequests(d)
 	if len(c.dedupe.labels) > 0 {
-		n += c.run.requests(first, d.End, d.Step) // the search for copies
+		n += c.run.Requests(first, d.End, d.Step) // the search for copies
 	}
 	if c.teamLabel != "" {
-		n += c.run.requests(first, d.End, d.Step)
+		n += c.run.Requests(first, d.End, d.Step)
 	}
-	n += 5 * c.run.requests(d.Start.Add(d.Resolution), d.End, d.Resolution)
-	c.run.total = n
+	n += 5 * c.run.Requests(d.Start.Add(d.Resolution), d.End, d.Resolution)
+	c.run.Plan(n)
 }
 
 // collect runs every query over (r.Start, r.End], in this order: the window
@@ -124,7 +124,7 @@ func (c *collector) plan(d *model.Dataset) {
 func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
 	d := model.NewDataset(r)
 	c.plan(d)
-	defer c.run.finish()
+	defer c.run.Finish()
 	note, err := c.probeWindows(ctx, d.End)
 	if err != nil {
 		return nil, err
@@ -145,74 +145,39 @@ func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset,
 
 // allocations fills d.Alloc from gputally_gpu_allocation.
 func (c *collector) allocations(ctx context.Context, d *model.Dataset) error {
-	return c.run.run(ctx, "allocation", fmt.Sprintf(
-		"max by (%s, resource, sharing) (max_over_time(gputally_gpu_allocation[%s]))", c.id.byDevice(), c.win.of(d.Step)),
+	return c.run.Run(ctx, "allocation", fmt.Sprintf(
+		"max by (%s, resource, sharing) (max_over_time(gputally_gpu_allocation[%s]))", c.id.ByDevice(), c.win.Of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
-				d.Alloc[c.id.holdingOf(s.Metric)] = model.Alloc{Resource: string(s.Metric["resource"]), Sharing: string(s.Metric["sharing"])}
+				d.Alloc[c.id.HoldingOf(s.Metric)] = model.Alloc{Resource: string(s.Metric["resource"]), Sharing: string(s.Metric["sharing"])}
 			}
 		})
 }
 
-// podTeams fills d.PodTeams from kube_pod_labels' team label, when one is
-// set, and notes when no series carries it.
+// probeWindows asks the engine how it bounds a range selector
+// (engine.ProbeWindows) and reads every window so from then on.
+func (c *collector) probeWindows(ctx context.Context, at time.Time) (note string, err error) {
+	c.win, note, err = engine.ProbeWindows(ctx, c.run, at)
+	return note, err
+}
+
+// podTeams fills d.PodTeams (source.ReadPodTeams).
 func (c *collector) podTeams(ctx context.Context, d *model.Dataset) error {
-	if c.teamLabel == "" {
-		return nil
-	}
-	label := team.KubePodLabel(c.teamLabel)
-	err := c.run.run(ctx, "kube_pod_labels", fmt.Sprintf(
-		"max by (%s) (max_over_time(kube_pod_labels{%s!=\"\"}[%s]))", c.id.by("namespace, pod, "+label), label, c.win.of(d.Step)),
-		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
-			for _, s := range m {
-				pod := model.PodKey{Cluster: c.id.clusterOf(s.Metric), Namespace: string(s.Metric["namespace"]), Pod: string(s.Metric["pod"])}
-				d.PodTeams[pod] = string(s.Metric[pmodel.LabelName(label)])
-			}
-		})
-	if err != nil {
-		return err
-	}
-	if len(d.PodTeams) == 0 {
-		d.Notes = append(d.Notes, fmt.Sprintf("--team-label=%s: no kube_pod_labels series with %s in the range, so each pod's team is its namespace's (or the team map's): kube-state-metrics exports a pod label only when allowed (--metric-labels-allowlist=pods=[%s]); is it, and is kube-state-metrics scraped?",
-			c.teamLabel, label, c.teamLabel))
-	}
-	d.Notes = append(d.Notes, teamsElsewhere(d)...)
-	return nil
-}
-
-// teamsElsewhere names the clusters of kube_pod_labels series that no GPU is
-// in: their team labels match no holding, as when the cluster label is on
-// gputally's series and not on kube-state-metrics' (or the other way round).
-func teamsElsewhere(d *model.Dataset) []string {
-	gpus := map[string]bool{}
-	for k := range d.GPUs {
-		gpus[k.Cluster] = true
-	}
-	elsewhere := map[string]bool{}
-	for k := range d.PodTeams {
-		if !gpus[k.Cluster] {
-			elsewhere[k.Cluster] = true
-		}
-	}
-	var out []string
-	for _, c := range slices.Sorted(maps.Keys(elsewhere)) {
-		out = append(out, fmt.Sprintf("kube_pod_labels series in cluster %q, where no GPU is: their team labels are not used (is the cluster label on both kube-state-metrics and the GPU series, with the same value?)", c))
-	}
-	return out
+	return source.ReadPodTeams(ctx, c.run, c.id, c.win, c.teamLabel, d)
 }
 
 // migModes fills d.MIGMode from the physical GPUs' gputally_gpu_info series:
 // per GPU, the mig_mode of the series with the latest sample in the range.
 func (c *collector) migModes(ctx context.Context, d *model.Dataset) error {
 	latest := map[model.GPUKey]pmodel.Time{}
-	return c.run.run(ctx, "gputally_gpu_info", fmt.Sprintf(
-		`max by (%s) (max_over_time(gputally_gpu_info{GPU_I_ID=""}[%s]))`, c.id.by("UUID, GPU_I_ID, mig_mode"), c.win.of(d.Step)),
+	return c.run.Run(ctx, "gputally_gpu_info", fmt.Sprintf(
+		`max by (%s) (max_over_time(gputally_gpu_info{GPU_I_ID=""}[%s]))`, c.id.By("UUID, GPU_I_ID, mig_mode"), c.win.Of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
 				if s.Metric["GPU_I_ID"] != "" || len(s.Values) == 0 {
 					continue
 				}
-				g := c.id.gpuOf(s.Metric)
+				g := c.id.GPUOf(s.Metric)
 				if t := s.Values[len(s.Values)-1].Timestamp; t >= latest[g] {
 					latest[g] = t
 					d.MIGMode[g] = string(s.Metric["mig_mode"])

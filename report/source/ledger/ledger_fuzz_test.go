@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"context"
@@ -10,8 +10,10 @@ import (
 	pmodel "github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/internal/faultengine"
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
 
 // FuzzLedgerAnswers plays a ledger the fuzzer shapes — two GPUs scraped every
@@ -47,13 +49,13 @@ func FuzzLedgerAnswers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, history, faults []byte) {
 		store, seconds, eur := fuzzLedger(t, history, start)
 		run := &fuzzRun{faults: faults}
-		srv := faultengine.New(NewEngineQuerier(store, time.Minute, discard()), faultengine.Fault{Answer: run.change})
+		srv := faultengine.New(engine.NewEmbeddedQuerier(store, time.Minute, discard()), faultengine.Fault{Answer: run.change})
 		defer srv.Close()
-		q, err := NewPrometheusQuerier(srv.URL, HTTPOptions{Retries: -1})
+		q, err := engine.NewHTTPQuerier(srv.URL, engine.HTTPOptions{Retries: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := NewLedger(q, LedgerOptions{MaxPointsPerQuery: 1000, QueriesInFlight: 1, DedupeLabels: DefaultDedupeLabels})
+		l := New(q, Options{MaxPointsPerQuery: 1000, QueriesInFlight: 1, DedupeLabels: source.DefaultDedupeLabels})
 		d, err := l.Collect(context.Background(), model.Range{Start: start, End: start.Add(3 * time.Hour), Step: time.Hour, Resolution: 5 * time.Minute})
 		if err != nil {
 			return
@@ -164,7 +166,7 @@ func applyOp(m pmodel.Matrix, op byte, s *pmodel.SampleStream, sample int) pmode
 // counter reads 0, that scrape adds nothing. It returns the device-seconds and EUR the ledger added in the
 // range (start, start + 3h] — each scrape's 30 s and their EUR, the restarts'
 // none.
-func fuzzLedger(t *testing.T, history []byte, start time.Time) (*Store, float64, float64) {
+func fuzzLedger(t *testing.T, history []byte, start time.Time) (*engine.Store, float64, float64) {
 	t.Helper()
 	type gpu struct {
 		labels [2][]string // the series of the two states
@@ -178,7 +180,7 @@ func fuzzLedger(t *testing.T, history []byte, start time.Time) (*Store, float64,
 			{"UUID", "GPU-1", "gpu", "1", "namespace", "", "pod", "", "container", "", "state", "unallocated"},
 			{"UUID", "GPU-1", "gpu", "1", "namespace", "", "pod", "", "container", "", "state", "unknown"}}, 2.5},
 	}
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	counters := make([][2]float64, len(gpus)) // seconds per GPU and state
 	var seconds, eur float64
 	for k, ts := 0, start.Add(-time.Hour); !ts.After(start.Add(3 * time.Hour)); k, ts = k+1, ts.Add(30*time.Second) {

@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
 
 // thisPeriod fills d.Ledger, and d's per-bucket timeline, presence and GPUs,
@@ -46,10 +47,10 @@ func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end tim
 // byDevice returns the series grouped by the device they are of (a whole
 // GPU or a MIG instance), in holdings' order, each device's series in
 // sorted's order.
-func (s counterSet) byDevice(id identity) [][]*counterSeries {
+func (s counterSet) byDevice(id source.Identity) [][]*counterSeries {
 	groups := map[model.DeviceKey][]*counterSeries{}
 	for _, cs := range s.sorted() {
-		k := id.holdingOf(cs.metric).Dev
+		k := id.HoldingOf(cs.metric).Dev
 		groups[k] = append(groups[k], cs)
 	}
 	out := make([][]*counterSeries, 0, len(groups))
@@ -66,7 +67,7 @@ func (s counterSet) byDevice(id identity) [][]*counterSeries {
 // fill, the dataset's per-bucket figures.
 type ledgerReading struct {
 	d     *model.Dataset
-	id    identity
+	id    source.Identity
 	fill  bool
 	first time.Time // the range's start: the end of its bucket 0
 	start time.Time // the stretch's base: the end of the bucket before its first
@@ -101,7 +102,7 @@ func (l *ledgerReading) entry(m pmodel.Metric) (*model.LedgerEntry, int, bool) {
 	if !ok {
 		return nil, 0, false
 	}
-	k := l.id.holdingOf(m)
+	k := l.id.HoldingOf(m)
 	e := l.out[k]
 	if e == nil {
 		e = &model.LedgerEntry{Model: string(m["modelName"]), Host: hostOf(m), Profile: string(m["GPU_I_PROFILE"]), GPU: string(m["gpu"]), Last: -1}
@@ -120,7 +121,7 @@ func (l *ledgerReading) addSeconds(s *counterSeries, increases []float64) {
 	}
 	var g *model.GPUSeen
 	if l.fill {
-		g = d.GPU(l.id.gpuOf(s.metric), e)
+		g = d.GPU(l.id.GPUOf(s.metric), e)
 	}
 	off := int(l.start.Sub(l.first) / d.Step) // the stretch's first bucket in the range
 	for i, v := range increases {

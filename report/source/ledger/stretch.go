@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"context"
@@ -185,7 +185,7 @@ func (c *collector) counters(ctx context.Context, name, metric string, start, en
 			for _, s := range m {
 				delete(s.Metric, pmodel.MetricNameLabel)
 				if err := c.checkCounterSeries(metric, s, resets); err != nil {
-					c.run.refuse(err)
+					c.run.Refuse(err)
 					return
 				}
 				fp := s.Metric.Fingerprint()
@@ -209,10 +209,10 @@ func (c *collector) counters(ctx context.Context, name, metric string, start, en
 			}
 		}
 	}
-	if err := c.run.run(ctx, name, c.dedupe.read(fmt.Sprintf("last_over_time(%s[%s])", metric, c.win.of(step))), from, end, step, fill(false)); err != nil {
+	if err := c.run.Run(ctx, name, c.dedupe.read(fmt.Sprintf("last_over_time(%s[%s])", metric, c.win.Of(step))), from, end, step, fill(false)); err != nil {
 		return nil, err
 	}
-	if err := c.run.run(ctx, name+" (resets)", c.dedupe.read(fmt.Sprintf("resets(%s[%s])", metric, c.win.of(2*step))), from, end, step, fill(true)); err != nil {
+	if err := c.run.Run(ctx, name+" (resets)", c.dedupe.read(fmt.Sprintf("resets(%s[%s])", metric, c.win.Of(2*step))), from, end, step, fill(true)); err != nil {
 		return nil, err
 	}
 	past.begin(set)

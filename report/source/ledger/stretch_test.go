@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"math"
@@ -8,6 +8,7 @@ import (
 	pmodel "github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
 )
 
@@ -35,7 +36,7 @@ func TestStretchCarriesNewSeries(t *testing.T) {
 		{"GPU-1", "q", 10 * time.Minute, 50 * time.Minute, 160 * time.Minute, 2400, 3.6},
 		{"GPU-2", "r", 0, 0, 90 * time.Minute, 0, 6.75}, // no seconds series: its EUR count from 0
 	}
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	for _, sr := range all {
 		base := []string{"UUID", sr.gpu, "gpu", "0", "Hostname", "node-0", "modelName", "NVIDIA H100 80GB HBM3",
 			"namespace", "ml", "pod", sr.pod, "container", "c", "state", "busy"}
@@ -53,7 +54,7 @@ func TestStretchCarriesNewSeries(t *testing.T) {
 			}
 		}
 	}
-	q := NewEngineQuerier(b.Store(), time.Minute, discard())
+	q := engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard())
 	for _, stretch := range []int{0, 1, 2} {
 		_, l := ledgerOver(t, q, start, end, time.Hour, stretch)
 		for _, sr := range all {
