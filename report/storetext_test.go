@@ -17,7 +17,6 @@ import (
 	"github.com/gputally/gputally/report/engine"
 )
 
-
 // TestScrapesStoreAsTheirText runs the same simulation twice, once written as
 // OpenMetrics and loaded back (the old demo path), once handed straight to a
 // StoreBuilder (the demo's path), and checks that both stores hold the same
@@ -161,4 +160,3 @@ func hasSeries(series map[string][]storedSample, parts ...string) bool {
 	}
 	return false
 }
-

@@ -14,7 +14,7 @@ import (
 // flight costs per byte of --query.max-answer-bytes, which sizes the cap's
 // default (AnswerCap). docs/performance.md has the figures.
 //
-//	go test -run '^$' -bench DecodeAnswer -benchmem ./report/source
+//	go test -run '^$' -bench DecodeAnswer -benchmem ./report/engine
 func BenchmarkDecodeAnswer(b *testing.B) {
 	const size = 64 << 20
 	var live float64

@@ -1,14 +1,3 @@
-// Package source is where the report's data comes from: the Source seam and
-// its implementations. Ledger reads gputally's metrics through a Querier —
-// every PromQL query the report makes is made here: the ledger counters read
-// exactly (increase.go), the inputs of coverage, allocations, MIG modes, the
-// pods' team labels (kube_pod_labels) and the activity and framebuffer
-// samples — and returns them as a model.Dataset. The queriers are the
-// Prometheus HTTP API (HTTPQuerier) and Prometheus' own PromQL engine
-// over an in-memory Store (EmbeddedQuerier), loaded from OpenMetrics or, for
-// report --demo, filled straight from a simulation's scrapes (StoreBuilder).
-//
-// It imports, of the report's packages, only model.
 package source
 
 import (

@@ -11,7 +11,7 @@ import (
 
 // The dcgm-exporter source's rules held to hand-computed EUR on histories in
 // the label sets dcgm-exporter and kube-state-metrics write, evaluated by
-// Prometheus' engine (dcgm_test.go has the fixtures: dcgmHistory, the book
+// Prometheus' engine (source_test.go has the fixtures: dcgmHistory, the book
 // dcgmTestBook — an H100 costs 1.25 EUR/h + 1 EUR/h per kW — and checkEntries).
 
 // holderRun is a run of grid points from…to (inclusive) in which a device's

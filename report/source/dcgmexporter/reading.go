@@ -10,7 +10,7 @@ import (
 // deviceReading is what one grid point sampled of one GPU or MIG instance:
 // the holders labelled on its current series and those series' values.
 //
-// A point's lookback is longer than a scrape interval (dcgm_grid.go), so
+// A point's lookback is longer than a scrape interval (grid.go), so
 // that a late scrape still counts; it then also holds the last sample of a
 // series that ended a scrape ago — the pod that left as the next one came.
 // So the presence query, read first, marks the series with a sample in the

@@ -22,7 +22,7 @@ import (
 // collect interval.
 const DefaultGrid = 30 * time.Second
 
-// Options are the settings of a DCGMExporter source.
+// Options are the settings of a Source.
 type Options struct {
 	// Book prices the devices, gives the idle threshold and splits MIG GPUs
 	// by its mig_weight, as the exporters' ledgers do; nil: cost.Default().
@@ -30,19 +30,19 @@ type Options struct {
 	// Grid is the evaluation grid of every cluster: one state per device
 	// per grid point; it must divide the range's Step and Resolution. 0:
 	// each cluster's grid follows the scrape interval the source measures
-	// there (dcgm_grid.go).
+	// there (grid.go).
 	Grid time.Duration
 	// TeamLabel (optional) is a pod label key whose value names the team,
 	// read from kube-state-metrics' kube_pod_labels into Dataset.PodTeams.
 	TeamLabel string
 	// MaxPointsPerQuery and MaxSamplesPerQuery bound the requests as for
-	// the Ledger.
+	// the ledger source.
 	MaxPointsPerQuery, MaxSamplesPerQuery int
-	// ClusterLabel (optional) names a series' cluster, as for the Ledger:
+	// ClusterLabel (optional) names a series' cluster, as for the ledger source:
 	// each cluster's grid points are classified and priced apart.
 	ClusterLabel string
 	// QueriesInFlight bounds the requests of one query sent at once, as for
-	// the Ledger.
+	// the ledger source.
 	QueriesInFlight int
 	// DedupeLabels (optional) are labels by which copies of one series differ
 	// (an HA pair of Prometheus servers, source.DefaultDedupeLabels): every query
@@ -52,10 +52,10 @@ type Options struct {
 	Progress engine.Progress
 }
 
-// DCGMExporter is the Source of the history a cluster already has:
+// Source is the source.Source of the history a cluster already has:
 // dcgm-exporter's device series and kube-state-metrics' requests, phases,
-// capacity and pod labels, read through the same engine.Querier as the Ledger and
-// sampled on an evaluation grid (dcgm_rules.go says how each grid point's
+// capacity and pod labels, read through the same engine.Querier as the ledger source and
+// sampled on an evaluation grid (rules.go says how each grid point's
 // samples become states). Its whole-device rows are Sampled, those of
 // time-sliced GPUs AllocationShare; it has no previous period. It is safe
 // for use by one goroutine at a time.
@@ -64,7 +64,7 @@ type Source struct {
 	opts Options
 }
 
-// NewDCGMExporter returns the dcgm-exporter source over q.
+// New returns the dcgm-exporter source over q.
 func New(q engine.Querier, opts Options) *Source {
 	if opts.Book == nil {
 		opts.Book = cost.Default()
@@ -90,7 +90,7 @@ func without(base string, dedupe []string) string {
 }
 
 // Collect implements Source: it measures how often each cluster was
-// scraped, plans the grid of each (dcgm_grid.go) and evaluates it over
+// scraped, plans the grid of each (grid.go) and evaluates it over
 // (r.Start, r.End] in chunks of whole step buckets (readGrid), so that
 // memory stays bounded by a chunk.
 func (s *Source) Collect(ctx context.Context, r model.Range) (*model.Dataset, error) {

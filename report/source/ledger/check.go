@@ -20,7 +20,7 @@ import (
 // exporter can have written, or an answer no engine can have given, is an
 // error that names the series, the time and the value — never a figure:
 //
-//   - every answer (checkAnswer): samples in time order (sorted when a proxy
+//   - every answer (report/engine checks it): samples in time order (sorted when a proxy
 //     shuffled them), no two samples of a series at one time, no series
 //     twice, no ±Inf;
 //   - the ledger counters' samples (checkCounter): not NaN, not negative, not

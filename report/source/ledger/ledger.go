@@ -12,7 +12,7 @@ import (
 	"github.com/gputally/gputally/report/source"
 )
 
-// Options are the settings of a Ledger.
+// Options are the settings of a Source.
 type Options struct {
 	// TeamLabel (optional) is a pod label key whose value names the team,
 	// read from kube-state-metrics' kube_pod_labels into Dataset.PodTeams.
