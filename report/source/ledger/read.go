@@ -33,6 +33,9 @@ func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end tim
 	var secs, eurs counterPast
 	stretch := time.Duration(c.stretchBuckets(d.Step)) * d.Step
 	for base := start; base.Before(end); base = base.Add(stretch) {
+		if err := ctx.Err(); err != nil {
+			return nil, err // checked per stretch: one that sends no query would not see ctx end
+		}
 		to := base.Add(stretch)
 		if to.After(end) {
 			to = end
