@@ -1,4 +1,4 @@
-package source
+package ledger
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
 )
 
@@ -51,7 +52,7 @@ func TestLedgerStepLongerThanAWeek(t *testing.T) {
 	step := 8 * day
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	end := start.Add(2 * step)
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	for _, h := range []struct {
 		gpu, pod string
 		from     time.Time
@@ -69,8 +70,8 @@ func TestLedgerStepLongerThanAWeek(t *testing.T) {
 	// under a second alone.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	q := NewEngineQuerier(b.Store(), time.Minute, discard())
-	c := &collector{run: &rangeRunner{q: q, maxPoints: 1000}}
+	q := engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard())
+	c := &collector{run: engine.NewRunner(q, engine.Limits{MaxPoints: 1000}, nil)}
 	if _, err := c.probeWindows(ctx, end); err != nil {
 		t.Fatal(err)
 	}

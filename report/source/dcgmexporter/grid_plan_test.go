@@ -1,9 +1,11 @@
-package source
+package dcgmexporter
 
 import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/gputally/gputally/report/source"
 )
 
 // TestPlanSeparatesKSMIntervals: clusters a and b have the same
@@ -14,10 +16,10 @@ import (
 // a tenth, 66 s; b's the grid and a tenth, 33 s. One shared plan would read b
 // with a's 66 s (or a with b's 33 s: its pods unknown between scrapes).
 func TestPlanSeparatesKSMIntervals(t *testing.T) {
-	s := NewDCGMExporter(nil, DCGMExporterOptions{})
+	s := New(nil, Options{})
 	dcgm := intervals{"a": {30 * time.Second, 30 * time.Second}, "b": {30 * time.Second, 30 * time.Second}}
 	ksm := intervals{"a": {time.Minute, time.Minute}, "b": {15 * time.Second, 15 * time.Second}}
-	got := s.plan(dcgm, ksm, 5*time.Minute, identity{cluster: "cluster"})
+	got := s.plan(dcgm, ksm, 5*time.Minute, source.NewIdentity("cluster"))
 	want := []gridPlan{
 		{grid: 30 * time.Second, dcgmWindow: 33 * time.Second, ksmWindow: 66 * time.Second, dcgmScrape: 30 * time.Second, ksmScrape: time.Minute,
 			dcgmFastest: 30 * time.Second, clusters: []string{"a"}, selector: `cluster!~"b"`},

@@ -1,4 +1,4 @@
-package source
+package dcgmexporter
 
 import (
 	"context"
@@ -8,7 +8,9 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
+	"github.com/gputally/gputally/report/source"
 )
 
 // TestMeasureIntervalsMedian: a scrape interval is the step over the median
@@ -23,7 +25,7 @@ func TestMeasureIntervalsMedian(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	r := model.Range{Start: start, End: start.Add(5 * time.Hour), Step: time.Hour, Resolution: 5 * time.Minute}
 	ls := labels.FromMap(gpuLabels("n1", "Hostname", "0", "GPU-0", "NVIDIA H100 80GB HBM3", "__name__", "DCGM_FI_DEV_FB_USED"))
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	for ts := start.Add(7 * time.Second); ts.Before(r.End); ts = ts.Add(30 * time.Second) {
 		if hour := int(ts.Sub(start) / time.Hour); hour == 2 && ts.Sub(start)%time.Minute >= 30*time.Second {
 			continue // the third hour: every other scrape missed
@@ -32,9 +34,9 @@ func TestMeasureIntervalsMedian(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	q := NewEngineQuerier(b.Store(), time.Minute, discard())
-	s := NewDCGMExporter(q, DCGMExporterOptions{})
-	got, err := s.measureIntervals(context.Background(), &rangeRunner{q: q, maxPoints: 1000}, r, identity{}, "DCGM_FI_DEV_FB_USED", "UUID, GPU_I_ID")
+	q := engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard())
+	s := New(q, Options{})
+	got, err := s.measureIntervals(context.Background(), engine.NewRunner(q, engine.Limits{MaxPoints: 1000}, nil), r, source.Identity{}, "DCGM_FI_DEV_FB_USED", "UUID, GPU_I_ID")
 	if err != nil {
 		t.Fatal(err)
 	}

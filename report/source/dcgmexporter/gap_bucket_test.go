@@ -1,4 +1,4 @@
-package source
+package dcgmexporter
 
 import (
 	"math"
@@ -35,7 +35,7 @@ func TestDCGMGapFromABucketsLastPoint(t *testing.T) {
 		{"DCGM_FI_DEV_FB_USED", g, outside(0)},
 		ksmSeries("kube_node_status_capacity", always(1), "node", "n1", "resource", "nvidia_com_gpu", "unit", "integer"),
 	}}
-	d := collectHistoryWith(t, h, 2*time.Hour, DCGMExporterOptions{})
+	d := collectHistoryWith(t, h, 2*time.Hour, Options{})
 	checkEntries(t, d, []want{
 		{"GPU-0", "", "", "", model.StateUnallocated, 7020, 3.0225, model.Sampled},
 		{"GPU-0", "", "", "", model.StateUnknown, 180, 0.0775, model.Sampled},

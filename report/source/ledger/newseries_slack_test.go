@@ -1,10 +1,11 @@
-package source
+package ledger
 
 import (
 	"math"
 	"testing"
 	"time"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
 )
 
@@ -28,7 +29,7 @@ func TestNewSeriesSlack(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	end := start.Add(3 * time.Hour)
 	first := start.Add(time.Hour + 59*time.Minute + 30*time.Second)
-	b := NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	for _, s := range []struct {
 		gpu, pod string
 		at       float64 // the counter at first, s
@@ -39,7 +40,7 @@ func TestNewSeriesSlack(t *testing.T) {
 			appendLedger(t, b, base, ts, s.at+ts.Sub(first).Seconds())
 		}
 	}
-	q := NewEngineQuerier(b.Store(), time.Minute, discard())
+	q := engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard())
 	wants := map[string][2]float64{"a": {7410, 5.5575}, "b": {3630, 2.7225}}
 	for _, stretch := range []int{0, 1} {
 		_, l := ledgerOver(t, q, start, end, time.Hour, stretch)
