@@ -65,6 +65,16 @@ func (r Reads) Over(fn string, f Family, sel, window string) string {
 	})
 }
 
+// Apply returns PromQL applying expr to f's series that match sel under
+// each naming r reads, each term converted to f's base unit and the terms
+// joined by or, the new naming's first; safe as an operand. For reads that
+// aggregate each naming's series first (max without (…) (last_over_time
+// (…))), so that a device's copies under both names meet with one label set
+// and its new copy wins.
+func (r Reads) Apply(f Family, sel string, expr func(series string) string) string {
+	return r.join(f, func(n Naming) string { return expr(selector(f.Name(n), sel)) })
+}
+
 // Either returns PromQL for, per device, the first of fs it has, each in its
 // base unit, under the namings r reads: e.g. graphics-engine activity, else
 // GPU utilization. Under ReadsBoth each family's new name comes before its

@@ -29,6 +29,9 @@ func TestExpressions(t *testing.T) {
 		{"ratio, transition", ReadsBoth.Each(sel, fbRatio),
 			"(DCGM_FI_DEV_FB_USED_BYTES{hostname=\"a\"} / DCGM_FI_DEV_FB_FREE_BYTES{hostname=\"a\"})\n" +
 				"or ignoring(DCGM_FI_DRIVER_VERSION, DCGM_FI_SYSTEM_DRIVER_VERSION)\n(DCGM_FI_DEV_FB_USED{hostname=\"a\"} / DCGM_FI_DEV_FB_FREE{hostname=\"a\"})"},
+		{"apply, transition", ReadsBoth.Apply(FBUsed, sel, func(s string) string { return "max without (instance) (last_over_time(" + s + "[1m]))" }),
+			`(max without (instance) (last_over_time(DCGM_FI_DEV_FB_USED_BYTES{hostname="a"}[1m])) or ignoring(DCGM_FI_DRIVER_VERSION, DCGM_FI_SYSTEM_DRIVER_VERSION) max without (instance) (last_over_time(DCGM_FI_DEV_FB_USED{hostname="a"}[1m])) * 1048576)`},
+		{"apply, 4.8", ReadsLegacy.Apply(GPUUtil, "", func(s string) string { return "avg(" + s + ")" }), `(avg(DCGM_FI_DEV_GPU_UTIL) / 100)`},
 		{"activity, 4.8", ReadsLegacy.Either("", GREngineActive, GPUUtil), "DCGM_FI_PROF_GR_ENGINE_ACTIVE\nor\nDCGM_FI_DEV_GPU_UTIL / 100"},
 		{"activity, transition", ReadsBoth.Either("", GREngineActive, GPUUtil),
 			"DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO\nor ignoring(DCGM_FI_DRIVER_VERSION, DCGM_FI_SYSTEM_DRIVER_VERSION)\nDCGM_FI_PROF_GR_ENGINE_ACTIVE\n" +
