@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gputally/gputally/dcgmnames"
 	"github.com/gputally/gputally/report/engine"
 	"github.com/prometheus/common/model"
 )
@@ -255,11 +256,14 @@ func fakeSeriesFor(g fakeGPU, step time.Duration) []fakeSeries {
 	}
 	pl := with(id, holder...)
 	out = append(out, fakeSeries{"gputally_gpu_allocation", with(pl, "resource", g.resource, "sharing", g.sharing), live(func(time.Time) float64 { return 1 })})
+	// Under the exporter's default names, dcgm-exporter 4.10's, in base
+	// units: the fake answers a query with the series of the first metric it
+	// names, not evaluating the conversion of the old names' terms.
 	if g.hasActivity {
-		out = append(out, fakeSeries{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", pl, live(func(time.Time) float64 { return g.activity })})
+		out = append(out, fakeSeries{dcgmnames.GREngineActive.New, pl, live(func(time.Time) float64 { return g.activity })})
 	}
 	if g.hasFB {
-		out = append(out, fakeSeries{"DCGM_FI_DEV_FB_USED", pl, live(func(time.Time) float64 { return g.fbMiB })})
+		out = append(out, fakeSeries{dcgmnames.FBUsed.New, pl, live(func(time.Time) float64 { return g.fbMiB * (1 << 20) })})
 	}
 	return out
 }

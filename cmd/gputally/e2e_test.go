@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gputally/gputally/dcgmnames"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -161,8 +162,8 @@ func TestExporterServesSimulatedNode(t *testing.T) {
 	})
 	first := e.scrape(t)
 	waitFor(t, func() bool {
-		energy1, _ := sum(first, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", nil)
-		energy2, _ := sum(e.scrape(t), "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", nil)
+		energy1, _ := sum(first, dcgmnames.Energy.New, nil)
+		energy2, _ := sum(e.scrape(t), dcgmnames.Energy.New, nil)
 		return energy2 > energy1
 	})
 	second := e.scrape(t)
@@ -172,9 +173,10 @@ func TestExporterServesSimulatedNode(t *testing.T) {
 		match model.LabelSet
 		want  int
 	}{
-		{"DCGM_FI_DEV_POWER_USAGE", nil, 8},                                    // parent GPUs only, never per MIG instance
-		{"DCGM_FI_DEV_GPU_UTIL", nil, 6},                                       // not on the two MIG GPUs
-		{"DCGM_FI_DEV_FB_USED", model.LabelSet{"GPU_I_PROFILE": "1g.10gb"}, 5}, // per MIG instance
+		{dcgmnames.Power.New, nil, 8},                                             // parent GPUs only, never per MIG instance
+		{dcgmnames.GPUUtil.New, nil, 6},                                           // not on the two MIG GPUs
+		{dcgmnames.FBUsed.New, model.LabelSet{"GPU_I_PROFILE": "1g.10gb"}, 5},     // per MIG instance
+		{dcgmnames.FBCapacity.New, model.LabelSet{"GPU_I_PROFILE": "1g.10gb"}, 5}, // per MIG instance too
 		{"gputally_gpu_info", model.LabelSet{"hostname": "sim-node-0"}, 8 + 8},
 		{"gputally_gpu_allocation", model.LabelSet{"sharing": "time-slicing"}, 3},
 		{"gputally_up", model.LabelSet{"backend": "sim"}, 1},
@@ -192,14 +194,15 @@ func TestExporterServesSimulatedNode(t *testing.T) {
 		}
 	}
 	// The training GPU is busy, the forgotten job's GPU idle (default scenario).
-	if util, n := sum(second, "DCGM_FI_DEV_GPU_UTIL", model.LabelSet{"pod": "llm-pretrain-0"}); n != 1 || util < 50 {
+	// Utilization is a ratio under the default names (dcgm-exporter 4.10's).
+	if util, n := sum(second, dcgmnames.GPUUtil.New, model.LabelSet{"pod": "llm-pretrain-0"}); n != 1 || util < 0.5 || util > 1 {
 		t.Errorf("training GPU utilization %v (%d series), want busy", util, n)
 	}
-	if util, n := sum(second, "DCGM_FI_DEV_GPU_UTIL", model.LabelSet{"pod": "eval-sweep-3"}); n != 1 || util > 5 {
+	if util, n := sum(second, dcgmnames.GPUUtil.New, model.LabelSet{"pod": "eval-sweep-3"}); n != 1 || util > 0.05 {
 		t.Errorf("idle GPU utilization %v (%d series), want ~0", util, n)
 	}
 	// Time-sliced holders carry no pod labels on device series.
-	if _, n := sum(second, "DCGM_FI_DEV_GPU_UTIL", model.LabelSet{"namespace": "dev-alice"}); n != 0 {
+	if _, n := sum(second, dcgmnames.GPUUtil.New, model.LabelSet{"namespace": "dev-alice"}); n != 0 {
 		t.Errorf("a time-sliced holder got pod labels on a device series")
 	}
 }

@@ -70,7 +70,7 @@ type dcgmUsage struct {
 	step  int // resolution step; -1: none yet
 	sum   float64
 	n     int
-	fb    float64
+	fb    float64 // bytes
 	hasFB bool
 }
 
@@ -232,7 +232,7 @@ func (a *dcgmAccount) flush(k model.HoldingKey, u *dcgmUsage) {
 		d.AddHeat(d.Start.Add(time.Duration(u.step)*d.Resolution+d.Resolution/2), v)
 	}
 	if u.hasFB {
-		d.AddFramebuffer(k, u.fb)
+		d.AddFramebuffer(k, u.fb/(1<<20)) // bytes → the dataset's MiB
 	}
 }
 

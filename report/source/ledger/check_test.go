@@ -110,8 +110,9 @@ func TestCheckEUR(t *testing.T) {
 // TestGaugeOutOfRangeLeftOut: DCGM's GPU utilization reads 4294967295 now and
 // then (go-dcgm issue 75). GPU-0's, 50 % at every 30 s scrape but that one
 // at 00:32:00, averages (9 × 50 + 4,294,967,295) / 10 = 429,496,774.5 % in
-// the 5-minute step ending 00:35: that step is no sample, the other 11 read
-// 0.5, and a note names it; the report goes on.
+// the 5-minute step ending 00:35, read as the ratio 4,294,967.745: that
+// step is no sample, the other 11 read 0.5, and a note names it; the report
+// goes on.
 func TestGaugeOutOfRangeLeftOut(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	b := engine.NewStoreBuilder()
@@ -135,7 +136,7 @@ func TestGaugeOutOfRangeLeftOut(t *testing.T) {
 	for _, a := range d.Activity {
 		act.Merge(a)
 	}
-	want := `DCGM_FI_DEV_GPU_UTIL: 1 samples out of range left out, as no sample; the first: the engine answered 4.294967745e+08 for {UUID="GPU-0"`
+	want := `DCGM_FI_DEV_GPU_UTIL_RATIO (DCGM_FI_DEV_GPU_UTIL up to 4.8): 1 samples out of range left out, as no sample; the first: the engine answered 4.294967745e+06 for {UUID="GPU-0"`
 	if act.Count() != 11 || act.Quantile(0) != 0.5 || act.Max() != 0.5 || len(d.Notes) != 1 || !strings.Contains(d.Notes[0], want) ||
 		!strings.Contains(d.Notes[0], "at 2026-01-05T00:35:00Z: an activity is a ratio between 0 and 1") {
 		t.Errorf("activity %d values from %g to %g, notes %q; want 11 × 0.5 and a note saying %q", act.Count(), act.Quantile(0), act.Max(), d.Notes, want)
