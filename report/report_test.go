@@ -278,7 +278,7 @@ func (r *rangeRecorder) QueryRange(ctx context.Context, q string, start, end tim
 }
 
 func TestGoldenRenderers(t *testing.T) {
-	r, err := generateFrom(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	r, err := generateFrom(context.Background(), goldenConfig(t), fleetQuerier(testFleet(), time.Hour), discard())
 	if err != nil {
 		t.Fatal(err)
 	}
