@@ -3,6 +3,11 @@ package cost
 // JoulesPerKWh is the energy of one kilowatt-hour, J.
 const JoulesPerKWh = 3.6e6
 
+// MaxFacilityPowerW is the highest facility power, W, a book within the
+// bounds meters for one GPU: the highest believable power at the highest PUE.
+// A ledger energy counter that grows faster was not written by an exporter.
+const MaxFacilityPowerW = MaxPowerW * MaxPUE
+
 // FacilityPowerW returns the power, W, that a GPU priced by p and drawing
 // powerW watts draws at the facility's meter: powerW × PUE, the power the
 // energy component of its rate prices. It is 0 for a flat rate (the price

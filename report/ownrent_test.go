@@ -141,3 +141,74 @@ func TestOwnOrRentInEveryFormat(t *testing.T) {
 		t.Error("no CSV row of the H100 model")
 	}
 }
+
+// TestCarbonInEveryFormat: the test fleet's six H100 draw 560 W at the
+// facility for 168 h: 6 × 168 × 0.56 = 564.48 kWh, × 300 gCO2e/kWh (the
+// golden book) = 169.344 kgCO2e. They were held idle 3 × 0.9 × 168 + 168 =
+// 621.6 h: 348.096 kWh, 104.4288 kgCO2e. Namespace dev's three: 282.24 kWh,
+// 84.672 kg, 453.6 h idle × 0.56 × 0.3 = 76.2048 kg. The A100 has no energy
+// series: its model has no energy figure and says so, and its 168 h are the
+// fleet's hours without power readings. Read through the ledger source from
+// gputally_energy_joules_total.
+func TestCarbonInEveryFormat(t *testing.T) {
+	r := generate(t, goldenConfig(t), fleetQuerier(testFleet(), time.Hour))
+	var b bytes.Buffer
+	if err := render.Render(&b, r, FormatJSON); err != nil {
+		t.Fatal(err)
+	}
+	type totals struct {
+		EnergyKWh      *float64 `json:"energy_kwh"`
+		KgCO2e         *float64 `json:"kgco2e"`
+		IdleKgCO2e     *float64 `json:"idle_kgco2e"`
+		UnmeteredHours float64  `json:"unmetered_hours"`
+	}
+	type group struct {
+		Name   string `json:"name"`
+		Totals totals `json:"totals"`
+	}
+	var doc struct {
+		Fleet      group   `json:"fleet"`
+		Namespaces []group `json:"namespaces"`
+		Models     []group `json:"models"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, got totals, kWh, kg, idle, unmetered float64) {
+		t.Helper()
+		if got.EnergyKWh == nil || got.KgCO2e == nil || got.IdleKgCO2e == nil || !near(*got.EnergyKWh, kWh) || !near(*got.KgCO2e, kg) ||
+			!near(*got.IdleKgCO2e, idle) || !near(got.UnmeteredHours, unmetered) {
+			t.Errorf("%s: %+v, want %v kWh, %v kg, %v idle kg, %v h without readings", name, got, kWh, kg, idle, unmetered)
+		}
+	}
+	check("fleet", doc.Fleet.Totals, 564.48, 169.344, 104.4288, 168)
+	for _, g := range doc.Namespaces {
+		if g.Name == "dev" {
+			check("namespace dev", g.Totals, 282.24, 84.672, 76.2048, 0)
+		}
+	}
+	for _, g := range doc.Models {
+		if g.Name == a100Name && (g.Totals.EnergyKWh != nil || g.Totals.KgCO2e != nil || g.Totals.UnmeteredHours != 168) {
+			t.Errorf("A100 without energy series: %+v, want no energy figure and 168 h without readings", g.Totals)
+		}
+	}
+	b.Reset()
+	if err := render.Render(&b, r, FormatMarkdown); err != nil {
+		t.Fatal(err)
+	}
+	const line = "Energy 564.5 kWh (measured power × PUE × time, the energy the EUR price); 168.0 device-hours had no power readings (flat-rate models, or power not read) and are not in it. " +
+		"169.34 kgCO2e, 104.43 of it emitted while GPUs were held idle, at 300 gCO2e/kWh (carbon.gco2e_per_kwh) from price book golden-prices.yaml."
+	if !strings.Contains(b.String(), line) {
+		t.Errorf("Markdown lacks the fleet's carbon line %q", line)
+	}
+	if !strings.Contains(b.String(), "| NVIDIA A100-SXM4-40GB | exact | 0.0 | 0.0 % | 420.00 | 0.00 | 0.00 | 420.00 | 0.00 | no power readings | – | – |") {
+		t.Error("Markdown's A100 row does not say it has no power readings")
+	}
+	b.Reset()
+	if err := render.Render(&b, r, FormatHTML); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `<b id="kgco2e">169.34 kgCO2e</b>`) {
+		t.Error("HTML lacks the fleet's 169.34 kgCO2e")
+	}
+}

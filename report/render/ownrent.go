@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gputally/gputally/report/analysis"
@@ -86,6 +87,9 @@ func ownOrRentNote(r *Report) string {
 	book := "the price book"
 	if r.Prices != nil {
 		book = "price book " + r.Prices.Book
+	}
+	if !slices.ContainsFunc(r.Models, func(g analysis.Group) bool { return g.OwnOrRent != nil && g.CloudEURPerHour != nil }) {
+		return "No rental price in " + book + ": set cloud_eur_per_hour (and cloud_reserved_eur_per_hour) per model to compare owning with renting; docs/cost.md gives example figures with their sources."
 	}
 	return "Renting only the busy hours on demand costs busy GPU-hours × the on-demand price; owning costs the measured cost of every hour, idle and unallocated too. " +
 		"Below the break-even busy share (owned cost per GPU-hour ÷ on-demand price) renting on demand would have been cheaper. A reserved price is paid every hour, as owning is: compare it with the owned cost per GPU-hour. " +
