@@ -58,7 +58,7 @@ const CriticalXIDs = "48|62|64|74|79|95|119|120"
 func RecordingRuleNames() []string {
 	return []string{
 		RuleDeviceActivity, RuleFramebufferUsed, RuleCostEURPerHour, RuleGPUsByState,
-		RuleBusyRatio, RuleAllocatedGPUs, RuleHourlyCostEUR, RuleHealthyGPUs,
+		RuleBusyRatio, RuleAllocatedGPUs, RuleHourlyCostEUR, RuleHealthyGPUs, RuleCO2eKilogramsPerHour,
 		RuleNamespaceTeam, RulePodTeamLabel, RulePodTeam,
 		RuleBudgetMonthly, RuleIdleLimitDaily, RuleSpendPerStep, RuleSpendMonthToDate, RuleSpendForecast,
 	}
@@ -115,7 +115,7 @@ func Build(opts Options) (File, error) {
 		return File{}, err
 	}
 	f := File{Groups: []Group{
-		{Name: "gputally.recording", Rules: recordingRules(opts.Names)},
+		{Name: "gputally.recording", Rules: append(recordingRules(opts.Names), carbonRules()...)},
 		{Name: "gputally.teams", Rules: teamRules(opts)},
 		{Name: "gputally.budgets", Interval: dur(opts.BudgetStep), Rules: budgetRules(opts)},
 		{Name: "gputally.alerts", Rules: append(alertingRules(opts), faultRules(opts)...)},

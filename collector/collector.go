@@ -42,6 +42,7 @@ type Collector struct {
 	podMemory   descSet
 	seconds     descSet
 	eur         descSet
+	energy      descSet
 	hourly      descSet
 	attrUp      *family
 	attrSuccess *family
@@ -106,6 +107,9 @@ func NewCollector(src SnapshotSource, node Node, now func() time.Time) *Collecto
 		"namespace", "pod", "container", "state")
 	c.eur = l.newDescSet("gputally_cost_eur_total",
 		"EUR accrued by state (busy, idle, unallocated, lost, unknown) and holder.",
+		"namespace", "pod", "container", "state")
+	c.energy = l.newDescSet("gputally_energy_joules_total",
+		"Facility energy by state and holder, J: measured board power x PUE x device-seconds, the energy the cost's energy component prices; absent for GPUs without a power reading or priced by a flat rate.",
 		"namespace", "pod", "container", "state")
 	c.hourly = l.newDescSet("gputally_gpu_hourly_cost_eur",
 		"The cost rate in force for the GPU, EUR per hour, by component.", "component")
@@ -305,6 +309,9 @@ func (c *Collector) collectLedger(ch chan<- prometheus.Metric, snap *Snapshot) {
 		holder := []string{t.Holder.Namespace, t.Holder.Pod, t.Holder.Container, t.State.String()}
 		ch <- c.metric(c.seconds[set], prometheus.CounterValue, t.Seconds, id, holder...)
 		ch <- c.metric(c.eur[set], prometheus.CounterValue, t.EUR, id, holder...)
+		if t.Metered {
+			ch <- c.metric(c.energy[set], prometheus.CounterValue, t.Joules, id, holder...)
+		}
 	}
 	for _, r := range snap.Rates {
 		ref, ok := snap.index.lookup(r.UUID)

@@ -39,6 +39,16 @@ or
 label_replace(%[3]s, "state", "unknown", "", "")`, by, fleet, zero)
 }
 
+// co2eOverRange is the kgCO2e of the facility energy over the range, by the
+// labels in by: each exporter's energy times the carbon intensity it exports.
+func co2eOverRange(by string) string {
+	return fmt.Sprintf(`sum by (%s) (
+  increase(gputally_energy_joules_total{%s}[$__range])
+  * on (job, instance) group_left
+  gputally_grid_carbon_intensity_grams_per_joule
+) / 1000`, by, owned)
+}
+
 // budgetFigures is, per team or namespace, the EUR spent this month, the
 // month's projection and the monthly budget, one row each (label figure).
 func budgetFigures() string {
@@ -79,6 +89,11 @@ sum by (modelName) (rate(gputally_gpu_seconds_total{state=~"idle|unallocated", %
 			instantQuery(fmt.Sprintf(`sum by (namespace) (rate(gputally_cost_eur_total{state="idle", %s}[$__range])) * 3600 * %s`, owned, hoursPerMonth), ""))).
 		WithPanel(tableOf("MIG right-sizing: EUR per month", "Per pod on a whole GPU: the cost of the GPU share its p95 activity and peak framebuffer leave unused, in sevenths of a GPU (MIG compute slices). An estimate; the weekly report names the profile.", unitEUR,
 			instantQuery(migSaving(names), ""))).
+		WithRow(row("Carbon")).
+		WithPanel(stacked(timeSeries("CO2e by namespace", "kgCO2e per hour: the facility energy of the GPU time each namespace held (measured power × PUE) times the grid carbon intensity each exporter's price book gives its cluster. Unallocated time has an empty namespace; GPUs priced by a flat rate or without power readings have no energy and are not in it.", unitKgCO2ePerHour,
+			rangeQuery(fmt.Sprintf("sum by (namespace) (%s{%s})", alerts.RuleCO2eKilogramsPerHour, owned), "{{namespace}}")))).
+		WithPanel(tableOf("kgCO2e by namespace and state over the range", "Emissions of GPU time over the dashboard's time range, at the carbon intensity in force now; idle is the part emitted while the GPUs were held idle.", unitKg,
+			instantQuery(co2eOverRange("namespace, state"), ""))).
 		WithRow(row("Budgets")).
 		WithPanel(tableOf("Spend and budget this month by team or namespace", "EUR of the current UTC month per team (team label or team map) and per namespace: spent so far (up to the last step of the budget rules), projected for the month at the spend rate of the last 7 days, and the monthly budget of `gputally generate rules --budgets.file` or the chart's prometheusRule.budgets. The alerts GPUBudgetSpent and GPUBudgetForecastExceeded compare the same figures.", unitEUR,
 			instantQuery(budgetFigures(), "")))

@@ -274,6 +274,14 @@ func TestExitCodes(t *testing.T) {
 	if err := os.WriteFile(a100Book, []byte("currency: EUR\nmodels:\n  - {match: \"A100\", purchase_eur: 15000}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badCarbon := filepath.Join(dir, "carbon.yaml")
+	if err := os.WriteFile(badCarbon, []byte("models: [{match: \".\", purchase_eur: 1, cloud_eur_per_hour: 3}]\ncarbon:\n  gco2e_per_kwh: 210\n  clusters: {eu-west: -56}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badRental := filepath.Join(dir, "rental.yaml")
+	if err := os.WriteFile(badRental, []byte("models:\n  - {match: \".\", purchase_eur: 1, cloud_eur_per_hour: .inf}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -289,6 +297,8 @@ func TestExitCodes(t *testing.T) {
 		{"auto without libraries", []string{"exporter", "--backend=auto"}, []string{"libdcgm.so.4", "libnvidia-ml.so.1", "--backend=sim"}},
 		{"bad price book", []string{"exporter", "--backend=sim", "--cost.price-book=" + badBook}, []string{badBook + ":3"}},
 		{"check-config bad book", []string{"check-config", badBook}, []string{badBook + ":3", "purchase_eur"}},
+		{"check-config bad intensity", []string{"check-config", badCarbon}, []string{badCarbon + ":4: carbon.clusters.eu-west: must be between 0 and 5000 gCO2e per kWh, got -56"}},
+		{"check-config bad rental price", []string{"check-config", badRental}, []string{badRental + ":2: models[0].cloud_eur_per_hour: must be a finite number"}},
 		{"no price for a GPU present", []string{"exporter", "--backend=sim", "--cost.price-book=" + a100Book}, []string{a100Book + ":2: models", `no price for GPU model "NVIDIA H100 80GB HBM3" (GPU-`}},
 		{"fleet nodes clash", []string{"simulate", "history", "--duration=1m", "--out=" + filepath.Join(dir, "h.om"),
 			"--scenario=" + spare, "--scenario=" + spare}, []string{"both called fleet-spare"}},

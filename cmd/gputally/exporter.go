@@ -40,6 +40,7 @@ type exporterCommand struct {
 	interval       time.Duration
 	retention      time.Duration
 	priceBook      string
+	cluster        string
 	backend        backendFlags
 	attribution    attributionFlags
 
@@ -63,6 +64,7 @@ func newExporterCommand(app *kingpin.Application, reload <-chan os.Signal) *expo
 	cmd.Flag("collector.ended-series-retention", "How long the cost series of an ended pod (or removed MIG instance) stay exported with their final values before they disappear; keep it above two scrape intervals.").
 		Default(cost.DefaultRetention.String()).DurationVar(&c.retention)
 	cmd.Flag("cost.price-book", "Price book YAML; empty: the built-in book (docs/cost.md). Reloaded on SIGHUP and POST /-/reload.").StringVar(&c.priceBook)
+	cmd.Flag("cost.cluster", "The cluster this node is in, as the report's cluster label names it: selects the price book's carbon.clusters intensity for gputally_grid_carbon_intensity_grams_per_joule; empty: carbon.gco2e_per_kwh.").StringVar(&c.cluster)
 	c.backend.register(cmd)
 	c.attribution.register(cmd)
 	return c
@@ -98,7 +100,7 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("read the GPUs: %w", err)
 	}
-	book, err := newPriceBook(c.priceBook, inv, logger)
+	book, err := newPriceBook(c.priceBook, c.cluster, inv, logger)
 	if err != nil {
 		return err
 	}

@@ -49,6 +49,10 @@ const (
 var exporterFamilies = []string{"gputally_build_info", "gputally_config_last_reload_success_timestamp_seconds",
 	"gputally_config_last_reload_successful", "gputally_web_auth_failures_total"}
 
+// newerFamilies are families the collector gained after the capture's build
+// (8af43f8): the mock writes them, the capture cannot hold them.
+var newerFamilies = []string{"gputally_energy_joules_total"}
+
 // TestCapturedH200 holds the NVML backend, driven by go-nvml's dgxh200 mock
 // server, to the real H200's capture. First the capture itself, against
 // what nvidia-smi read at the same moments (units, not the backend's
@@ -134,7 +138,7 @@ func TestCapturedH200(t *testing.T) {
 				}
 			}
 			for name := range mock {
-				if real[name] == nil {
+				if real[name] == nil && !slices.Contains(newerFamilies, name) {
 					t.Errorf("%s: the mock has it, the real H200 does not", name)
 				}
 			}

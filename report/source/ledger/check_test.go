@@ -40,6 +40,9 @@ func TestCheckValueBounds(t *testing.T) {
 		{"seconds NaN", checkCounter(secondsCounter, m, pair(0, math.NaN())), true},
 		{"EUR a century at the highest rate", checkCounter(eurCounter, m, pair(0, centuryEUR*(1-1e-12))), false},
 		{"EUR past it", checkCounter(eurCounter, m, pair(0, centuryEUR*(1+1e-12))), true},
+		{"joules a century at 100 kW", checkCounter(energyCounter, m, pair(0, century*1e5*(1-1e-12))), false},
+		{"joules past it", checkCounter(energyCounter, m, pair(0, century*1e5*(1+1e-12))), true},
+		{"joules negative", checkCounter(energyCounter, m, pair(0, -1)), true},
 		{"resets 0", checkCount(m, pair(0, 0)), false},
 		{"resets negative", checkCount(m, pair(0, -1)), true},
 		{"resets NaN", checkCount(m, pair(0, math.NaN())), true},
@@ -103,6 +106,21 @@ func TestCheckEUR(t *testing.T) {
 	}
 	err := checkEUR(s, limit*(1+1e-12), end, time.Hour)
 	if err == nil || !strings.Contains(err.Error(), `gputally_cost_eur_total{UUID="GPU-0"}`) || !strings.Contains(err.Error(), "ending 2026-01-05T01:00:00Z") {
+		t.Errorf("past the limit: %v", err)
+	}
+}
+
+// TestCheckEnergy: one series' joules in a bucket of 1h may reach 1h05m at
+// the highest facility power, 10 kW × PUE 10 = 100 kW: 3,900 s × 1e5 W =
+// 3.9e8 J, and no more.
+func TestCheckEnergy(t *testing.T) {
+	s := &counterSeries{metric: pmodel.Metric{"UUID": "GPU-0"}}
+	end := time.Date(2026, 1, 5, 1, 0, 0, 0, time.UTC)
+	if err := checkEnergy(s, 3.9e8, end, time.Hour); err != nil {
+		t.Errorf("at the limit: %v", err)
+	}
+	err := checkEnergy(s, 3.9e8*(1+1e-12), end, time.Hour)
+	if err == nil || !strings.Contains(err.Error(), `gputally_energy_joules_total{UUID="GPU-0"}`) || !strings.Contains(err.Error(), "ending 2026-01-05T01:00:00Z") {
 		t.Errorf("past the limit: %v", err)
 	}
 }
