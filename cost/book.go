@@ -61,6 +61,8 @@ type Book struct {
 	MIGWeight MIGWeight
 	// IdleThreshold is the activity ratio, 0–1, below which an allocated part is idle.
 	IdleThreshold float64
+	// Fractional prices the holders of fractional shares of a GPU (shares.go).
+	Fractional SharePolicy
 
 	modelsLine int // line of the models key, for errors about GPUs no entry prices
 }
