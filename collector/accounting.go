@@ -24,7 +24,7 @@ type deviceTable interface {
 func AttributionDevices(inv Inventory) []attribution.Device {
 	var devs []attribution.Device
 	for _, g := range inv.GPUs {
-		devs = append(devs, attribution.Device{UUID: g.UUID, Minor: g.Minor, GPUInstanceID: -1, ComputeInstanceID: -1})
+		devs = append(devs, attribution.Device{UUID: g.UUID, Minor: g.Minor, GPUInstanceID: -1, ComputeInstanceID: -1, MemoryMiB: g.MemoryTotalMiB})
 		for _, in := range g.Instances {
 			devs = append(devs, attribution.Device{
 				UUID: in.UUID, ParentUUID: g.UUID, Minor: g.Minor,
@@ -103,7 +103,7 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 	for i := range inv.GPUs {
 		g, r, st := &inv.GPUs[i], &s.GPUs[i], &a.states[i]
 		st.UUID, st.Model, st.MIG, st.Lost = g.UUID, g.Model, g.MIGEnabled, r.Lost
-		st.HoldersKnown = known && attr.Advertised(g.UUID, "")
+		st.HoldersKnown = known && attr.HoldersKnownOn(g.UUID, "")
 		st.FreeSlicesMayBeHeld = unmapped
 		st.PowerW, _ = r.Values.Get(PowerUsage)
 		st.Activity = act[i].Ratio
@@ -118,7 +118,7 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 		for j := range g.Instances {
 			in, cs := &g.Instances[j], &st.Instances[j]
 			cs.UUID, cs.ComputeSlices, cs.MemorySlices = in.UUID, in.ComputeSlices, in.MemorySlices
-			cs.HoldersKnown = known && attr.Advertised(in.UUID, g.UUID)
+			cs.HoldersKnown = known && attr.HoldersKnownOn(in.UUID, g.UUID)
 			cs.Activity = math.NaN()
 			if j < len(act[i].Instances) {
 				cs.Activity = act[i].Instances[j].Ratio
