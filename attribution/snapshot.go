@@ -286,11 +286,9 @@ func allocatable(alloc *podresourcesv1.AllocatableResourcesResponse, res *resolv
 				continue
 			}
 			byResource[resource] = append(byResource[resource], uuid)
-			// HAMi's virtual devices offer the GPU, not replicas of it: its
-			// holders' shares come from their pods' annotations.
-			if id.VGPU >= 0 && slices.Contains(seen[uuid], -1) {
-				continue
-			}
+			// HAMi's virtual devices (Replica -1) offer the GPU once, not
+			// replicas of it: its holders' shares come from their pods'
+			// annotations.
 			if !slices.Contains(seen[uuid], id.Replica) {
 				seen[uuid] = append(seen[uuid], id.Replica)
 			}

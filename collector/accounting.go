@@ -88,9 +88,11 @@ func hostableSlices(g GPU) cost.HostableSlices {
 // the part of a GPU or MIG instance no holder holds is unknown, not
 // unallocated. So does a GPU or MIG instance the node does not advertise
 // (attribution.Snapshot.Advertised): no holder of it means only that the
-// kubelet and the ResourceSlices do not offer it. An unmapped DRA allocation also makes MIG slices in no
-// instance unknown: it may hold a dynamic MIG instance the inventory lacks.
-func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attribution.Snapshot, usage []DeviceUsage) ([]cost.Total, []cost.GPURate) {
+// kubelet and the ResourceSlices do not offer it; and one on which the holder
+// of a fractional share is unresolved (attribution.Snapshot.HoldersKnownOn).
+// An unmapped DRA allocation also makes MIG slices in no instance unknown: it
+// may hold a dynamic MIG instance the inventory lacks.
+func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attribution.Snapshot, usage []DeviceUsage) ([]cost.Total, []cost.GPURate, []cost.Estimate) {
 	var dt time.Duration
 	if !a.last.IsZero() {
 		dt = s.Time.Sub(a.last)
@@ -134,25 +136,37 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 		dt = a.maxCharged
 	}
 	a.ledger.Advance(dt, a.states)
-	return a.ledger.AppendTotals(nil), a.ledger.AppendRates(nil)
+	return a.ledger.AppendTotals(nil), a.ledger.AppendRates(nil), a.ledger.AppendEstimates(nil)
 }
 
 // holdersOf fills dst with the ledger holders of device uuid. On a shared
 // device whose holders' own activity is known from process accounting, the
 // shares follow that activity (cost.ActivityShares), for a lone holder too;
 // otherwise they are the kubelet's replica shares (replicas held over replicas
-// offered).
+// offered). Fractional shares (attr priced by sharePricer) are what the
+// holders reserved whatever they use: their activity only makes them busy or
+// idle — their own where process accounting gives it, else the device's,
+// marked estimated when they share the device; a KAI reservation pod runs
+// nothing, so its hold is idle.
 func holdersOf(dst []cost.Holder, attr *attribution.Snapshot, uuid string, usage []DeviceUsage) []cost.Holder {
 	dst = dst[:0]
 	if attr == nil {
 		return dst
 	}
 	u := usageOf(usage, uuid)
-	for _, h := range attr.Holders[uuid] {
+	hs := attr.Holders[uuid]
+	for _, h := range hs {
 		key := cost.HolderKey{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container}
-		dst = append(dst, cost.Holder{Key: key, Share: h.Share, Activity: u.activity(key)})
+		ch := cost.Holder{Key: key, Share: h.Share, Activity: u.activity(key)}
+		switch {
+		case h.Reservation:
+			ch.Activity = 0
+		case h.Fractional:
+			ch.ActivityEstimated = math.IsNaN(ch.Activity) && len(hs) > 1
+		}
+		dst = append(dst, ch)
 	}
-	if u == nil {
+	if u == nil || fractional(hs) {
 		return dst
 	}
 	var actBuf, replicaBuf, shareBuf [16]float64

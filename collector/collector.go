@@ -40,6 +40,7 @@ type Collector struct {
 	podMemory   descSet
 	seconds     descSet
 	eur         descSet
+	estimated   descSet
 	hourly      descSet
 	attrUp      *family
 	attrSuccess *family
@@ -102,6 +103,9 @@ func NewCollector(src SnapshotSource, node Node, now func() time.Time) *Collecto
 	c.eur = l.newDescSet("gputally_cost_eur_total",
 		"EUR accrued by state (busy, idle, unallocated, lost, unknown) and holder.",
 		"namespace", "pod", "container", "state")
+	c.estimated = l.newDescSet("gputally_gpu_estimated_seconds_total",
+		"Device-seconds of a holder's busy and idle time judged by the device's activity, its own not measured (a share of a shared GPU without process accounting).",
+		"namespace", "pod", "container")
 	c.hourly = l.newDescSet("gputally_gpu_hourly_cost_eur",
 		"The cost rate in force for the GPU, EUR per hour, by component.", "component")
 	c.attrUp = newFamily("gputally_attribution_up", "1 when the last kubelet pod-resources refresh succeeded, else 0.", nil)
@@ -295,6 +299,13 @@ func (c *Collector) collectLedger(ch chan<- prometheus.Metric, snap *Snapshot) {
 		holder := []string{t.Holder.Namespace, t.Holder.Pod, t.Holder.Container, t.State.String()}
 		ch <- c.metric(c.seconds[set], prometheus.CounterValue, t.Seconds, id, holder...)
 		ch <- c.metric(c.eur[set], prometheus.CounterValue, t.EUR, id, holder...)
+	}
+	for _, e := range snap.Estimates {
+		set, id, ok := c.ledgerIdentity(snap, e.Device)
+		if !ok {
+			continue
+		}
+		ch <- c.metric(c.estimated[set], prometheus.CounterValue, e.Seconds, id, e.Holder.Namespace, e.Holder.Pod, e.Holder.Container)
 	}
 	for _, r := range snap.Rates {
 		ref, ok := snap.index.lookup(r.UUID)
