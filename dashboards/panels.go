@@ -37,6 +37,7 @@ const (
 	unitWatt    = units.Watt
 	unitHertz   = units.Hertz
 	unitCount   = units.Short
+	unitHours   = units.Hours
 	unitNone    = "none"
 )
 
