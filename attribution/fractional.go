@@ -343,6 +343,8 @@ func (m *fracMapper) addKAI(t *tables, view *PodView, res *resolver, frac map[st
 		if len(r.pod.Containers) > 0 {
 			ctr = r.pod.Containers[0]
 		}
+		// Resource: the reservation holds its GPU through the device plugin,
+		// which tells it apart from a sharer (no resource) in the metrics.
 		frac[r.gpu] = append(frac[r.gpu], Holder{
 			Namespace: r.pod.Namespace, Pod: r.pod.Name, Container: ctr, Resource: "nvidia.com/gpu",
 			Sharing: KAI, Replicas: 1, Fractional: true, Memory: 1, Reservation: true,
@@ -397,7 +399,8 @@ func kaiHolder(p *Pod, uuid string, res *resolver) (Holder, error) {
 	if err != nil {
 		return Holder{}, err
 	}
-	return Holder{Namespace: p.Namespace, Pod: p.Name, Container: ctr, Resource: "nvidia.com/gpu",
+	// No Resource: a sharer asks by annotation, through no extended resource.
+	return Holder{Namespace: p.Namespace, Pod: p.Name, Container: ctr,
 		Sharing: KAI, Replicas: 1, Fractional: true, Memory: portion}, nil
 }
 

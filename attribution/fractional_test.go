@@ -262,7 +262,7 @@ func kaiSharer(ns, name, group string, ann map[string]string) attribution.Pod {
 }
 
 func kaiHolder(ns, p, c string, mem float64) attribution.Holder {
-	return attribution.Holder{Namespace: ns, Pod: p, Container: c, Resource: "nvidia.com/gpu",
+	return attribution.Holder{Namespace: ns, Pod: p, Container: c,
 		Sharing: attribution.KAI, Replicas: 1, Fractional: true, Memory: mem}
 }
 
@@ -296,7 +296,7 @@ func TestClientKAI(t *testing.T) {
 	h.sim.SetAllocatable([]kubeletsim.Devices{{Resource: gpu, IDs: []string{gpu0, gpu1, gpu2}}})
 	s := h.refresh(t)
 	reservation := kaiHolder("kai-resource-reservation", "gpu-reservation-2222222222222222", "resource-reservation", 1)
-	reservation.Reservation = true
+	reservation.Reservation, reservation.Resource = true, gpu
 	want := map[string][]attribution.Holder{
 		gpu0: {{Namespace: "ml", Pod: "whole", Container: "main", Resource: gpu, Sharing: attribution.Exclusive, Replicas: 1, Share: 1}},
 		gpu1: {kaiHolder("team-a", "nb", "main", 0.5), kaiHolder("team-b", "infer", "sidecar", 0.30)},

@@ -40,7 +40,10 @@ type Holder struct {
 	Namespace string
 	Pod       string
 	Container string
-	Resource  string // extended resource name, e.g. "nvidia.com/gpu.shared"
+	// Resource is the extended resource name, e.g. "nvidia.com/gpu.shared";
+	// "" for a KAI sharer, which asks by annotation (its reservation pod holds
+	// the GPU as nvidia.com/gpu).
+	Resource string
 	Sharing   Sharing
 	// Replicas is how many replicas of the device the container holds (1 unless
 	// TimeSlicing or MPS).
