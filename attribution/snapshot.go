@@ -44,7 +44,7 @@ type Holder struct {
 	// "" for a KAI sharer, which asks by annotation (its reservation pod holds
 	// the GPU as nvidia.com/gpu).
 	Resource string
-	Sharing   Sharing
+	Sharing  Sharing
 	// Replicas is how many replicas of the device the container holds (1 unless
 	// TimeSlicing or MPS).
 	Replicas int
