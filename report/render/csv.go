@@ -14,7 +14,7 @@ var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hou
 	"busy_share", "cost_eur", "idle_eur", "unallocated_eur", "p95_activity", "peak_fb_mib", "p99_fb_mib",
 	"kind", "freed_eur_per_month", "reclaimable_eur_per_month", "hours_per_month", "evidence",
 	"lost_hours", "unknown_hours", "lost_eur", "unknown_eur", "coverage", "missing_hours", "from", "to", "figures", "cluster",
-	"status", "freed_eur_per_month_promised", "freed_eur_per_month_realized"}
+	"status", "freed_eur_per_month_promised", "freed_eur_per_month_realized", "sharing", "share"}
 
 // Columns of csvHeader the rows fill by name.
 const (
@@ -36,6 +36,8 @@ const (
 	csvStatus  // of a followed-up recommendation: applied, partly_applied, not_applied or gone
 	csvPromised
 	csvRealized
+	csvSharing // of a holding: how it shares its device (gputally_gpu_allocation's sharing)
+	csvShare   // of a shared holding: its share of its device at its last sample
 )
 
 // Columns of the figures csvHeader begins with, for rows that fill only some.
@@ -75,7 +77,7 @@ func usageCells(u analysis.Usage) []string {
 func renderCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	rows := [][]string{csvHeader}
-	row := func(section, name, figures, cluster string, t analysis.Totals, u analysis.Usage) {
+	row := func(section, name, figures, cluster string, t analysis.Totals, u analysis.Usage) []string {
 		cells := append(append([]string{section, name, f64(t.GPUHours), f64(t.HeldHours), f64(t.BusyHours), f64(t.IdleHours),
 			f64(t.UnallocatedHours), f64(t.BusyShare), f64(t.CostEUR), f64(t.IdleEUR), f64(t.UnallocatedEUR)}, usageCells(u)...),
 			make([]string, len(csvHeader)-csvKind)...)
@@ -83,6 +85,7 @@ func renderCSV(w io.Writer, r *Report) error {
 		cells[csvLostEUR], cells[csvUnknownEUR] = f64(t.LostEUR), f64(t.UnknownEUR)
 		cells[csvFigures], cells[csvCluster] = figures, cluster
 		rows = append(rows, cells)
+		return cells
 	}
 	row("fleet", "fleet", r.Fleet.Kind, "", r.Fleet.Totals, r.Fleet.Usage)
 	for _, s := range []struct {
@@ -93,12 +96,13 @@ func renderCSV(w io.Writer, r *Report) error {
 			row(s.name, g.Name, g.Kind, g.Cluster, g.Totals, g.Usage)
 		}
 	}
-	for _, h := range r.Holdings {
+	for i := range r.Holdings {
+		h := &r.Holdings[i]
 		name := h.Name() + "@" + h.UUID
 		if h.MIGID != "" {
 			name += "/" + h.MIGID
 		}
-		row("holding", name, h.Kind, h.Cluster, h.Totals, h.Usage)
+		csvShareCells(row("holding", name, h.Kind, h.Cluster, h.Totals, h.Usage), h)
 	}
 	month := f64(r.HoursPerMonth)
 	headline := make([]string, len(csvHeader))

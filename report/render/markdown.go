@@ -67,6 +67,7 @@ func renderMarkdown(w io.Writer, r *Report) error {
 	mdGroups(&b, "Namespaces", r.Namespaces, r.Fleet.Previous != nil, false)
 	mdGroups(&b, "GPU models", r.Models, r.Fleet.Previous != nil, true)
 	mdGroups(&b, "Nodes", r.Nodes, r.Fleet.Previous != nil, true)
+	mdShares(&b, r)
 	mdApply(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
