@@ -116,7 +116,7 @@ func mdApplyOne(b *strings.Builder, a *advice.Apply, apart bool) {
 // savingsNote says what the headline counts and the month it is scaled to.
 func savingsNote(r *Report) string {
 	return fmt.Sprintf("Freed: the measured cost of the whole GPUs the advice makes free, each GPU counted once, per month of %s h (the calendar average, 365.25 × 24 ÷ 12). "+
-		"Reclaimable, not in the headline: %s EUR/month of capacity freed on GPUs that stay in use (released MIG instances or replicas, unused parts of MIG layouts). See docs/report.md.",
+		"Reclaimable, not in the headline: %s EUR/month of capacity freed on GPUs that stay in use (released MIG instances, replicas or GPU shares, unused parts of MIG layouts). See docs/report.md.",
 		strconv.FormatFloat(r.HoursPerMonth, 'f', -1, 64), eur(r.ReclaimableEURPerMonth))
 }
 
