@@ -66,6 +66,16 @@ type Config struct {
 	// Slices looks DRA devices up in the node's ResourceSlices; nil leaves every
 	// DRA allocation of those drivers unmapped.
 	Slices SliceSource
+	// Claims reads what DRA claims consumed of devices shared by consumable
+	// capacity; nil leaves the holders of such shares unresolved.
+	Claims ClaimSource
+	// Pods gives the pods bound to this node, whose HAMi and KAI-Scheduler
+	// annotations and labels say who holds which share of a GPU; nil leaves
+	// HAMi's virtual devices unresolved and KAI's reservation pods as the
+	// exclusive holders they look like.
+	Pods PodSource
+	// KAI names KAI-Scheduler's reservation pods.
+	KAI    KAIConfig
 	Logger *slog.Logger
 	Clock  Clock
 }
@@ -80,6 +90,7 @@ type Client struct {
 	filter resourceFilter
 	res    resolver
 	dra    *draMapper
+	frac   *fracMapper
 	conn   *grpc.ClientConn
 	lister podresourcesv1.PodResourcesListerClient
 
@@ -138,7 +149,8 @@ func New(cfg Config) (*Client, error) {
 		log:           cfg.Logger.With("component", "attribution", "socket", socket),
 		clock:         cfg.Clock,
 		filter:        newResourceFilter(cfg.ExtraResources, cfg.MPSResources),
-		dra:           newDRAMapper(cfg.DRADrivers, cfg.Slices, cfg.Logger.With("component", "attribution")),
+		dra:           newDRAMapper(cfg.DRADrivers, cfg.Slices, cfg.Claims, cfg.Logger.With("component", "attribution")),
+		frac:          newFracMapper(cfg.Pods, cfg.KAI, cfg.Logger.With("component", "attribution")),
 		conn:          conn,
 		lister:        podresourcesv1.NewPodResourcesListerClient(conn),
 		loggedUnknown: make(map[string]bool),
@@ -211,6 +223,7 @@ func (c *Client) Refresh(ctx context.Context) error {
 		}
 	}
 	c.dra.note(t.unmappedDRA)
+	c.frac.note(t.unresolved)
 	if c.failing {
 		c.log.Info("kubelet pod-resources refresh recovered", "held_devices", len(t.holders))
 	}
@@ -227,6 +240,9 @@ func (c *Client) Refresh(ctx context.Context) error {
 
 		UnmappedDRA:      t.unmappedDRA,
 		UnmappedDRATotal: c.dra.total,
+
+		Unresolved:      t.unresolved,
+		UnresolvedTotal: c.frac.total,
 	}
 	c.lastGood = s
 	c.current.Store(s)
@@ -261,7 +277,8 @@ func (c *Client) fetch(ctx context.Context) (tables, error) {
 		return tables{}, fmt.Errorf("kubelet pod-resources GetAllocatableResources: %w", err)
 	}
 	t := buildTables(list, alloc, &c.res, c.filter)
-	c.dra.addHolders(&t, list, &c.res)
+	c.dra.addHolders(ctx, &t, list, &c.res)
+	c.frac.addHolders(&t, &c.res)
 	return t, nil
 }
 
@@ -283,12 +300,13 @@ var errSocketMissing = errors.New("kubelet pod-resources socket not found")
 // publishFailure publishes the state after a failed refresh and logs the failure
 // once. c.refreshMu is held.
 func (c *Client) publishFailure(now time.Time, err error) {
-	s := &Snapshot{UnknownIDs: c.unknown, UnmappedDRATotal: c.dra.total}
+	s := &Snapshot{UnknownIDs: c.unknown, UnmappedDRATotal: c.dra.total, UnresolvedTotal: c.frac.total}
 	if c.lastGood != nil {
 		s.LastSuccess = c.lastGood.LastSuccess
 		if now.Sub(c.lastGood.LastSuccess) < c.cfg.StaleAfter {
 			s.Holders, s.Allocatable, s.Replicas = c.lastGood.Holders, c.lastGood.Allocatable, c.lastGood.Replicas
 			s.UnmappedDRA, s.DRAPublished = c.lastGood.UnmappedDRA, c.lastGood.DRAPublished
+			s.Unresolved = c.lastGood.Unresolved
 		} else if !c.staleDropped {
 			c.staleDropped = true
 			c.log.Warn("kubelet pod-resources assignments are stale; dropped them",

@@ -11,7 +11,8 @@ type IDForm uint8
 
 // The device-ID forms the NVIDIA and GKE device plugins report.
 const (
-	// FormGPU is "GPU-<uuid>" or "GPU-<uuid>::<replica>".
+	// FormGPU is "GPU-<uuid>", "GPU-<uuid>::<replica>", or HAMi's virtual
+	// device "GPU-<uuid>-<k>" (DeviceID.VGPU).
 	FormGPU IDForm = iota + 1
 	// FormMIG is "MIG-<uuid>" or "MIG-<uuid>::<replica>".
 	FormMIG
@@ -31,6 +32,12 @@ type DeviceID struct {
 	UUID string
 	// Replica is the time-slicing or MPS replica index ("::<n>", "/vgpu<n>"); -1 when none.
 	Replica int
+	// VGPU is k of HAMi's virtual device "GPU-<uuid>-<k>" (k < the node's
+	// deviceSplitCount); -1 otherwise. It is no time-slicing replica: the
+	// kubelet picks it, it need not even name the GPU the container runs on,
+	// and the pod's hami.io/vgpu-devices-allocated annotation says what the
+	// container holds (docs/attribution.md).
+	VGPU int
 	// Minor is N of /dev/nvidiaN for FormGKE; -1 otherwise.
 	Minor int
 	// GPUInstanceID is the MIG GPU instance of FormLegacyMIG and GKE "/gi<n>"; -1 otherwise.
@@ -45,7 +52,7 @@ const maxIDLen = 256
 // ParseDeviceID parses one device ID in any of the forms of IDForm. It does not
 // check that the device exists on this node; see Resolver for that.
 func ParseDeviceID(s string) (DeviceID, error) {
-	id := DeviceID{Replica: -1, Minor: -1, GPUInstanceID: -1, ComputeInstanceID: -1}
+	id := DeviceID{Replica: -1, VGPU: -1, Minor: -1, GPUInstanceID: -1, ComputeInstanceID: -1}
 	if s == "" {
 		return id, fmt.Errorf("parse device ID: empty")
 	}
@@ -58,6 +65,10 @@ func ParseDeviceID(s string) (DeviceID, error) {
 		err = parseLegacyMIG(&id, s)
 	case strings.HasPrefix(s, "GPU-"):
 		id.Form = FormGPU
+		if uuid, k, ok := cutVGPU(s); ok {
+			id.UUID, id.VGPU = uuid, k
+			break
+		}
 		err = parseUUIDReplica(&id, s, "GPU-")
 	case strings.HasPrefix(s, "MIG-"):
 		id.Form = FormMIG
@@ -68,7 +79,7 @@ func ParseDeviceID(s string) (DeviceID, error) {
 		err = fmt.Errorf("unknown form")
 	}
 	if err != nil {
-		return DeviceID{Replica: -1, Minor: -1, GPUInstanceID: -1, ComputeInstanceID: -1},
+		return DeviceID{Replica: -1, VGPU: -1, Minor: -1, GPUInstanceID: -1, ComputeInstanceID: -1},
 			fmt.Errorf("parse device ID %q: %w", s, err)
 	}
 	return id, nil
@@ -89,6 +100,45 @@ func parseUUIDReplica(id *DeviceID, s, prefix string) error {
 		id.Replica = n
 	}
 	return nil
+}
+
+// cutVGPU splits HAMi's virtual device ID "GPU-<uuid>-<k>" into the GPU's UUID
+// and k. Only a canonical NVML UUID (8-4-4-4-12 hex digits) followed by "-"
+// and a number is one, as HAMi's device plugin forms it (fmt "%v-%v" of the
+// UUID and k, Project-HAMi/HAMi@4707fb0:pkg/device-plugin/nvidiadevice/
+// nvinternal/rm/devices.go:208) and reads it back (physicalDeviceID: six
+// dashes and a numeric suffix, plugin/server.go:715-731).
+func cutVGPU(s string) (string, int, bool) {
+	const canonical = len("GPU-") + 36
+	if len(s) < canonical+2 || s[canonical] != '-' || !canonicalUUID(s[len("GPU-"):canonical]) {
+		return "", 0, false
+	}
+	k, err := parseIndex(s[canonical+1:])
+	if err != nil {
+		return "", 0, false
+	}
+	return s[:canonical], k, true
+}
+
+// canonicalUUID reports whether s is a UUID in its 8-4-4-4-12 hex form.
+func canonicalUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // parseLegacyMIG parses "MIG-GPU-<uuid>/<gi>/<ci>".
@@ -176,6 +226,9 @@ func (id DeviceID) String() string {
 		b.WriteString(id.UUID)
 		if id.Replica >= 0 {
 			fmt.Fprintf(&b, "::%d", id.Replica)
+		}
+		if id.VGPU >= 0 {
+			fmt.Fprintf(&b, "-%d", id.VGPU)
 		}
 	case FormLegacyMIG:
 		fmt.Fprintf(&b, "MIG-%s/%d/%d", id.UUID, id.GPUInstanceID, id.ComputeInstanceID)

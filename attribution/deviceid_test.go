@@ -8,7 +8,7 @@ import (
 func TestParseDeviceID(t *testing.T) {
 	const u = "GPU-3a5b8c1d-1111-2222-3333-444455556666"
 	const m = "MIG-7f1e2d3c-aaaa-bbbb-cccc-ddddeeeeffff"
-	none := DeviceID{Replica: -1, Minor: -1, GPUInstanceID: -1, ComputeInstanceID: -1}
+	none := DeviceID{Replica: -1, VGPU: -1, Minor: -1, GPUInstanceID: -1, ComputeInstanceID: -1}
 	with := func(f func(*DeviceID)) DeviceID {
 		id := none
 		f(&id)
@@ -22,6 +22,14 @@ func TestParseDeviceID(t *testing.T) {
 		{in: u, want: with(func(d *DeviceID) { d.Form, d.UUID = FormGPU, u })},
 		{in: u + "::0", want: with(func(d *DeviceID) { d.Form, d.UUID, d.Replica = FormGPU, u, 0 })},
 		{in: u + "::17", want: with(func(d *DeviceID) { d.Form, d.UUID, d.Replica = FormGPU, u, 17 })},
+		// HAMi's virtual devices (rm/devices.go:208): the GPU's UUID and k, no replica.
+		{in: u + "-0", want: with(func(d *DeviceID) { d.Form, d.UUID, d.VGPU = FormGPU, u, 0 })},
+		{in: u + "-9", want: with(func(d *DeviceID) { d.Form, d.UUID, d.VGPU = FormGPU, u, 9 })},
+		{in: u + "-12", want: with(func(d *DeviceID) { d.Form, d.UUID, d.VGPU = FormGPU, u, 12 })},
+		// Not the canonical 8-4-4-4-12 UUID before the suffix: an ordinary (unknown) UUID.
+		{in: "GPU-3a5b8c1d-1111-2222-3333-4444-5", want: with(func(d *DeviceID) {
+			d.Form, d.UUID = FormGPU, "GPU-3a5b8c1d-1111-2222-3333-4444-5"
+		})},
 		{in: m, want: with(func(d *DeviceID) { d.Form, d.UUID = FormMIG, m })},
 		{in: m + "::3", want: with(func(d *DeviceID) { d.Form, d.UUID, d.Replica = FormMIG, m, 3 })},
 		{in: "MIG-" + u + "/7/0", want: with(func(d *DeviceID) {
@@ -82,7 +90,7 @@ func FuzzParseDeviceID(f *testing.F) {
 	for _, s := range []string{
 		"GPU-3a5b8c1d-1111-2222-3333-444455556666", "GPU-3a5b8c1d-1111-2222-3333-444455556666::4",
 		"MIG-7f1e2d3c-aaaa-bbbb-cccc-ddddeeeeffff::0", "MIG-GPU-3a5b8c1d-1111-2222-3333-444455556666/1/0",
-		"nvidia0/vgpu0", "nvidia1/gi2/vgpu3", "nvidia3/gi1", "", "::", "nvidia/", "MIG-GPU-/1/",
+		"GPU-3a5b8c1d-1111-2222-3333-444455556666-7", "nvidia0/vgpu0", "nvidia1/gi2/vgpu3", "nvidia3/gi1", "", "::", "nvidia/", "MIG-GPU-/1/",
 	} {
 		f.Add(s)
 	}
@@ -97,11 +105,12 @@ func FuzzParseDeviceID(f *testing.F) {
 		}
 		switch id.Form {
 		case FormGPU:
-			if !strings.HasPrefix(id.UUID, "GPU-") || id.Minor != -1 || id.GPUInstanceID != -1 {
+			if !strings.HasPrefix(id.UUID, "GPU-") || id.Minor != -1 || id.GPUInstanceID != -1 ||
+				(id.VGPU >= 0 && (id.Replica >= 0 || len(id.UUID) != len("GPU-")+36)) {
 				t.Fatalf("GPU form %q parsed to %+v", s, id)
 			}
 		case FormMIG:
-			if !strings.HasPrefix(id.UUID, "MIG-") || id.Minor != -1 || id.GPUInstanceID != -1 {
+			if !strings.HasPrefix(id.UUID, "MIG-") || id.Minor != -1 || id.GPUInstanceID != -1 || id.VGPU != -1 {
 				t.Fatalf("MIG form %q parsed to %+v", s, id)
 			}
 		case FormLegacyMIG:

@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -16,6 +17,10 @@ type Device struct {
 	// GPUInstanceID and ComputeInstanceID identify a MIG instance on its GPU; -1 for a physical GPU.
 	GPUInstanceID     int
 	ComputeInstanceID int
+	// MemoryMiB is the framebuffer of a physical GPU, MiB; 0 when unknown. It
+	// turns a KAI `gpu-memory` request into a portion, and is HAMi's memory
+	// denominator when the node's registration is not readable.
+	MemoryMiB uint64
 }
 
 // resolution is one cached device-ID lookup.
@@ -85,6 +90,22 @@ func (r *resolver) knows(uuid string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.known == nil || r.known[uuid]
+}
+
+// gpu returns the physical GPU uuid of the table, and whether there is one.
+// Without a table every "GPU-…" UUID is one, of unknown memory.
+func (r *resolver) gpu(uuid string) (Device, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.known == nil {
+		return Device{UUID: uuid, GPUInstanceID: -1, ComputeInstanceID: -1}, strings.HasPrefix(uuid, "GPU-")
+	}
+	for _, d := range r.devices {
+		if d.UUID == uuid && d.ParentUUID == "" {
+			return d, true
+		}
+	}
+	return Device{}, false
 }
 
 // lookup finds the UUID of id in the table; "" when absent. r.mu is held.

@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -42,6 +43,10 @@ type SliceDevice struct {
 	// PlacementStart is the first memory slice a MIG device occupies on its GPU;
 	// -1 when the slice does not say.
 	PlacementStart int
+	// Capacity is what the device offers of each capacity its slice publishes
+	// (positive amounts only); nil when none. Claims that share the device
+	// consume part of it (ClaimSource).
+	Capacity map[string]float64
 }
 
 // SliceSource looks devices up in the node's ResourceSlices. Implementations
@@ -85,6 +90,7 @@ type DRAAllocation struct {
 type draMapper struct {
 	drivers map[string]bool
 	slices  SliceSource // nil: DRA devices cannot be mapped
+	claims  ClaimSource // nil: consumed capacity cannot be read
 	log     *slog.Logger
 
 	mu     sync.Mutex
@@ -98,9 +104,10 @@ type draMapper struct {
 const maxLoggedDRA = 100
 
 // newDRAMapper returns a mapper of the devices of drivers (none means
-// DefaultDRADriver) that looks them up in slices (nil: lookups are off).
-func newDRAMapper(drivers []string, slices SliceSource, log *slog.Logger) *draMapper {
-	return &draMapper{drivers: driverSet(drivers), slices: slices, log: log, logged: make(map[string]bool)}
+// DefaultDRADriver) that looks them up in slices (nil: lookups are off) and
+// reads the capacity claims consumed of shared devices from claims.
+func newDRAMapper(drivers []string, slices SliceSource, claims ClaimSource, log *slog.Logger) *draMapper {
+	return &draMapper{drivers: driverSet(drivers), slices: slices, claims: claims, log: log, logged: make(map[string]bool)}
 }
 
 // published returns the device UUIDs the slice source publishes
@@ -118,26 +125,28 @@ func (m *draMapper) setLayout(slots []MIGSlot) {
 	m.layout = slices.Clone(slots)
 }
 
-// resolve maps one DRA device to the UUID of a GPU or MIG instance of this node.
-// res checks UUIDs against the device table.
-func (m *draMapper) resolve(ref DRADeviceRef, res *resolver) (string, error) {
+// resolve maps one DRA device to the UUID of a GPU or MIG instance of this
+// node, and returns what its slice says of it. res checks UUIDs against the
+// device table.
+func (m *draMapper) resolve(ref DRADeviceRef, res *resolver) (string, SliceDevice, error) {
 	if m.slices == nil {
-		return "", fmt.Errorf("DRA device %s: ResourceSlice lookups are off (--attribution.dra.enabled)", ref)
+		return "", SliceDevice{}, fmt.Errorf("DRA device %s: ResourceSlice lookups are off (--attribution.dra.enabled)", ref)
 	}
 	d, ok := m.slices.Device(ref)
 	if !ok {
-		return "", fmt.Errorf("DRA device %s: not in the node's ResourceSlices", ref)
+		return "", d, fmt.Errorf("DRA device %s: not in the node's ResourceSlices", ref)
 	}
 	if d.UUID != "" {
 		if !res.knows(d.UUID) {
-			return "", fmt.Errorf("DRA device %s: UUID %s names no device of this node", ref, d.UUID)
+			return "", d, fmt.Errorf("DRA device %s: UUID %s names no device of this node", ref, d.UUID)
 		}
-		return d.UUID, nil
+		return d.UUID, d, nil
 	}
 	if d.ParentUUID == "" || d.Profile == "" {
-		return "", fmt.Errorf("DRA device %s: its slice entry has neither a UUID nor a MIG parent and profile", ref)
+		return "", d, fmt.Errorf("DRA device %s: its slice entry has neither a UUID nor a MIG parent and profile", ref)
 	}
-	return m.placeMIG(ref, d)
+	uuid, err := m.placeMIG(ref, d)
+	return uuid, d, err
 }
 
 // placeMIG finds the inventory's MIG instance of profile d.Profile on GPU
@@ -184,12 +193,20 @@ func compareDRAAllocs(a, b draAlloc) int {
 	return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.claim, b.claim), cmp.Compare(a.shareID, b.shareID))
 }
 
+// draShare is what an allocation consumed of a device shared by consumable
+// capacity, as fractions of the capacity the device offers.
+type draShare struct{ memory, cores float64 }
+
 // addHolders adds to t the holders of the DRA devices in list and records the
 // allocations that could not be mapped. A device's DRA holders split it equally
 // per allocation (claim and share ID), and an allocation equally among the
-// containers that hold it.
-func (m *draMapper) addHolders(t *tables, list *podresourcesv1.ListPodResourcesResponse, res *resolver) {
+// containers that hold it; on a device whose slice publishes capacity, an
+// allocation with a share ID holds what its claim consumed of that capacity
+// instead (draFractions), as fractional holders, and one whose consumed
+// capacity cannot be read is unresolved.
+func (m *draMapper) addHolders(ctx context.Context, t *tables, list *podresourcesv1.ListPodResourcesResponse, res *resolver) {
 	holds := make(map[string]map[draAlloc][]draHold) // device UUID → allocation → containers
+	shares := make(map[string]map[draAlloc]draShare) // device UUID → allocation → consumed, on capacity devices
 	for _, pod := range list.GetPodResources() {
 		for _, ctr := range pod.GetContainers() {
 			for _, dyn := range ctr.GetDynamicResources() {
@@ -198,7 +215,7 @@ func (m *draMapper) addHolders(t *tables, list *podresourcesv1.ListPodResourcesR
 						continue
 					}
 					ref := DRADeviceRef{Driver: cr.GetDriverName(), Pool: cr.GetPoolName(), Device: cr.GetDeviceName()}
-					uuid, err := m.resolve(ref, res)
+					uuid, dev, err := m.resolve(ref, res)
 					if err != nil {
 						t.unmappedDRA = append(t.unmappedDRA, DRAAllocation{
 							Namespace: pod.GetNamespace(), Pod: pod.GetName(), Container: ctr.GetName(),
@@ -208,6 +225,20 @@ func (m *draMapper) addHolders(t *tables, list *podresourcesv1.ListPodResourcesR
 					}
 					a := draAlloc{namespace: dyn.GetClaimNamespace(), claim: dyn.GetClaimName(), shareID: cr.GetShareId()}
 					h := draHold{pod.GetNamespace(), pod.GetName(), ctr.GetName(), ref.Driver, dyn.GetClaimName(), cr.GetShareId()}
+					if len(dev.Capacity) > 0 && a.shareID != "" {
+						if _, seen := shares[uuid][a]; !seen {
+							share, err := m.consumed(ctx, a, ref, dev)
+							if err != nil {
+								t.unresolved = append(t.unresolved, Unresolved{Namespace: h.namespace, Pod: h.pod, Container: h.container,
+									GPU: uuid, Reason: ReasonDRAClaimUnavailable, Detail: err.Error()})
+								continue
+							}
+							if shares[uuid] == nil {
+								shares[uuid] = make(map[draAlloc]draShare)
+							}
+							shares[uuid][a] = share
+						}
+					}
 					if holds[uuid] == nil {
 						holds[uuid] = make(map[draAlloc][]draHold)
 					}
@@ -219,28 +250,7 @@ func (m *draMapper) addHolders(t *tables, list *podresourcesv1.ListPodResourcesR
 		}
 	}
 	for uuid, allocs := range holds {
-		var hs []Holder
-		// In a fixed order, so that a container in two claims names the same
-		// one (the first) at every refresh.
-		for _, a := range slices.SortedFunc(maps.Keys(allocs), compareDRAAllocs) {
-			ctrs := allocs[a]
-			for _, h := range ctrs {
-				share := 1 / float64(len(allocs)) / float64(len(ctrs))
-				i := slices.IndexFunc(hs, func(o Holder) bool {
-					return o.Namespace == h.namespace && o.Pod == h.pod && o.Container == h.container
-				})
-				if i >= 0 { // one container in two claims on one device
-					hs[i].Share += share
-					hs[i].ShareID = cmp.Or(hs[i].ShareID, h.shareID)
-					continue
-				}
-				hs = append(hs, Holder{
-					Namespace: h.namespace, Pod: h.pod, Container: h.container,
-					Resource: h.driver, Sharing: DRA, Replicas: 1, Share: share,
-					Claim: h.claim, ShareID: h.shareID,
-				})
-			}
-		}
+		hs := draHolders(allocs, shares[uuid])
 		if prior := t.holders[uuid]; len(prior) > 0 {
 			// Device-plugin and DRA holders of one device: should not happen;
 			// each kind gets half.
@@ -256,6 +266,61 @@ func (m *draMapper) addHolders(t *tables, list *podresourcesv1.ListPodResourcesR
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
 			cmp.Compare(a.Container, b.Container), cmp.Compare(a.Device.String(), b.Device.String()))
 	})
+}
+
+// consumed reads what allocation a consumed of device dev (ref), as fractions.
+func (m *draMapper) consumed(ctx context.Context, a draAlloc, ref DRADeviceRef, dev SliceDevice) (draShare, error) {
+	if m.claims == nil {
+		return draShare{}, fmt.Errorf("claim %s/%s: ResourceClaim lookups are off", a.namespace, a.claim)
+	}
+	used, err := m.claims.ConsumedCapacity(ctx, a.namespace, a.claim, ref, a.shareID)
+	if err != nil {
+		return draShare{}, err
+	}
+	mem, cores := draFractions(dev.Capacity, used)
+	return draShare{memory: mem, cores: cores}, nil
+}
+
+// draHolders returns the holders of one device from its allocations: equal
+// shares per allocation and container, or, when the device is shared by
+// consumed capacity (shares not empty), each container its allocation's
+// consumed fractions over the allocation's containers (an allocation without a
+// share ID there holds the whole device).
+func draHolders(allocs map[draAlloc][]draHold, shares map[draAlloc]draShare) []Holder {
+	var hs []Holder
+	// In a fixed order, so that a container in two claims names the same
+	// one (the first) at every refresh.
+	for _, a := range slices.SortedFunc(maps.Keys(allocs), compareDRAAllocs) {
+		ctrs := allocs[a]
+		n := float64(len(ctrs))
+		for _, h := range ctrs {
+			add := Holder{
+				Namespace: h.namespace, Pod: h.pod, Container: h.container,
+				Resource: h.driver, Sharing: DRA, Replicas: 1, Claim: h.claim, ShareID: h.shareID,
+			}
+			if shares != nil {
+				s, ok := shares[a]
+				if !ok {
+					s = draShare{memory: 1, cores: 1}
+				}
+				add.Fractional, add.Memory, add.Cores = true, s.memory/n, s.cores/n
+			} else {
+				add.Share = 1 / float64(len(allocs)) / n
+			}
+			i := slices.IndexFunc(hs, func(o Holder) bool {
+				return o.Namespace == h.namespace && o.Pod == h.pod && o.Container == h.container
+			})
+			if i >= 0 { // one container in two claims on one device
+				hs[i].Share += add.Share
+				hs[i].Memory += add.Memory
+				hs[i].Cores += add.Cores
+				hs[i].ShareID = cmp.Or(hs[i].ShareID, h.shareID)
+				continue
+			}
+			hs = append(hs, add)
+		}
+	}
+	return hs
 }
 
 // note counts and logs (once per device) the unmapped allocations of a
@@ -274,10 +339,26 @@ func (m *draMapper) note(unmapped []DRAAllocation) {
 
 // HoldersKnown reports whether s says who holds every device of the node: false
 // before the first successful refresh, once the holders are stale (Holders nil),
-// and while some DRA allocation is unmapped (then some device is held, but which
-// is not known). Where it is false, the part of a device that no holder holds is
-// `unknown` time, never `unallocated` (docs/attribution.md).
-func (s *Snapshot) HoldersKnown() bool { return s.Holders != nil && len(s.UnmappedDRA) == 0 }
+// while some DRA allocation is unmapped, and while the holder of a fractional
+// share on a GPU that is not known is unresolved (then some device is held, but
+// which is not known). Where it is false, the part of a device that no holder
+// holds is `unknown` time, never `unallocated` (docs/attribution.md).
+func (s *Snapshot) HoldersKnown() bool {
+	return s.Holders != nil && len(s.UnmappedDRA) == 0 &&
+		!slices.ContainsFunc(s.Unresolved, func(u Unresolved) bool { return u.GPU == "" })
+}
+
+// HoldersKnownOn reports whether s says who holds all of device uuid (parent
+// is a MIG instance's GPU, "" for a GPU): the node's holders are known
+// (HoldersKnown), the node advertises the device (Advertised), and no
+// unresolved holder of a fractional share holds part of it or of its GPU.
+// Where it is false, the part of the device no holder holds is `unknown`.
+func (s *Snapshot) HoldersKnownOn(uuid, parent string) bool {
+	if !s.HoldersKnown() || !s.Advertised(uuid, parent) {
+		return false
+	}
+	return !slices.ContainsFunc(s.Unresolved, func(u Unresolved) bool { return u.GPU == uuid || (parent != "" && u.GPU == parent) })
+}
 
 // Advertised reports whether the node offers device uuid for allocation, so
 // that nobody holding it positively means it is free: the kubelet lists it in

@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"math"
@@ -155,9 +156,9 @@ func FuzzKubeletAnswer(f *testing.F) {
 			pluginSum[uuid] = total
 		}
 
-		m := newDRAMapper(nil, sliceSource, discard)
+		m := newDRAMapper(nil, sliceSource, nil, discard)
 		m.setLayout(fuzzLayout)
-		m.addHolders(&tb, &list, &res)
+		m.addHolders(context.Background(), &tb, &list, &res)
 		for uuid, hs := range tb.holders {
 			if !known[uuid] {
 				t.Fatalf("holders for %q, not a device of this node", uuid)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -259,7 +260,9 @@ type Usage struct {
 // the caller passes only the processes of that GPU instance) to its holders and
 // sums their utilization and memory per holder. A process goes to the holder of
 // its pod when the pod holds the device through one container, else to the
-// container the log directory names when the pod has only one.
+// container the log directory names when the pod has only one. A process of a
+// pod whose several containers hold the device, which the log directory cannot
+// tell apart, makes those holders' utilization unknown (NaN), not 0.
 func (r *ProcessResolver) Split(procs []ProcessSample, holders []Holder) Usage {
 	u := Usage{Holders: make([]HolderUsage, len(holders))}
 	present := false
@@ -267,6 +270,14 @@ func (r *ProcessResolver) Split(procs []ProcessSample, holders []Holder) Usage {
 		i, err := r.holderOf(p.PID, holders)
 		if err == nil || !errors.Is(err, fs.ErrNotExist) {
 			present = true
+		}
+		if i == ambiguousHolder {
+			pp, _ := r.Resolve(p.PID)
+			for j, h := range holders {
+				if h.Namespace == pp.Namespace && h.Pod == pp.Pod {
+					u.Holders[j].Utilization = math.NaN()
+				}
+			}
 		}
 		if i < 0 {
 			add(&u.Unattributed, p)
@@ -287,7 +298,12 @@ func (r *ProcessResolver) Split(procs []ProcessSample, holders []Holder) Usage {
 	return u
 }
 
-// holderOf returns the index in holders of the holder pid belongs to; -1 when none.
+// ambiguousHolder is holderOf's answer for a process of a pod that holds the
+// device through several containers, when it cannot tell which.
+const ambiguousHolder = -2
+
+// holderOf returns the index in holders of the holder pid belongs to; -1 when
+// none, ambiguousHolder when one of several containers of its pod.
 func (r *ProcessResolver) holderOf(pid uint32, holders []Holder) (int, error) {
 	pp, err := r.Resolve(pid)
 	if err != nil {
@@ -315,7 +331,7 @@ func (r *ProcessResolver) holderOf(pid uint32, holders []Holder) (int, error) {
 			}
 		}
 	}
-	return -1, nil
+	return ambiguousHolder, nil
 }
 
 func add(h *HolderUsage, p ProcessSample) {

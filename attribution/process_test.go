@@ -219,10 +219,12 @@ func TestSplit(t *testing.T) {
 			unattributed: HolderUsage{Utilization: 0.25, MemoryUsedBytes: 2 * gib, Processes: 1},
 		},
 		{
-			name:         "two containers of one pod hold the device: the log dir cannot tell, unattributed",
+			// Their use is not known: NaN, not a measured 0 (a HAMi pod's
+			// server and tokenizer on one GPU would be idle otherwise).
+			name:         "two containers of one pod hold the device: the log dir cannot tell, unattributed, unknown",
 			holders:      []Holder{holder("ml", "infer", "server"), holder("ml", "infer", "sidecar")},
 			procs:        []ProcessSample{{PID: 102, Utilization: 0.5, UsedMemoryBytes: gib}},
-			want:         []HolderUsage{{}, {}},
+			want:         []HolderUsage{{Utilization: nan}, {Utilization: nan}},
 			unattributed: HolderUsage{Utilization: 0.5, MemoryUsedBytes: gib, Processes: 1},
 		},
 		{

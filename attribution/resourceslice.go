@@ -52,6 +52,14 @@ type DeviceFields struct {
 	// ("uuid" or "gpu.nvidia.com/uuid").
 	Attributes       map[string]DeviceAttribute `json:"attributes,omitempty"`
 	ConsumesCounters []CounterConsumption       `json:"consumesCounters,omitempty"`
+	// Capacity is what the device offers of each capacity (`memory`, HAMi-DRA's
+	// `cores`): what claims that share the device consume part of.
+	Capacity map[string]DeviceCapacity `json:"capacity,omitempty"`
+}
+
+// DeviceCapacity is the amount of one capacity of a device, as a Kubernetes quantity.
+type DeviceCapacity struct {
+	Value string `json:"value"`
 }
 
 // DeviceAttribute is one typed attribute value; exactly one field is set.
@@ -97,6 +105,14 @@ func (d DeviceSpec) sliceDevice(driver string) SliceDevice {
 	sd := SliceDevice{
 		Type: str("type"), UUID: str("uuid"), ParentUUID: str("parentUUID"), Profile: str("profile"),
 		PlacementStart: -1,
+	}
+	for name, c := range f.Capacity {
+		if v, err := quantity(c.Value); err == nil && v > 0 {
+			if sd.Capacity == nil {
+				sd.Capacity = make(map[string]float64)
+			}
+			sd.Capacity[name] = v
+		}
 	}
 	for _, c := range f.ConsumesCounters {
 		for name := range c.Counters {

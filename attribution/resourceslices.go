@@ -8,19 +8,15 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 )
 
 // ResourceSliceVersions are the resource.k8s.io versions a SliceWatcher tries, in
@@ -55,12 +51,10 @@ type SliceWatcherConfig struct {
 // concurrent use; Run is called once.
 type SliceWatcher struct {
 	*sliceIndex
-	cfg  SliceWatcherConfig
-	log  *slog.Logger
-	rest *rest.Config
-
-	up      atomic.Bool
-	failing atomic.Bool // a failure was logged and no recovery since
+	apiHealth
+	cfg    SliceWatcherConfig
+	rest   *rest.Config
+	claims claimCache
 }
 
 // NewSliceWatcher checks cfg and builds the API client; it contacts nothing.
@@ -74,22 +68,16 @@ func NewSliceWatcher(cfg SliceWatcherConfig) (*SliceWatcher, error) {
 	if cfg.RetryInterval <= 0 {
 		cfg.RetryInterval = 30 * time.Second
 	}
-	var rc *rest.Config
-	var err error
-	if cfg.Kubeconfig != "" {
-		rc, err = loadKubeconfig(cfg.Kubeconfig)
-	} else {
-		rc, err = rest.InClusterConfig()
-	}
+	rc, err := restConfig(cfg.Kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("ResourceSlice watch: API server configuration (in cluster, or --kubeconfig): %w", err)
+		return nil, fmt.Errorf("ResourceSlice watch: %w", err)
 	}
-	rc.UserAgent = "gputally"
 	return &SliceWatcher{
 		sliceIndex: newSliceIndex(cfg.Drivers),
+		apiHealth:  apiHealth{log: cfg.Logger.With("component", "resourceslices", "node", cfg.NodeName), kind: "ResourceSlice"},
 		cfg:        cfg,
-		log:        cfg.Logger.With("component", "resourceslices", "node", cfg.NodeName),
 		rest:       rc,
+		claims:     claimCache{now: time.Now},
 	}, nil
 }
 
@@ -128,36 +116,22 @@ func (w *SliceWatcher) Run(ctx context.Context) {
 	}
 	w.log.Info("watching the node's ResourceSlices", "version", "resource.k8s.io/"+version)
 
+	w.claims.setResource(dyn.Resource(schema.GroupVersionResource{Group: "resource.k8s.io", Version: version, Resource: "resourceclaims"}))
 	res := dyn.Resource(schema.GroupVersionResource{Group: "resource.k8s.io", Version: version, Resource: "resourceslices"})
 	selector := fields.OneTermEqualSelector("spec.nodeName", w.cfg.NodeName).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = selector
-			l, err := res.List(ctx, opts)
-			w.observe("list", err)
-			return l, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = selector
-			wi, err := res.Watch(ctx, opts)
-			w.observe("watch", err)
-			return wi, err
-		},
+	w.watch(ctx, dyn, res, selector, nil, func(objs []any, _ bool) { w.rebuildFromStore(objs) })
+}
+
+// ConsumedCapacity reads claim namespace/name from the API server (a `get`,
+// cached: claimTTL, failures claimRetry) and returns what its allocation
+// consumed of device ref, share shareID (ClaimSource). The claims are served
+// under the ResourceSlices' API version.
+func (w *SliceWatcher) ConsumedCapacity(ctx context.Context, namespace, name string, ref DRADeviceRef, shareID string) (map[string]float64, error) {
+	c, err := w.claims.get(ctx, namespace, name)
+	if err != nil {
+		return nil, err
 	}
-	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
-	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		w.observe("watch", err)
-	})
-	rebuild := func(any) { w.rebuildFromStore(inf.GetStore().List()) }
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    rebuild,
-		UpdateFunc: func(_, o any) { rebuild(o) },
-		DeleteFunc: rebuild,
-	}); err != nil {
-		w.fail("ResourceSlice watch: event handler", err)
-		return
-	}
-	inf.RunWithContext(ctx)
+	return c.consumed(ref, shareID)
 }
 
 // discoverSliceVersion returns the first of ResourceSliceVersions under which
@@ -181,31 +155,6 @@ func discoverSliceVersion(get func(path string) ([]byte, error)) (string, error)
 	}
 	return "", fmt.Errorf("the API server serves no ResourceSlices under resource.k8s.io/%s (DRA needs Kubernetes 1.32 or later)",
 		strings.Join(ResourceSliceVersions, ", "))
-}
-
-// observe records the outcome of a list or watch call, logging a failure and
-// its recovery once each.
-func (w *SliceWatcher) observe(op string, err error) {
-	if err == nil {
-		w.up.Store(true)
-		if w.failing.CompareAndSwap(true, false) {
-			w.log.Info("ResourceSlice " + op + " recovered")
-		}
-		return
-	}
-	if errors.Is(err, context.Canceled) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-		// Shutdown, or a resource version compacted away: the reflector lists
-		// again, which is no failure of the API server.
-		return
-	}
-	w.fail("ResourceSlice "+op+" failed; keeping the last listed slices", err)
-}
-
-func (w *SliceWatcher) fail(msg string, err error) {
-	w.up.Store(false)
-	if w.failing.CompareAndSwap(false, true) {
-		w.log.Warn(msg, "err", err)
-	}
 }
 
 // rebuildFromStore decodes the informer's objects and indexes them.

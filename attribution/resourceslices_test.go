@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -71,7 +72,7 @@ func TestSliceWatcherIndex(t *testing.T) {
 		t.Errorf("%d devices indexed, want %d: %+v", got, len(want), w.devices)
 	}
 	for ref, wd := range want {
-		if d, ok := w.Device(ref); !ok || d != wd {
+		if d, ok := w.Device(ref); !ok || !reflect.DeepEqual(d, wd) {
 			t.Errorf("Device(%s) = %+v, %v; want %+v", ref, d, ok, wd)
 		}
 	}
@@ -147,7 +148,7 @@ func FuzzResourceSlice(f *testing.F) {
 		if err := u.UnmarshalJSON(data); err != nil {
 			return
 		}
-		w := &SliceWatcher{sliceIndex: newSliceIndex(nil), log: slog.New(slog.DiscardHandler)}
+		w := &SliceWatcher{sliceIndex: newSliceIndex(nil), apiHealth: apiHealth{log: slog.New(slog.DiscardHandler), kind: "ResourceSlice"}}
 		w.rebuildFromStore([]any{u})
 		for ref, d := range w.devices {
 			if d.PlacementStart < -1 {
@@ -165,7 +166,7 @@ func FuzzResourceSlice(f *testing.F) {
 // compacted resource version is no failure.
 func TestSliceWatcherLogsFailureAndRecoveryOnce(t *testing.T) {
 	var buf bytes.Buffer
-	w := &SliceWatcher{sliceIndex: newSliceIndex(nil), log: slog.New(slog.NewTextHandler(&buf, nil))}
+	w := &SliceWatcher{sliceIndex: newSliceIndex(nil), apiHealth: apiHealth{log: slog.New(slog.NewTextHandler(&buf, nil)), kind: "ResourceSlice"}}
 	w.observe("list", nil)
 	if !w.Status().Up {
 		t.Fatal("down after a successful list")

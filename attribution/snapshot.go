@@ -26,6 +26,13 @@ const (
 	MPS Sharing = "mps"
 	// MIG: the container holds a whole MIG instance.
 	MIG Sharing = "mig"
+	// HAMi: the container holds the memory and cores of a GPU that HAMi's
+	// hami.io/vgpu-devices-allocated annotation grants it (hami.go).
+	HAMi Sharing = "hami"
+	// KAI: the container holds the gpu-fraction or gpu-memory portion of a
+	// GPU that KAI-Scheduler reserved for its GPU group, or is the group's
+	// reservation pod while no sharer holds the GPU (kai.go).
+	KAI Sharing = "kai"
 )
 
 // Holder is one container holding a device, with its share of it.
@@ -33,8 +40,11 @@ type Holder struct {
 	Namespace string
 	Pod       string
 	Container string
-	Resource  string // extended resource name, e.g. "nvidia.com/gpu.shared"
-	Sharing   Sharing
+	// Resource is the extended resource name, e.g. "nvidia.com/gpu.shared";
+	// "" for a KAI sharer, which asks by annotation (its reservation pod holds
+	// the GPU as nvidia.com/gpu).
+	Resource string
+	Sharing  Sharing
 	// Replicas is how many replicas of the device the container holds (1 unless
 	// TimeSlicing or MPS).
 	Replicas int
@@ -50,6 +60,22 @@ type Holder struct {
 	// ShareID is the share_id of a DRA holder's allocation when the driver
 	// shares the device among claims (consumable capacity); "" otherwise.
 	ShareID string
+
+	// Fractional is true for a holder of a share of the device's capacity:
+	// HAMi and KAI holders, and DRA holders whose claims consumed capacity the
+	// driver publishes. Share is then 0 as attribution reports it: the
+	// collector sets it from Memory and Cores by the price book's policy
+	// (cost.FractionalShares), over the device's fractional holders.
+	Fractional bool
+	// Memory and Cores are what a fractional holder reserved, as fractions of
+	// the capacity the device offers: memory (HAMi's registered memory, a KAI
+	// portion, a DRA claim's consumed memory) and compute (HAMi's gpucores
+	// over the registered cores; 0 for no core limit, which is no reservation).
+	Memory, Cores float64
+	// Reservation is true for a KAI reservation pod that no sharer of its
+	// group holds the GPU through: it holds the whole GPU (Memory 1), and
+	// nothing runs in it, so its time is idle.
+	Reservation bool
 }
 
 // Snapshot is what the kubelet reported at one refresh. It is immutable once
@@ -90,6 +116,13 @@ type Snapshot struct {
 	// UnmappedDRATotal counts, since the Client started, the unmapped DRA
 	// allocations (one per allocation per refresh).
 	UnmappedDRATotal uint64
+	// Unresolved lists the holders of fractional shares (HAMi, KAI, DRA by
+	// consumed capacity) that could not be resolved, sorted by namespace,
+	// pod, container, GPU and reason: see HoldersKnownOn.
+	Unresolved []Unresolved
+	// UnresolvedTotal counts, since the Client started, the unresolved
+	// holders by reason (one per holder per refresh).
+	UnresolvedTotal [NumUnresolvedReasons]uint64
 }
 
 // Exclusive returns the only holder of a device when exactly one container holds
@@ -168,6 +201,8 @@ type tables struct {
 	replicas    map[string]int // device UUID → replicas offered
 	unknown     []string       // raw IDs that did not resolve, one per occurrence
 	unmappedDRA []DRAAllocation
+	vgpu        []vgpuHold   // containers holding HAMi virtual devices (fractional.go)
+	unresolved  []Unresolved // holders of fractional shares that could not be resolved
 }
 
 // buildTables turns a List and a GetAllocatableResources answer into holders and
@@ -189,6 +224,11 @@ func buildTables(list *podresourcesv1.ListPodResourcesResponse, alloc *podresour
 					uuid, id, err := res.resolve(raw)
 					if err != nil {
 						t.unknown = append(t.unknown, raw)
+						continue
+					}
+					if id.VGPU >= 0 {
+						// HAMi's: the pod's annotation, not this ID, says what it holds.
+						t.vgpu = append(t.vgpu, vgpuHold{pod.GetNamespace(), pod.GetName(), ctr.GetName(), resource, uuid})
 						continue
 					}
 					k := holderKey{uuid, pod.GetNamespace(), pod.GetName(), ctr.GetName(), resource}
@@ -232,7 +272,8 @@ func buildTables(list *podresourcesv1.ListPodResourcesResponse, alloc *podresour
 // allocatable returns, from a GetAllocatableResources answer, the sorted device
 // UUIDs per tracked resource and the replicas offered per device (distinct
 // replica indices over all tracked resources; a device offered whole counts
-// one). IDs that do not resolve are appended to unknown.
+// one, and so does a GPU HAMi offers as virtual devices). IDs that do not
+// resolve are appended to unknown.
 func allocatable(alloc *podresourcesv1.AllocatableResourcesResponse, res *resolver, filter resourceFilter, unknown *[]string) (map[string][]string, map[string]int) {
 	byResource := make(map[string][]string)
 	seen := make(map[string][]int) // device UUID → distinct replica indices
@@ -248,6 +289,9 @@ func allocatable(alloc *podresourcesv1.AllocatableResourcesResponse, res *resolv
 				continue
 			}
 			byResource[resource] = append(byResource[resource], uuid)
+			// HAMi's virtual devices (Replica -1) offer the GPU once, not
+			// replicas of it: its holders' shares come from their pods'
+			// annotations.
 			if !slices.Contains(seen[uuid], id.Replica) {
 				seen[uuid] = append(seen[uuid], id.Replica)
 			}

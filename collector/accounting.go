@@ -24,7 +24,7 @@ type deviceTable interface {
 func AttributionDevices(inv Inventory) []attribution.Device {
 	var devs []attribution.Device
 	for _, g := range inv.GPUs {
-		devs = append(devs, attribution.Device{UUID: g.UUID, Minor: g.Minor, GPUInstanceID: -1, ComputeInstanceID: -1})
+		devs = append(devs, attribution.Device{UUID: g.UUID, Minor: g.Minor, GPUInstanceID: -1, ComputeInstanceID: -1, MemoryMiB: g.MemoryTotalMiB})
 		for _, in := range g.Instances {
 			devs = append(devs, attribution.Device{
 				UUID: in.UUID, ParentUUID: g.UUID, Minor: g.Minor,
@@ -88,9 +88,11 @@ func hostableSlices(g GPU) cost.HostableSlices {
 // the part of a GPU or MIG instance no holder holds is unknown, not
 // unallocated. So does a GPU or MIG instance the node does not advertise
 // (attribution.Snapshot.Advertised): no holder of it means only that the
-// kubelet and the ResourceSlices do not offer it. An unmapped DRA allocation also makes MIG slices in no
-// instance unknown: it may hold a dynamic MIG instance the inventory lacks.
-func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attribution.Snapshot, usage []DeviceUsage) ([]cost.Total, []cost.GPURate) {
+// kubelet and the ResourceSlices do not offer it; and one on which the holder
+// of a fractional share is unresolved (attribution.Snapshot.HoldersKnownOn).
+// An unmapped DRA allocation also makes MIG slices in no instance unknown: it
+// may hold a dynamic MIG instance the inventory lacks.
+func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attribution.Snapshot, usage []DeviceUsage) ([]cost.Total, []cost.GPURate, []cost.Estimate) {
 	var dt time.Duration
 	if !a.last.IsZero() {
 		dt = s.Time.Sub(a.last)
@@ -103,7 +105,7 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 	for i := range inv.GPUs {
 		g, r, st := &inv.GPUs[i], &s.GPUs[i], &a.states[i]
 		st.UUID, st.Model, st.MIG, st.Lost = g.UUID, g.Model, g.MIGEnabled, r.Lost
-		st.HoldersKnown = known && attr.Advertised(g.UUID, "")
+		st.HoldersKnown = known && attr.HoldersKnownOn(g.UUID, "")
 		st.FreeSlicesMayBeHeld = unmapped
 		st.PowerW, _ = r.Values.Get(PowerUsage)
 		st.Activity = act[i].Ratio
@@ -118,7 +120,7 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 		for j := range g.Instances {
 			in, cs := &g.Instances[j], &st.Instances[j]
 			cs.UUID, cs.ComputeSlices, cs.MemorySlices = in.UUID, in.ComputeSlices, in.MemorySlices
-			cs.HoldersKnown = known && attr.Advertised(in.UUID, g.UUID)
+			cs.HoldersKnown = known && attr.HoldersKnownOn(in.UUID, g.UUID)
 			cs.Activity = math.NaN()
 			if j < len(act[i].Instances) {
 				cs.Activity = act[i].Instances[j].Ratio
@@ -134,25 +136,37 @@ func (a *accountant) advance(inv Inventory, s Sample, act []Activity, attr *attr
 		dt = a.maxCharged
 	}
 	a.ledger.Advance(dt, a.states)
-	return a.ledger.AppendTotals(nil), a.ledger.AppendRates(nil)
+	return a.ledger.AppendTotals(nil), a.ledger.AppendRates(nil), a.ledger.AppendEstimates(nil)
 }
 
 // holdersOf fills dst with the ledger holders of device uuid. On a shared
 // device whose holders' own activity is known from process accounting, the
 // shares follow that activity (cost.ActivityShares), for a lone holder too;
 // otherwise they are the kubelet's replica shares (replicas held over replicas
-// offered).
+// offered). Fractional shares (attr priced by sharePricer) are what the
+// holders reserved whatever they use: their activity only makes them busy or
+// idle — their own where process accounting gives it, else the device's,
+// marked estimated when they share the device; a KAI reservation pod runs
+// nothing, so its hold is idle.
 func holdersOf(dst []cost.Holder, attr *attribution.Snapshot, uuid string, usage []DeviceUsage) []cost.Holder {
 	dst = dst[:0]
 	if attr == nil {
 		return dst
 	}
 	u := usageOf(usage, uuid)
-	for _, h := range attr.Holders[uuid] {
+	hs := attr.Holders[uuid]
+	for _, h := range hs {
 		key := cost.HolderKey{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container}
-		dst = append(dst, cost.Holder{Key: key, Share: h.Share, Activity: u.activity(key)})
+		ch := cost.Holder{Key: key, Share: h.Share, Activity: u.activity(key)}
+		switch {
+		case h.Reservation:
+			ch.Activity = 0
+		case h.Fractional:
+			ch.ActivityEstimated = math.IsNaN(ch.Activity) && len(hs) > 1
+		}
+		dst = append(dst, ch)
 	}
-	if u == nil {
+	if u == nil || fractional(hs) {
 		return dst
 	}
 	var actBuf, replicaBuf, shareBuf [16]float64

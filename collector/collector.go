@@ -43,6 +43,7 @@ type Collector struct {
 	seconds     descSet
 	eur         descSet
 	energy      descSet
+	estimated   descSet
 	hourly      descSet
 	attrUp      *family
 	attrSuccess *family
@@ -111,6 +112,9 @@ func NewCollector(src SnapshotSource, node Node, now func() time.Time) *Collecto
 	c.energy = l.newDescSet("gputally_energy_joules_total",
 		"Facility energy by state and holder, J: measured board power x PUE x device-seconds, the energy the cost's energy component prices; absent for GPUs without a power reading or priced by a flat rate.",
 		"namespace", "pod", "container", "state")
+	c.estimated = l.newDescSet("gputally_gpu_estimated_seconds_total",
+		"Device-seconds of a holder's busy and idle time judged by the device's activity, its own not measured (a share of a shared GPU without process accounting).",
+		"namespace", "pod", "container")
 	c.hourly = l.newDescSet("gputally_gpu_hourly_cost_eur",
 		"The cost rate in force for the GPU, EUR per hour, by component.", "component")
 	c.attrUp = newFamily("gputally_attribution_up", "1 when the last kubelet pod-resources refresh succeeded, else 0.", nil)
@@ -312,6 +316,13 @@ func (c *Collector) collectLedger(ch chan<- prometheus.Metric, snap *Snapshot) {
 		if t.Metered {
 			ch <- c.metric(c.energy[set], prometheus.CounterValue, t.Joules, id, holder...)
 		}
+	}
+	for _, e := range snap.Estimates {
+		set, id, ok := c.ledgerIdentity(snap, e.Device)
+		if !ok {
+			continue
+		}
+		ch <- c.metric(c.estimated[set], prometheus.CounterValue, e.Seconds, id, e.Holder.Namespace, e.Holder.Pod, e.Holder.Container)
 	}
 	for _, r := range snap.Rates {
 		ref, ok := snap.index.lookup(r.UUID)

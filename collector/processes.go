@@ -78,10 +78,12 @@ func (p *PodProcesses) split(uuid string, gi int, procs []Process, attr *attribu
 	return deviceSplit{usage: d, up: u.Up}, true
 }
 
-// shared reports whether holders share one device by time-slicing or MPS.
+// shared reports whether holders share one device by time-slicing, MPS or
+// fractional shares (HAMi, KAI-Scheduler, DRA consumed capacity), so that
+// their own activity is worth measuring.
 func shared(holders []attribution.Holder) bool {
 	for _, h := range holders {
-		if h.Sharing == attribution.TimeSlicing || h.Sharing == attribution.MPS {
+		if h.Sharing == attribution.TimeSlicing || h.Sharing == attribution.MPS || (h.Fractional && !h.Reservation) {
 			return true
 		}
 	}

@@ -42,6 +42,7 @@ type Sampler struct {
 	index    *deviceIndex
 	listed   map[string]listedDevice // of the last inventory read
 	acct     accountant
+	pricer   sharePricer
 	errs     errorCounts
 	failing  bool // the last tick failed; failures are logged once, recoveries once
 	snapshot atomic.Pointer[Snapshot]
@@ -103,7 +104,11 @@ func (s *Sampler) Tick(ctx context.Context, now time.Time) error {
 	}
 	snap.listed = s.listed
 	if s.opts.Holders != nil {
-		snap.Attribution = s.opts.Holders.Current()
+		var policy cost.SharePolicy // the default, dominant, without a ledger
+		if s.opts.Ledger != nil {
+			policy = s.opts.Ledger.SharePolicy()
+		}
+		snap.Attribution = s.pricer.price(s.opts.Holders.Current(), policy)
 	}
 	if err == nil {
 		snap.Sample = sample
@@ -113,13 +118,13 @@ func (s *Sampler) Tick(ctx context.Context, now time.Time) error {
 			snap.Usage, snap.ProcessAccountingUp = s.opts.Processes.Usage(snap.Inventory, sample, snap.Attribution)
 		}
 		if s.opts.Ledger != nil {
-			snap.Totals, snap.Rates = s.acct.advance(snap.Inventory, sample, snap.Activity, snap.Attribution, snap.Usage)
+			snap.Totals, snap.Rates, snap.Estimates = s.acct.advance(snap.Inventory, sample, snap.Activity, snap.Attribution, snap.Usage)
 		}
 	} else if prev := s.snapshot.Load(); prev != nil {
 		// The ledger's counters stay exported while the backend fails; the
 		// next good sample charges up to 2 × Interval of the time in between
 		// at its readings, the rest as unknown.
-		snap.Totals, snap.Rates = prev.Totals, prev.Rates
+		snap.Totals, snap.Rates, snap.Estimates = prev.Totals, prev.Rates, prev.Estimates
 	}
 	s.logTransition(err)
 	s.snapshot.Store(snap)

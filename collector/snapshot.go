@@ -31,6 +31,9 @@ type Snapshot struct {
 	// Totals and Rates are the cost ledger's, after this sample; nil when the ledger is off.
 	Totals []cost.Total
 	Rates  []cost.GPURate
+	// Estimates are the ledger's estimated busy and idle time per holder
+	// (cost.Ledger.AppendEstimates).
+	Estimates []cost.Estimate
 
 	index *deviceIndex // UUID → position in Inventory; shared by snapshots of one inventory
 	// listed are the devices a ledger series may belong to, those that left

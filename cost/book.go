@@ -64,6 +64,8 @@ type Book struct {
 	// Carbon is the carbon intensity of the grid the GPUs draw from, per
 	// cluster; its Known is false when the book gives none.
 	Carbon Carbon
+	// Fractional prices the holders of fractional shares of a GPU (shares.go).
+	Fractional SharePolicy
 
 	modelsLine int // line of the models key, for errors about GPUs no entry prices
 }

@@ -5,7 +5,9 @@
 // A Book (a strict YAML price book, or the built-in Default) gives each GPU
 // model a Rate in EUR per hour: capital + energy at the measured power × PUE +
 // overhead, or a flat hourly rate. A Store holds the Book in force and reloads
-// it, keeping the old one when the new file is bad. A Ledger integrates the
+// it, keeping the old one when the new file is bad. FractionalShares prices
+// the holders of fractional shares of a GPU (HAMi, KAI-Scheduler, DRA consumed
+// capacity) by the book's SharePolicy. A Ledger integrates the
 // rate of every GPU each sample tick: Advance splits rate × dt over the MIG
 // instances by weight (stranded slices included) and over the holders by
 // share, and adds device-seconds and EUR to one counter per device, holder and

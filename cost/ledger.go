@@ -67,6 +67,11 @@ type Holder struct {
 	// Activity is the holder's own activity ratio, 0–1 (per-process accounting on
 	// a shared GPU); NaN uses the device's activity.
 	Activity float64
+	// ActivityEstimated is true when the device's activity stands for the
+	// holder's own on a device it shares (a fractional share without
+	// per-process accounting): its busy and idle time then also count as
+	// estimated (AppendEstimates).
+	ActivityEstimated bool
 }
 
 // Instance is one MIG instance of a GPU.
@@ -223,6 +228,7 @@ func NewLedger(books BookSource, opts ...Option) *Ledger {
 type holderAcc struct {
 	busy, idle counter
 	unknown    lazyCounter
+	estimated  lazyCounter // the busy and idle time judged by the device's activity (shares.go)
 }
 
 // deviceAcc holds the series of one GPU or MIG instance.
@@ -398,10 +404,14 @@ func (d *deviceAcc) split(holders []Holder, known bool, activity float64, t tick
 		switch {
 		case !t.measured || math.IsNaN(a):
 			acc.unknown.add(t, sec*s, eur*s)
+			continue
 		case a < t.threshold:
 			acc.idle.add(t, sec*s, eur*s)
 		default:
 			acc.busy.add(t, sec*s, eur*s)
+		}
+		if h.ActivityEstimated && math.IsNaN(h.Activity) {
+			acc.estimated.add(t, sec*s, eur*s)
 		}
 	}
 	free := remainder(held)

@@ -298,22 +298,22 @@ func TestLedgerEdgeCases(t *testing.T) {
 	}{
 		{"unallocated GPU", GPUState{HoldersKnown: true, UUID: "G", Activity: 0.9},
 			[]wantSeries{{"G", HolderKey{}, Unallocated, 1000, 1}}},
-		{"shares above 1 scale down", GPUState{HoldersKnown: true, UUID: "G", Activity: 0.9, Holders: []Holder{{p, 1, math.NaN()}, {q, 3, math.NaN()}}},
+		{"shares above 1 scale down", GPUState{HoldersKnown: true, UUID: "G", Activity: 0.9, Holders: []Holder{{p, 1, math.NaN(), false}, {q, 3, math.NaN(), false}}},
 			[]wantSeries{{"G", p, Busy, 500, 0.5}, {"G", q, Busy, 500, 0.5}, {"G", p, Idle, 0, 0}, {"G", q, Idle, 0, 0}, {"G", HolderKey{}, Unallocated, 0, 0}}},
-		{"NaN and negative shares are 0", GPUState{HoldersKnown: true, UUID: "G", Activity: 0.1, Holders: []Holder{{p, math.NaN(), math.NaN()}, {q, -1, math.NaN()}}},
+		{"NaN and negative shares are 0", GPUState{HoldersKnown: true, UUID: "G", Activity: 0.1, Holders: []Holder{{p, math.NaN(), math.NaN(), false}, {q, -1, math.NaN(), false}}},
 			[]wantSeries{{"G", p, Idle, 0, 0}, {"G", q, Idle, 0, 0}, {"G", p, Busy, 0, 0}, {"G", q, Busy, 0, 0}, {"G", HolderKey{}, Unallocated, 1000, 1}}},
-		{"no activity signal is unknown", GPUState{HoldersKnown: true, UUID: "G", Activity: math.NaN(), Holders: []Holder{{p, 0.75, math.NaN()}}},
+		{"no activity signal is unknown", GPUState{HoldersKnown: true, UUID: "G", Activity: math.NaN(), Holders: []Holder{{p, 0.75, math.NaN(), false}}},
 			[]wantSeries{{"G", p, Unknown, 750, 0.75}, {"G", p, Busy, 0, 0}, {"G", p, Idle, 0, 0}, {"G", HolderKey{}, Unallocated, 250, 0.25}}},
-		{"activity at the threshold is busy", GPUState{HoldersKnown: true, UUID: "G", Activity: 0.5, Holders: []Holder{{p, 1, math.NaN()}}},
+		{"activity at the threshold is busy", GPUState{HoldersKnown: true, UUID: "G", Activity: 0.5, Holders: []Holder{{p, 1, math.NaN(), false}}},
 			[]wantSeries{{"G", p, Busy, 1000, 1}, {"G", p, Idle, 0, 0}, {"G", HolderKey{}, Unallocated, 0, 0}}},
-		{"own activity wins", GPUState{HoldersKnown: true, UUID: "G", Activity: 0.9, Holders: []Holder{{p, 0.5, 0.1}, {q, 0.25, math.NaN()}}},
+		{"own activity wins", GPUState{HoldersKnown: true, UUID: "G", Activity: 0.9, Holders: []Holder{{p, 0.5, 0.1, false}, {q, 0.25, math.NaN(), false}}},
 			[]wantSeries{{"G", p, Idle, 500, 0.5}, {"G", q, Busy, 250, 0.25}, {"G", p, Busy, 0, 0}, {"G", q, Idle, 0, 0}, {"G", HolderKey{}, Unallocated, 250, 0.25}}},
-		{"a key held twice is one series", GPUState{HoldersKnown: true, UUID: "G", Activity: 0.9, Holders: []Holder{{p, 0.5, math.NaN()}, {p, 0.5, math.NaN()}}},
+		{"a key held twice is one series", GPUState{HoldersKnown: true, UUID: "G", Activity: 0.9, Holders: []Holder{{p, 0.5, math.NaN(), false}, {p, 0.5, math.NaN(), false}}},
 			[]wantSeries{{"G", p, Busy, 1000, 1}, {"G", p, Idle, 0, 0}, {"G", HolderKey{}, Unallocated, 0, 0}}},
-		{"MIG without instances", GPUState{HoldersKnown: true, UUID: "G", MIG: true, Holders: []Holder{{p, 1, math.NaN()}}},
+		{"MIG without instances", GPUState{HoldersKnown: true, UUID: "G", MIG: true, Holders: []Holder{{p, 1, math.NaN(), false}}},
 			[]wantSeries{{"G", HolderKey{}, Unallocated, 1000, 1}}},
 		{"MIG slices above 7 scale down", GPUState{HoldersKnown: true, UUID: "G", MIG: true, Instances: []Instance{
-			{HoldersKnown: true, UUID: "M1", ComputeSlices: 7, Activity: 1, Holders: []Holder{{p, 1, math.NaN()}}},
+			{HoldersKnown: true, UUID: "M1", ComputeSlices: 7, Activity: 1, Holders: []Holder{{p, 1, math.NaN(), false}}},
 			{HoldersKnown: true, UUID: "M2", ComputeSlices: 7, Activity: math.NaN()}}},
 			[]wantSeries{{"M1", p, Busy, 500, 0.5}, {"M1", p, Idle, 0, 0}, {"M1", HolderKey{}, Unallocated, 0, 0},
 				{"M2", HolderKey{}, Unallocated, 500, 0.5}, {"G", HolderKey{}, Unallocated, 0, 0}}},
@@ -427,7 +427,7 @@ idle: {threshold: 0.3}
 				dt = 0
 			}
 			measured := rng.IntN(6) != 0
-			before := totalsByKey(t, l)
+			before, estBefore := totalsByKey(t, l), l.AppendEstimates(nil)
 			meters.see(gpus)
 			charged := gpus
 			if measured {
@@ -439,6 +439,7 @@ idle: {threshold: 0.3}
 			}
 			after := totalsByKey(t, l)
 			inputs := deviceInputs(charged)
+			checkEstimates(t, estBefore, l.AppendEstimates(nil), before, after, inputs, measured)
 
 			type sums struct{ eur, seconds, joules float64 }
 			perGPU := map[string]*sums{}
@@ -666,7 +667,9 @@ func randomHolders(rng *rand.Rand) []Holder {
 		act[i] = maybeNaN(rng, rng.Float64()*0.6)
 		hs[i] = Holder{Key: keys[rng.IntN(len(keys))], Activity: act[i]}
 	}
-	switch rng.IntN(6) {
+	switch rng.IntN(7) {
+	case 6: // fractional shares (HAMi, KAI, DRA) by a random policy
+		fractionalHolders(rng, hs)
 	case 5: // shares summing to 1 − ε: the remainder is at the edge of rounding
 		eps := []float64{1e-7, 3e-9, 1e-9, 1e-11}[rng.IntN(4)] // 3e-9: dropping it would break the 1e-9 bound
 		for i := range hs {

@@ -71,8 +71,8 @@ func Load(path string) (*Book, error) {
 // Decoding is strict: unknown keys, duplicate keys, aliases, wrong types and
 // invalid values are each a *BookError with the line they are on. Absent fields
 // take the defaults of DESIGN.md (3 years, 0.30 EUR/kWh, PUE 1.4, no overhead,
-// mig_weight compute, idle threshold 0.05, no rental prices, no carbon
-// intensity); models must be present.
+// mig_weight compute, idle threshold 0.05, fractional policy dominant, no
+// rental prices, no carbon intensity); models must be present.
 func Parse(data []byte, name string) (*Book, error) {
 	p := parser{file: name}
 	root, err := p.document(data)
@@ -84,6 +84,7 @@ func Parse(data []byte, name string) (*Book, error) {
 		Currency:      "EUR",
 		MIGWeight:     ComputeWeight,
 		IdleThreshold: 0.05,
+		Fractional:    SharePolicy{Kind: Dominant, MemoryWeight: 0.5},
 	}
 	def := ModelPrice{AmortizationYears: 3, EnergyEURPerKWh: 0.30, PUE: 1.4}
 	var models *yaml.Node
@@ -115,6 +116,7 @@ func Parse(data []byte, name string) (*Book, error) {
 			return nil
 		},
 		"carbon": func(_, v *yaml.Node) error { return p.carbon(v, b) },
+		"fractional": func(_, v *yaml.Node) error { return p.parseFractional(v, &b.Fractional) },
 		"idle": func(_, v *yaml.Node) error {
 			return p.mapping(v, "idle", map[string]func(key, val *yaml.Node) error{
 				"threshold": func(_, v *yaml.Node) error {

@@ -38,6 +38,7 @@ const (
 	unitHertz   = units.Hertz
 	unitCount   = units.Short
 	unitKg      = units.Kilogram
+	unitHours   = units.Hours
 	unitNone    = "none"
 )
 

@@ -162,7 +162,7 @@ func (n *node) start(t time.Time) error {
 	// machine (at the exporter's 2s, a starved run failed), not a slow kubelet.
 	client, err := attribution.New(attribution.Config{
 		Socket: n.kubelet.Socket, StaleAfter: o.StaleAfter, Clock: n.clock, Logger: o.Logger, Timeout: simulatedKubeletTimeout,
-		Slices: attribution.NewStaticSlices(nil, n.backend.ResourceSlices()),
+		Slices: attribution.NewStaticSlices(nil, n.backend.ResourceSlices()), Pods: n.kubelet.Pods(),
 	})
 	if err != nil {
 		return err

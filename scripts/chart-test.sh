@@ -7,12 +7,15 @@
 #   3. a real kube-apiserver (built from k8s.io/kubernetes, cached by version) on etcd, both
 #      on 127.0.0.1 random ports, with the Prometheus Operator CRDs installed, and every
 #      values set applied with `kubectl apply --dry-run=server --validate=strict`;
-#   4. deliberately broken values, which the API server must reject;
+#   4. deliberately broken values, which the API server must reject; the exporter's
+#      ServiceAccount and ClusterRoles (DRA and the pod watch) applied for real, with
+#      `kubectl auth can-i` holding them to least privilege, and the exporter's pod watch
+#      run as that ServiceAccount against the API server;
 #   5. the report's Kueue objects (kueue.x-k8s.io/v1beta2, from `report --demo` on the demo
 #      fleet) with Kueue's own CRDs installed from the sigs.k8s.io/kueue module, server-side
 #      dry-run; a ClusterQueue with v1beta1's `cohort` must be rejected.
 #
-# Needs: Go, etcd (Debian: apt-get install -y etcd-server), openssl. The first run builds
+# Needs: Go, etcd (Debian: apt-get install -y etcd-server), openssl, curl. The first run builds
 # helm, kube-apiserver and kubectl (long on 2 cores); later runs start in seconds.
 set -euo pipefail
 
@@ -40,7 +43,7 @@ pass() { passed=$((passed + 1)); echo "--- PASS: $*"; }
 fail() { failed=$((failed + 1)); echo "--- FAIL: $*"; }
 step() { echo "=== [${SECONDS}s] $*"; }
 
-for tool in go etcd openssl; do
+for tool in go etcd openssl curl; do
 	if ! command -v "$tool" >/dev/null; then
 		echo "chart-test: $tool not found (etcd: apt-get install -y etcd-server)" >&2
 		exit 1
@@ -252,6 +255,101 @@ elif grep -qF "$broken_error" "$work/apply-broken.log"; then
 else
 	cat "$work/apply-broken.log"
 	fail "API server rejects $broken_values, but not for $broken_error"
+fi
+
+step "the exporter's API access, applied for real: what its ServiceAccount may and may not do"
+# The ServiceAccount and the ClusterRoles of the all-features values (DRA and the pod watch on).
+"$helm" template "$release" "$chart" --namespace "$namespace" --kube-version "$helm_kube_version" \
+	-f "$chart/ci/all-features-values.yaml" --show-only templates/serviceaccount.yaml \
+	--show-only templates/dra-rbac.yaml --show-only templates/pods-rbac.yaml >"$work/rbac.yaml"
+sa="$(sed -n '/^kind: ServiceAccount/,/^---/s/^  name: //p' "$work/rbac.yaml" | head -n1)"
+if "$kubectl" apply -f "$work/rbac.yaml" >"$work/apply-rbac.log" 2>&1; then
+	pass "RBAC of the pod watch and DRA applied ($(grep -c '^kind:' "$work/rbac.yaml") objects, ServiceAccount $sa)"
+else
+	cat "$work/apply-rbac.log"
+	fail "apply the RBAC of the pod watch and DRA"
+fi
+# What the ServiceAccount may do, and some of what it may not.
+as_sa=(--as "system:serviceaccount:$namespace:$sa")
+for allowed in "list pods" "watch pods" "get nodes" "list resourceslices.resource.k8s.io" "watch resourceslices.resource.k8s.io" \
+	"get resourceclaims.resource.k8s.io"; do
+	# shellcheck disable=SC2086
+	if "$kubectl" auth can-i $allowed --all-namespaces "${as_sa[@]}" >/dev/null 2>&1; then
+		pass "the exporter may $allowed"
+	else
+		fail "the exporter may not $allowed, which it needs"
+	fi
+done
+for denied in "get pods" "create pods" "patch pods" "delete pods" "list nodes" "watch nodes" "patch nodes" \
+	"list resourceclaims.resource.k8s.io" "get secrets" "list secrets" "get configmaps" "create pods/eviction"; do
+	# shellcheck disable=SC2086
+	if "$kubectl" auth can-i $denied --all-namespaces "${as_sa[@]}" >/dev/null 2>&1; then
+		fail "the exporter may $denied: more than least privilege"
+	else
+		pass "the exporter may not $denied"
+	fi
+done
+
+step "the pod watch as the exporter's ServiceAccount, against the real API server"
+# A node with HAMi's registration, a HAMi pod bound to it and a pod bound to another node:
+# the watch (list and watch by spec.nodeName, get of the node) sees the first alone.
+cat >"$work/watch-objects.yaml" <<EOF
+apiVersion: v1
+kind: Node
+metadata:
+  name: chart-test-node
+  annotations:
+    hami.io/node-nvidia-register: '[{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","count":10,"devmem":81559,"devcore":100,"type":"NVIDIA H100 80GB HBM3","mode":"hami-core","health":true}]'
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: hami-pod
+  namespace: $namespace
+  annotations:
+    hami.io/vgpu-devices-allocated: "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,20000,25:;"
+    hami.io/bind-phase: success
+spec:
+  nodeName: chart-test-node
+  containers: [{name: main, image: registry.invalid/none}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: elsewhere
+  namespace: $namespace
+spec:
+  nodeName: another-node
+  containers: [{name: main, image: registry.invalid/none}]
+EOF
+token="$("$kubectl" -n "$namespace" create token "$sa" --duration 10m 2>"$work/token.log" || true)"
+sed -e "s/^      token: .*/      token: $token/" "$work/kubeconfig" >"$work/sa-kubeconfig"
+metrics_port="$(free_port)"
+if [[ -z "$token" ]]; then
+	cat "$work/token.log"
+	fail "a token for the exporter's ServiceAccount"
+elif ! "$kubectl" apply -f "$work/watch-objects.yaml" >"$work/apply-watch.log" 2>&1; then
+	cat "$work/apply-watch.log"
+	fail "create the pod watch's node and pods"
+elif ! go build -o "$work/gputally" ./cmd/gputally; then
+	fail "build gputally for the pod watch"
+else
+	"$work/gputally" exporter --backend=sim --attribution.pods.enabled --kubeconfig "$work/sa-kubeconfig" \
+		--hostname chart-test-node --web.listen-address "127.0.0.1:$metrics_port" >"$work/exporter.log" 2>&1 &
+	exporter_pid="$!"
+	pids+=("$exporter_pid")
+	watched() {
+		curl -fsS "http://127.0.0.1:$metrics_port/metrics" >"$work/metrics.txt" 2>/dev/null &&
+			grep -qx 'gputally_pod_watch_up 1' "$work/metrics.txt" && grep -qx 'gputally_pod_watch_pods 1' "$work/metrics.txt"
+	}
+	if wait_for 120 watched && ! grep -qi 'forbidden' "$work/exporter.log"; then
+		pass "the pod watch lists and watches its node's pods (1 of 2) and reads its node as the ServiceAccount, nothing forbidden"
+	else
+		grep '^gputally_pod_watch' "$work/metrics.txt" 2>/dev/null
+		tail -n 20 "$work/exporter.log"
+		fail "the pod watch as the exporter's ServiceAccount"
+	fi
+	stop "$exporter_pid"
 fi
 
 step "install the Kueue CRDs ($kueue) and dry-run the report's Kueue objects"

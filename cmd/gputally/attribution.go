@@ -24,6 +24,7 @@ type attributionFlags struct {
 	podLogsDir        string
 	procfs            string
 	dra               draFlags
+	pods              podFlags
 }
 
 func (f *attributionFlags) register(cmd *kingpin.CmdClause) {
@@ -38,6 +39,7 @@ func (f *attributionFlags) register(cmd *kingpin.CmdClause) {
 	cmd.Flag("attribution.pod-logs-dir", "Kubelet pod log directory (<namespace>_<pod>_<uid>), to name the pod of a process.").Default("/var/log/pods").StringVar(&f.podLogsDir)
 	cmd.Flag("path.procfs", "procfs mount point.").Default("/proc").StringVar(&f.procfs)
 	f.dra.register(cmd)
+	f.pods.register(cmd)
 }
 
 func (f *attributionFlags) validate() error {
@@ -52,7 +54,9 @@ func (f *attributionFlags) validate() error {
 }
 
 // newClient returns the pod-resources client, or nil when attribution is off.
-func (f *attributionFlags) newClient(logger *slog.Logger, slices attribution.SliceSource) (*attribution.Client, error) {
+// slices, claims and pods are where DRA devices, the capacity DRA claims
+// consumed and the node's pods are read (nil: not).
+func (f *attributionFlags) newClient(logger *slog.Logger, slices attribution.SliceSource, claims attribution.ClaimSource, pods attribution.PodSource) (*attribution.Client, error) {
 	if !f.enabled {
 		return nil, nil
 	}
@@ -63,6 +67,6 @@ func (f *attributionFlags) newClient(logger *slog.Logger, slices attribution.Sli
 	return attribution.New(attribution.Config{
 		Socket: f.socket, Interval: f.interval, Timeout: f.timeout, StaleAfter: f.staleAfter,
 		ExtraResources: f.extraResources, MPSResources: f.mpsResources, Logger: logger,
-		DRADrivers: f.dra.drivers, Slices: slices,
+		DRADrivers: f.dra.drivers, Slices: slices, Claims: claims, Pods: pods, KAI: f.pods.kai,
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,4 +105,39 @@ func runDemoJSON(t *testing.T, set func(*report.Config), nodes ...*sim.Scenario)
 		t.Fatal(err)
 	}
 	return r, progress.String()
+}
+
+// TestRunDemoFractional runs the demo on testdata/scenarios/fractional (a
+// HAMi node, a KAI node, a whole-GPU node) through gputally's metrics: every
+// GPU-hour is attributed (none unknown), and the shares are those of the
+// scenario, held for the 3 h: KAI's 0.5 and 0.3 of the fleet-kai H100 0 (1.5
+// and 0.9 GPU-hours), HAMi's four quarters of the fleet-hami A100 0 (0.75
+// each), the three thirds of fleet-kai's GPU 1 (1 each).
+func TestRunDemoFractional(t *testing.T) {
+	nodes, err := loadFleet([]string{"../../testdata/scenarios/fractional"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := runDemoJSON(t, nil, nodes...)
+	if r.GPUs != 10 || len(r.Nodes) != 3 || r.Coverage.UnknownHours != 0 {
+		t.Errorf("%d GPUs on %d nodes, %g unknown device-hours; want 10 on 3, none unknown", r.GPUs, len(r.Nodes), r.Coverage.UnknownHours)
+	}
+	want := map[string]float64{
+		"team-a/notebook-0/main kai": 1.5, "team-b/infer-0/main kai": 0.9,
+		"search/ranker-0/server hami": 0.75, "search/ranker-1/server hami": 0.75, "search/ranker-2/server hami": 0.75, "ads/scorer-0/server hami": 0.75,
+		"eval/eval-0/main kai": 1, "eval/eval-1/main kai": 1, "eval/eval-2/main kai": 1,
+		"research/trainer-1/main exclusive": 3,
+	}
+	for _, h := range r.Holdings {
+		k := h.Namespace + "/" + h.Pod + "/" + h.Container + " " + h.Sharing
+		if w, ok := want[k]; ok {
+			if math.Abs(h.Totals.GPUHours-w) > 1e-6 {
+				t.Errorf("%s held %g GPU-hours, want %g", k, h.Totals.GPUHours, w)
+			}
+			delete(want, k)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("holdings missing: %v", want)
+	}
 }

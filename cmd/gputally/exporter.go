@@ -104,6 +104,7 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	var kubelet *sim.Kubelet // the simulated node's, on the simulated backend
 	if simulated, ok := backend.(*sim.Backend); ok {
 		if c.hostname == "" {
 			c.hostname = simulated.Hostname()
@@ -113,7 +114,7 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 		}
 		if c.attribution.enabled {
 			// The simulated node's pods go through the real client path.
-			kubelet, err := sim.StartKubelet(simulated)
+			kubelet, err = sim.StartKubelet(simulated)
 			if err != nil {
 				return err
 			}
@@ -132,12 +133,20 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	}
 	opts := collector.SamplerOptions{Interval: c.interval, Logger: logger, Ledger: cost.NewLedger(book.store, cost.WithRetention(c.retention))}
 	var slices attribution.SliceSource
+	var claims attribution.ClaimSource
+	var pods attribution.PodSource
 	if c.attribution.enabled {
 		if slices, err = c.attribution.dra.sliceSource(backend, c.hostname, logger); err != nil {
 			return err
 		}
+		if w, ok := slices.(*attribution.SliceWatcher); ok {
+			claims = w // the capacity DRA claims consumed, read like the slices
+		}
+		if pods, err = c.attribution.pods.podSource(kubelet, c.attribution.dra.kubeconfig, c.hostname, logger); err != nil {
+			return err
+		}
 	}
-	client, err := c.attribution.newClient(logger, slices)
+	client, err := c.attribution.newClient(logger, slices, claims, pods)
 	if err != nil {
 		return err
 	}
@@ -157,6 +166,9 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 		client.SetDevices(collector.AttributionDevices(inv))
 		client.SetMIGLayout(collector.MIGLayout(inv))
 		if w, ok := slices.(*attribution.SliceWatcher); ok {
+			loops.Go(func() { w.Run(ctx) })
+		}
+		if w, ok := pods.(*attribution.PodWatcher); ok {
 			loops.Go(func() { w.Run(ctx) })
 		}
 		loops.Go(func() { client.Run(ctx) })
@@ -182,7 +194,7 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	)
 	reg.MustRegister(book.collectors()...)
 	if client != nil {
-		reg.MustRegister(attribution.NewDRACollector(client, slices))
+		reg.MustRegister(attribution.NewDRACollector(client, slices), attribution.NewFractionalCollector(client, pods))
 	}
 	mux := c.routes(reg, sampler, book, logger)
 

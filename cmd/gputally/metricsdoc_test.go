@@ -31,9 +31,11 @@ func documentedMetrics(t *testing.T) (names, legacy []string) {
 	return slices.Compact(names), slices.Compact(legacy)
 }
 
-// onlyOnFailure are metrics that appear only once something failed; the
-// collector goldens (collector/testdata) cover them.
-var onlyOnFailure = []string{"gputally_sample_errors_total"}
+// onlyOnFailure are metrics that appear only once something failed or went
+// unmeasured (a fractional share's activity estimated from its GPU's, which
+// the simulated node's process accounting never leaves unmeasured); the
+// collector goldens (collector/testdata) and tests cover them.
+var onlyOnFailure = []string{"gputally_sample_errors_total", "gputally_gpu_estimated_seconds_total"}
 
 // TestMetricsDocMatchesExporter fails when the simulated node (which has every
 // feature on: attribution, process accounting, the ledger, an XID) serves a

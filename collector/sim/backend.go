@@ -33,7 +33,8 @@ type Backend struct {
 	gpus     []simGPU
 	entries  []podEntry // one per scenario pod entry
 	jobs     []jobSpec
-	draGPUs  map[int]bool // GPUs the DRA driver hands out (dra.go)
+	draGPUs  map[int]bool     // GPUs the DRA driver hands out (dra.go)
+	hamiGPUs map[int]*HAMiGPU // HAMi's GPUs (fractional.go)
 
 	kubeletDown, backendFailing, exporterStopped, scrapeMissing spans
 	restarts                                                    []int64 // exporter restarts, ns after the start, sorted
@@ -171,17 +172,22 @@ func New(sc *Scenario, opts Options) (*Backend, error) {
 	if b.inv.DriverVersion == "" {
 		b.inv.DriverVersion = DefaultDriverVersion
 	}
+	b.hamiGPUs = map[int]*HAMiGPU{}
 	for gi := range sc.GPUs {
 		g := &sc.GPUs[gi]
 		spec, _ := specOf(g)
 		count := max(g.Count, 1)
 		for range count {
+			if g.HAMi != nil {
+				b.hamiGPUs[len(b.gpus)] = g.HAMi
+			}
 			b.addGPU(seed, g, spec, &facts[len(b.gpus)])
 		}
 	}
 	b.draGPUs = draGPUs(sc)
 	b.addInventories(sc, facts)
 	b.addPods(seed, sc, facts)
+	b.addReservations()
 	b.addEvents(sc)
 	if !opts.Start.IsZero() {
 		b.pin(opts.Start.UnixNano())
@@ -367,6 +373,7 @@ func (b *Backend) addPods(seed uint64, sc *Scenario, facts []gpuFacts) {
 		}
 	}
 	next := uint32(1000 + mix(seed)%1_000_000)
+	vgpus := map[int]int{} // HAMi GPU → virtual devices handed out
 	uids := map[string]string{}
 	for _, p := range sc.Pods {
 		if p.UID != "" {
@@ -411,8 +418,14 @@ func (b *Backend) addPods(seed uint64, sc *Scenario, facts []gpuFacts) {
 		l := newLoad(seed, workloads[p.Workload], full+"/"+p.Container+"/"+fmt.Sprint(i), pids, win)
 		deviceID := b.place(l, p.Device, facts, int64(p.Start))
 		var draDevice string
-		if p.Resource == resourceDRA {
+		switch {
+		case p.Resource == resourceDRA:
 			draDevice, deviceID = draDeviceName(b.inv.GPUs[p.Device.GPU], p.Device.Instance), ""
+		case p.HAMi != nil: // the kubelet's pick of the GPU's virtual devices
+			deviceID = fmt.Sprintf("%s-%d", deviceID, vgpus[p.Device.GPU]%b.hamiGPUs[p.Device.GPU].split())
+			vgpus[p.Device.GPU]++
+		case p.KAI != nil:
+			deviceID = ""
 		}
 		c := keyOf(seed, "container", full, p.Container)
 		b.entries = append(b.entries, podEntry{
@@ -427,6 +440,9 @@ func (b *Backend) addPods(seed uint64, sc *Scenario, facts []gpuFacts) {
 			containerID: fmt.Sprintf("%016x%016x%016x%016x", mix(c), mix(c+1), mix(c+2), mix(c+3)),
 			pids:        pids,
 			window:      l.window,
+			gpu:         p.Device.GPU,
+			hami:        p.HAMi,
+			kai:         p.KAI,
 		})
 	}
 	b.jobs = make([]jobSpec, len(sc.Jobs))

@@ -73,13 +73,6 @@ func (sc *Scenario) checkDRADevice(p string, d Device, g gpuFacts, key devKey) (
 	return key, nil
 }
 
-// sharedDRA reports whether the device of key, held through a DRA claim when
-// heldDRA, may take another holder, one through a DRA claim when dra: DRA
-// claims share whole GPUs, never MIG instances or device-plugin devices.
-func sharedDRA(key devKey, dra, heldDRA bool) bool {
-	return key.instance < 0 && dra && heldDRA
-}
-
 // ResourceSlices returns the ResourceSlice (resource.k8s.io/v1) that NVIDIA's DRA
 // driver would publish for the GPUs of the node that DRA pods use: whole GPUs with
 // their UUID, MIG devices in the dynamic MIG form, without a UUID, with parent

@@ -42,6 +42,7 @@ type Kubelet struct {
 	stopOnce sync.Once
 	mu       sync.Mutex
 	written  map[string]podEntry // by podEntry.key: entries whose files are written
+	pods     *attribution.MemoryPods
 }
 
 // errKubeletDown is the answer of a simulated kubelet that is down.
@@ -99,6 +100,7 @@ func startKubelet(b *Backend, at time.Time, tree kubeletsim.Tree) (*Kubelet, err
 	}
 	k := &Kubelet{
 		backend: b, tree: tree, dir: dir, stop: make(chan struct{}), written: map[string]podEntry{},
+		pods:     attribution.NewMemoryPods(&attribution.PodView{}),
 		ProcRoot: filepath.Join(dir, "proc"), PodLogsDir: filepath.Join(dir, "pods"),
 	}
 	if k.server, err = kubeletsim.Start(filepath.Join(dir, "kubelet.sock")); err != nil {
@@ -150,6 +152,7 @@ func (k *Kubelet) Sync(t time.Time) error {
 		}
 	}
 	k.server.SetPods(kubeletPods(k.backend.allocations(running)))
+	k.pods.Set(k.backend.podView(running))
 	// A MIG reconfiguration changes what the device plugin advertises.
 	avail := k.backend.allocatable(since)
 	devs := make([]kubeletsim.Devices, 0, len(avail))
@@ -186,6 +189,12 @@ func (k *Kubelet) follow() {
 		_ = k.Sync(time.Now())
 	}
 }
+
+// Pods is what a watch of the node's pods sees: the running pods, with the
+// labels and annotations HAMi and KAI-Scheduler put on theirs, as of the
+// last Sync. The API server, unlike the kubelet, answers while the kubelet is
+// down.
+func (k *Kubelet) Pods() attribution.PodSource { return k.pods }
 
 // Stop stops the server and the follower and removes the files.
 func (k *Kubelet) Stop() {

@@ -91,7 +91,10 @@ func (sc *Scenario) validateJobs(gpus []gpuFacts, workloads map[string]*Workload
 		if err != nil {
 			return err
 		}
-		if err := sc.take(held, p, key, false, w, gpus, full); err != nil {
+		if sc.GPUs[gpus[key.gpu].group].HAMi != nil {
+			return sc.errAt(p+".device.gpu", "GPU %d is HAMi's: jobs hold whole devices", key.gpu)
+		}
+		if err := sc.take(held, p, key, plainHold, w, gpus, full); err != nil {
 			return err
 		}
 		if j.Every < minJobEvery || j.Every > maxEventOffset {

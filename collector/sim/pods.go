@@ -18,6 +18,13 @@ type podEntry struct {
 	containerID                    string // 64 hex digits
 	pids                           []uint32
 	window                         window // when it runs
+	// gpu is the index of the entry's GPU (of its MIG instance's GPU).
+	gpu int
+	// hami and kai are the entry's HAMi grant or KAI fraction; reservation
+	// the GPU group of a KAI reservation pod's entry (fractional.go).
+	hami        *HAMiGrant
+	kai         *KAIShare
+	reservation string
 }
 
 // key tells entries apart: a job's pods differ in UID, a pod's containers in name,
@@ -57,6 +64,9 @@ func (b *Backend) allocations(entries []podEntry) []Allocation {
 	index := map[[5]string]int{}
 	claims := draClaimsPerDevice(b.entries) // over the whole scenario: a share ID does not come and go with neighbours
 	for _, e := range entries {
+		if e.kai != nil {
+			continue // KAI's sharers hold nothing in the kubelet's answer: the reservation pod does
+		}
 		key := [5]string{e.namespace, e.pod, e.container, e.resource, e.claim}
 		if i, ok := index[key]; ok {
 			if e.draDevice != "" {
@@ -96,7 +106,8 @@ func (b *Backend) allocatable(since int64) []Allocatable {
 // advertised lists the devices the device plugin advertises of inv: whole GPUs
 // as nvidia.com/gpu, time-sliced GPUs as replicas of their group's resource
 // (nvidia.com/gpu.shared unless it says nvidia.com/gpu), MIG instances as
-// nvidia.com/mig-<profile>.
+// nvidia.com/mig-<profile>, HAMi GPUs as their virtual devices
+// "GPU-<uuid>-<k>" of nvidia.com/gpu.
 func (b *Backend) advertised(sc *Scenario, inv collector.Inventory) []Allocatable {
 	byRes := map[string][]string{}
 	i := 0
@@ -110,6 +121,10 @@ func (b *Backend) advertised(sc *Scenario, inv collector.Inventory) []Allocatabl
 				for _, in := range gpu.Instances {
 					r := resourceMIGPrefix + in.Profile
 					byRes[r] = append(byRes[r], in.UUID)
+				}
+			case g.HAMi != nil:
+				for k := range g.HAMi.split() {
+					byRes[resourceGPU] = append(byRes[resourceGPU], fmt.Sprintf("%s-%d", gpu.UUID, k))
 				}
 			case g.Replicas > 0:
 				res := g.replicaResource()

@@ -26,6 +26,8 @@
 //	                                  # device plugin's renameByDefault) or nvidia.com/gpu (not renamed)
 //	  - model: NVIDIA H100 80GB HBM3
 //	    mig: [3g.40gb, 1g.10gb]       # MIG mode with these instances (mig: [] = none)
+//	  - model: NVIDIA H100 80GB HBM3
+//	    hami: {split: 10, memory_scaling: 1, core_scaling: 1}  # HAMi's: shared by hami grants
 //	  - model: Some Future GPU
 //	    memory_mib: 65536             # required for models the simulator does not know,
 //	    tdp_watts: 500                # optional overrides otherwise; idle_watts too
@@ -46,6 +48,19 @@
 //	    pids: [4242]                  # optional; one PID derived from the seed otherwise
 //	    start: 2h                     # optional: the pod runs from this long after the start …
 //	    end: 30h                      # … until this long after it (default: the whole run)
+//	  - namespace: ml                 # a container with a HAMi grant: resource nvidia.com/gpu
+//	    pod: infer-a                  # on a GPU with hami; HAMi's virtual device in the
+//	    container: server             # kubelet's answer, hami.io annotations on the pod
+//	    resource: nvidia.com/gpu
+//	    device: {gpu: 2}
+//	    hami: {memory_mib: 20480, cores: 25}   # nvidia.com/gpumem (MiB), nvidia.com/gpucores (%)
+//	    workload: llm-infer
+//	  - namespace: team-a             # a KAI-Scheduler fraction: no resource; a
+//	    pod: notebook                 # reservation pod holds the GPU in the kubelet's
+//	    container: main               # answer, the pod carries KAI's label and annotations
+//	    device: {gpu: 3}
+//	    kai: {fraction: 0.5}          # or {memory_mib: 24467}: gpu-fraction or gpu-memory
+//	    workload: dev
 //	jobs:                             # a pod every `every`, running for `run` of it
 //	  - namespace: ci
 //	    name: build                   # pods build-0, build-1, … (UIDs and PIDs from the seed)
@@ -159,6 +174,8 @@ type GPUGroup struct {
 	MemoryMiB int     `yaml:"memory_mib"` // framebuffer, MiB; 0: the model's
 	TDPWatts  float64 `yaml:"tdp_watts"`  // power limit, W; 0: the model's
 	IdleWatts float64 `yaml:"idle_watts"` // power at rest, W; 0: the model's
+	// HAMi makes the group's GPUs HAMi's (fractional.go); nil: not.
+	HAMi *HAMiGPU `yaml:"hami"`
 }
 
 // replicaResource is the resource the group's time-sliced replicas are
@@ -203,6 +220,10 @@ type Pod struct {
 	// start: from Start (0: the start) until End (0: the end of the run).
 	Start time.Duration `yaml:"start"`
 	End   time.Duration `yaml:"end"`
+	// HAMi is the container's grant on a HAMi GPU; KAI its KAI-Scheduler
+	// fraction of a whole GPU (fractional.go). Nil: neither.
+	HAMi *HAMiGrant `yaml:"hami"`
+	KAI  *KAIShare  `yaml:"kai"`
 }
 
 // Job is a pod created every Every that runs for Run (0 < Run ≤ Every): pod n

@@ -163,6 +163,9 @@ func (sc *Scenario) validateGPUs() ([]gpuFacts, error) {
 		case g.Resource != "" && g.Resource != resourceShared && g.Resource != resourceGPU:
 			return nil, sc.errAt(p+".resource", "want %s or %s, got %q", resourceShared, resourceGPU, g.Resource)
 		}
+		if err := sc.checkHAMiGPU(p, g); err != nil {
+			return nil, err
+		}
 		var model *mig.Model
 		if g.MIG != nil {
 			if g.Replicas > 0 {
@@ -238,20 +241,20 @@ func instanceReservedMiB(memMiB uint64) int { return int(memMiB / 200) }
 
 // heldDevices is what pods and jobs take of the node during validation.
 type heldDevices struct {
-	holder map[devKey]string // device → the entry holding it, e.g. "pods[2] (ml/train-0)"
-	dra    map[devKey]bool   // devices held through DRA claims
-	fbMiB  map[devKey]int    // device (replicas collapsed) → framebuffer its holders need
-	pods   map[string]int    // namespace/pod → the first pod entry naming it
+	holder map[devKey]string    // device → the entry holding it, e.g. "pods[2] (ml/train-0)"
+	kind   map[devKey]shareKind // how the device's holders share it
+	fbMiB  map[devKey]int       // device (replicas collapsed) → framebuffer its holders need
+	pods   map[string]int       // namespace/pod → the first pod entry naming it
 }
 
-// take records that entry p holds key with workload w, through a DRA claim
-// when dra, or says why it cannot.
-func (sc *Scenario) take(h *heldDevices, p string, key devKey, dra bool, w *Workload, gpus []gpuFacts, name string) error {
-	if other, held := h.holder[key]; held && !sharedDRA(key, dra, h.dra[key]) {
+// take records that entry p holds key with workload w, sharing it as kind,
+// or says why it cannot.
+func (sc *Scenario) take(h *heldDevices, p string, key devKey, kind shareKind, w *Workload, gpus []gpuFacts, name string) error {
+	if other, held := h.holder[key]; held && !shareable(key, kind, h.kind[key]) {
 		return sc.errAt(p+".device", "%s is already held by %s", describeDevice(key, gpus), other)
 	} else if !held {
 		h.holder[key] = p + " (" + name + ")"
-		h.dra[key] = dra
+		h.kind[key] = kind
 	}
 	memKey := key
 	memKey.replica = -1 // replicas share the GPU's framebuffer
@@ -267,7 +270,8 @@ func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload
 	if len(sc.Pods) > maxPods {
 		return nil, sc.errAt("pods", "more than %d pods", maxPods)
 	}
-	held := &heldDevices{holder: map[devKey]string{}, dra: map[devKey]bool{}, fbMiB: map[devKey]int{}, pods: map[string]int{}}
+	held := &heldDevices{holder: map[devKey]string{}, kind: map[devKey]shareKind{}, fbMiB: map[devKey]int{}, pods: map[string]int{}}
+	use := &fractionalUse{hamiMiB: map[int]int{}, hamiCores: map[int]int{}, hamiPods: map[int]int{}, kaiMiB: map[int]float64{}}
 	uidOf := map[string]string{}    // namespace/pod → UID
 	podOfUID := map[string]string{} // UID → namespace/pod
 	pids := map[int]int{}           // PID → pod entry
@@ -297,8 +301,17 @@ func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload
 			uidOf[full] = pod.UID
 			podOfUID[pod.UID] = full
 		}
-		key, err := sc.checkDevice(p, pod.Resource, pod.Device, gpus, pod.Start)
+		var key devKey
+		var err error
+		if pod.KAI != nil && pod.Resource == "" {
+			key, err = sc.checkKAIDevice(p, pod.Device, gpus, devKey{gpu: pod.Device.GPU, replica: -1, instance: -1})
+		} else {
+			key, err = sc.checkDevice(p, pod.Resource, pod.Device, gpus, pod.Start)
+		}
 		if err != nil {
+			return nil, err
+		}
+		if err := sc.checkFractional(p, pod, gpus[key.gpu], use); err != nil {
 			return nil, err
 		}
 		if err := sc.checkClaim(p, pod); err != nil {
@@ -308,7 +321,7 @@ func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload
 		if err != nil {
 			return nil, err
 		}
-		if err := sc.take(held, p, key, pod.Resource == resourceDRA, w, gpus, full); err != nil {
+		if err := sc.take(held, p, key, kindOf(pod), w, gpus, full); err != nil {
 			return nil, err
 		}
 		if err := sc.checkWindow(p, pod.Start, pod.End); err != nil {

@@ -45,23 +45,11 @@ func TestDRAAttributionAPIAccess(t *testing.T) {
 			if !slices.Contains(args, "--attribution.dra.driver=gpu.nvidia.com") {
 				t.Errorf("args lack the default driver: %v", args)
 			}
-			var role rbacv1.ClusterRole
-			decodeOne(t, m, "ClusterRole", &role)
-			want := []rbacv1.PolicyRule{{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceslices"}, Verbs: []string{"get", "list", "watch"}}}
-			if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].APIGroups, want[0].APIGroups) ||
-				!slices.Equal(role.Rules[0].Resources, want[0].Resources) || !slices.Equal(role.Rules[0].Verbs, want[0].Verbs) ||
-				len(role.Rules[0].ResourceNames) != 0 || len(role.Rules[0].NonResourceURLs) != 0 {
-				t.Errorf("ClusterRole rules %+v, want %+v", role.Rules, want)
-			}
-			var binding rbacv1.ClusterRoleBinding
-			decodeOne(t, m, "ClusterRoleBinding", &binding)
-			if binding.RoleRef.Kind != "ClusterRole" || binding.RoleRef.Name != role.Name {
-				t.Errorf("binding refers to %+v, want ClusterRole %s", binding.RoleRef, role.Name)
-			}
-			if len(binding.Subjects) != 1 || binding.Subjects[0].Kind != "ServiceAccount" ||
-				binding.Subjects[0].Name != pod.ServiceAccountName || binding.Subjects[0].Namespace != namespace {
-				t.Errorf("binding subjects %+v, want the pod's ServiceAccount %s/%s", binding.Subjects, namespace, pod.ServiceAccountName)
-			}
+			// The slices of the node; the claims that share a GPU by consumed capacity, one by one.
+			checkRBAC(t, m, "gputally-resourceslices", pod.ServiceAccountName, []rbacv1.PolicyRule{
+				{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceslices"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims"}, Verbs: []string{"get"}},
+			})
 		})
 	}
 }

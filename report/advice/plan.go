@@ -55,12 +55,15 @@ type plan struct {
 	// noDrain are the nodes whose unallocated time is no evidence of free
 	// GPUs (model.Dataset.NoDrain): no drain for them.
 	noDrain map[string]bool
+	// fractional are the nodes where HAMi or KAI-Scheduler share GPUs at the
+	// end of the range (fractionalNodes): no device-plugin time-slicing there.
+	fractional map[string]bool
 }
 
 func newPlan(r *draft, d *model.Dataset) *plan {
 	p := &plan{month: r.MonthFactor(), gpus: map[string]*gpuInfo{}, nodes: map[string][]*gpuInfo{},
 		used: make([]bool, len(r.Holdings)), blind: make([]bool, len(r.Holdings)), freed: map[string]bool{}, lost: map[string]bool{},
-		share: map[string]bool{}, noDrain: map[string]bool{}, endRead: d.EndSeconds != nil}
+		share: map[string]bool{}, noDrain: map[string]bool{}, endRead: d.EndSeconds != nil, fractional: fractionalNodes(r)}
 	for n := range d.NoDrain {
 		p.noDrain[n.Node] = true
 	}

@@ -46,9 +46,10 @@ func (a *adviser) drainNodes(r *draft, p *plan) {
 
 // releaseIdle recommends giving back holdings (almost) never busy, over the
 // range and in its last step, that are there at its end. A holding that
-// alone held a whole GPU frees that GPU's cost; a MIG instance or
-// time-sliced replica frees nothing whole (its cost moves to the GPU's other
-// parts), so its own cost is reclaimable.
+// alone held a whole GPU frees that GPU's cost, and so does a KAI
+// reservation pod that alone held its GPU (shares.go); a MIG instance,
+// time-sliced replica or fractional share frees nothing whole (its cost
+// moves to the GPU's other parts), so its own cost is reclaimable.
 func (a *adviser) releaseIdle(r *draft, p *plan) {
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
@@ -62,10 +63,15 @@ func (a *adviser) releaseIdle(r *draft, p *plan) {
 		if h.EndBusyShare >= 0 {
 			what += fmt.Sprintf(", %s in the range's last step", model.FormatPct(h.EndBusyShare))
 		}
-		if p.sole(r, i) {
+		switch {
+		case p.sole(r, i):
 			rec.FreedEURPerMonth, rec.FreedGPUs = p.free([]*gpuInfo{p.gpus[h.UUID]})
 			rec.Evidence = fmt.Sprintf("%s; it alone held the GPU, which cost %.2f EUR over the range and becomes free", what, p.gpus[h.UUID].eur)
-		} else {
+		case p.soleReservation(r, i):
+			p.releaseReservation(&rec, h, what)
+		case h.Fractional():
+			p.releaseShare(&rec, h, what)
+		default:
 			rec.ReclaimableEURPerMonth = h.Totals.CostEUR * p.month
 			rec.Evidence = fmt.Sprintf("%s; it cost %.2f EUR over the range, on a GPU that stays in use: reclaimable capacity, not freed", what, h.Totals.CostEUR)
 		}

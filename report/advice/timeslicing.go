@@ -20,7 +20,8 @@ type tsGroup struct {
 	nodes    []string
 }
 
-// timeSlicing groups low-duty pods that alone hold a whole GPU by namespace
+// timeSlicing groups low-duty pods that alone hold a whole GPU, on a node
+// where HAMi and KAI-Scheduler share none (shares.go), by namespace
 // and model and packs them first-fit-decreasing by busy share (× headroom, at
 // most 1 per GPU) and framebuffer. A pod whose framebuffer was not measured
 // is left out: packing it on duty alone could overfill a GPU's memory. When they fit on fewer GPUs, the cheapest
@@ -54,7 +55,7 @@ func (a *adviser) lowDutyPods(r *draft, p *plan) (map[tsKey][]int, []tsKey) {
 	groups := map[tsKey][]int{}
 	for i := range r.Holdings {
 		h := &r.Holdings[i]
-		if !p.open(r, i) || !p.sole(r, i) || !h.Usage.HasFB || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.lowDuty {
+		if !p.open(r, i) || !p.sole(r, i) || p.fractional[h.Node] || !h.Usage.HasFB || h.Totals.HeldHours <= 0 || h.Totals.BusyShare >= a.lowDuty {
 			continue
 		}
 		k := tsKey{h.Namespace, h.Model}

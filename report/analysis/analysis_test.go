@@ -141,3 +141,36 @@ func TestOnePercentBoundaries(t *testing.T) {
 		})
 	}
 }
+
+// TestSharesOfHoldings: a holding's share is its last sample's; a
+// time-sliced holding's share of 0.25 tells its GPU offers 4 replicas, a
+// HAMi or KAI share of 0.25 tells nothing of replicas; ShareText names the
+// share.
+func TestSharesOfHoldings(t *testing.T) {
+	h := newHours(1)
+	for _, s := range []struct{ uuid, pod, sharing string }{
+		{"GPU-T", "ts", "time-slicing"}, {"GPU-H", "hami", "hami"}, {"GPU-K", "kai", "kai"},
+	} {
+		h.add(s.uuid, s.pod, 0, model.StateIdle, 900)
+		h.add(s.uuid, "", 0, model.StateUnallocated, 2700)
+		k := model.HoldingKey{Dev: model.DeviceKey{UUID: s.uuid}, Holder: model.HolderKey{Namespace: "ml", Pod: s.pod, Container: "main"}}
+		h.d.Alloc[k] = model.Alloc{Resource: "nvidia.com/gpu", Sharing: s.sharing}
+		h.d.Shares[k] = model.Share{Share: 0.25, Bucket: 0}
+	}
+	r, err := analysis.Analyze(h.d, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pod        string
+		replicas   int
+		fractional bool
+		text       string
+	}{{"ts", 4, false, "a share of 25.0 %"}, {"hami", 0, true, "a HAMi share of 25.0 %"}, {"kai", 0, true, "a KAI-Scheduler share of 25.0 %"}} {
+		got := holding(t, r, tc.pod)
+		if got.Share != 0.25 || got.Replicas != tc.replicas || got.Fractional() != tc.fractional || got.ShareText() != tc.text {
+			t.Errorf("%s: share %g, replicas %d, fractional %v, %q; want 0.25, %d, %v, %q",
+				tc.pod, got.Share, got.Replicas, got.Fractional(), got.ShareText(), tc.replicas, tc.fractional, tc.text)
+		}
+	}
+}

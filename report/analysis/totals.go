@@ -125,6 +125,41 @@ type Holding struct {
 	// device offered at its last sample (replicasOf); 0 when not shared or
 	// not known.
 	Replicas int `json:"replicas,omitempty"`
+	// Share is, for a shared holding (time-sliced, MPS, HAMi, KAI-Scheduler,
+	// DRA), its share of its device at its last sample, 0–1: what the ledger
+	// charged it then; 0 when it held its device whole or it is not known.
+	Share float64 `json:"share,omitempty"`
+}
+
+// Fractional reports whether h holds a share of a GPU's memory and compute
+// from HAMi, KAI-Scheduler or a DRA driver (model.Alloc.Fractional) that is
+// less than the whole GPU, or not known to be the whole: never a whole GPU
+// to free, time-slice or repartition.
+func (h *Holding) Fractional() bool {
+	return model.Alloc{Resource: h.Resource, Sharing: h.Sharing}.Fractional() && !(h.Sharing == "dra" && h.Share == 1)
+}
+
+// shareOwners names the sharing modes of fractional shares for people.
+var shareOwners = map[string]string{"hami": "HAMi", "kai": "KAI-Scheduler", "dra": "DRA"}
+
+// ShareText names the share h holds of its device, for people: "a HAMi
+// share of 25.0 %" ("a share" when the sharing is none of HAMi's,
+// KAI-Scheduler's or DRA's; no percentage when the share is not known).
+func (h *Holding) ShareText() string {
+	s := "a share"
+	if o, ok := shareOwners[h.Sharing]; ok {
+		s = "a " + o + " share"
+	}
+	if h.Share > 0 {
+		s += " of " + model.FormatPct(h.Share)
+	}
+	return s
+}
+
+// KAIReservation reports whether h is a KAI-Scheduler reservation pod that
+// held its GPU for no sharer (model.Alloc.KAIReservation).
+func (h *Holding) KAIReservation() bool {
+	return model.Alloc{Resource: h.Resource, Sharing: h.Sharing}.KAIReservation()
 }
 
 // Name names the holding: namespace/pod/container.
@@ -235,6 +270,7 @@ func (a *analyzer) holdings(d *model.Dataset) []Holding {
 			Profile: e.Profile, Resource: al.Resource, Sharing: al.Sharing, Kind: e.Kind.String(),
 			Totals: t, Usage: usageOf(d.Activity[k], d.FBMiB[k]),
 			AtEnd: e.Last >= 0 && e.Last == d.Buckets-1, EndBusyShare: endBusyShare(d, k), Replicas: replicas[k.Dev],
+			Share: d.Shares[k].Share,
 		})
 	}
 	slices.SortFunc(out, func(a, b Holding) int {
@@ -268,6 +304,9 @@ func replicasOf(d *model.Dataset) map[model.DeviceKey]int {
 	last := map[model.DeviceKey]int{}
 	shares := map[model.DeviceKey][]float64{}
 	for _, k := range slices.SortedFunc(maps.Keys(d.Shares), model.CompareHoldingKeys) {
+		if d.Alloc[k].Fractional() {
+			continue // a HAMi, KAI or DRA share is no count of replicas
+		}
 		s := d.Shares[k]
 		switch b, ok := last[k.Dev]; {
 		case !ok || s.Bucket > b:

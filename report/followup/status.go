@@ -70,12 +70,14 @@ func (p *period) timeSlicing(rec advice.Recommendation) []Part {
 }
 
 // shares reports whether holding h shares a whole GPU at the end of the
-// period: time-sliced or MPS, or with other holders on it.
+// period: time-sliced or MPS, a fractional share of it (HAMi, KAI-Scheduler,
+// DRA: the rest is others' or free for them, even while no one else holds
+// it), or with other holders on it.
 func (p *period) shares(h *analysis.Holding) bool {
 	if h.MIGID != "" {
 		return false
 	}
-	return h.Sharing == "time-slicing" || h.Sharing == "mps" || len(p.others(h)) > 0
+	return h.Sharing == "time-slicing" || h.Sharing == "mps" || h.Fractional() || len(p.others(h)) > 0
 }
 
 // others returns the names of the other holders of h's whole GPU at the end
@@ -93,11 +95,14 @@ func (p *period) others(h *analysis.Holding) []string {
 // sharingText says how holding h shares its GPU.
 func (p *period) sharingText(h *analysis.Holding) string {
 	s := fmt.Sprintf("%s shares %s", h.Name(), p.gpuName(model.GPUKey{Cluster: h.Cluster, UUID: h.UUID}))
-	if h.Sharing == "time-slicing" || h.Sharing == "mps" {
+	switch {
+	case h.Sharing == "time-slicing" || h.Sharing == "mps":
 		s += " by " + h.Sharing
 		if h.Replicas > 0 {
 			s += fmt.Sprintf(" (%d replicas)", h.Replicas)
 		}
+	case h.Fractional():
+		s += " as " + h.ShareText()
 	}
 	if o := p.others(h); len(o) > 0 {
 		s += " with " + strings.Join(o, ", ")

@@ -106,6 +106,11 @@ func TestTimeSlicing(t *testing.T) {
 		return use{gpu: g, holder: "dev/" + pod + "/main", from: 0, to: 6, busy: 0.1, weight: 0.5, sharing: sharing}
 	}
 	free := func(g string) use { return use{gpu: g, from: 0, to: 6} }
+	share := func(g, pod, sharing string, s float64) use {
+		u := on(g, pod, sharing)
+		u.share, u.weight = s, s
+		return u
+	}
 	dearG1 := slices.Clone(gpus)
 	dearG1[0].rate = 5.00
 	for _, tc := range []struct {
@@ -143,6 +148,14 @@ func TestTimeSlicing(t *testing.T) {
 			followup.Gone, []string{"gone", "gone", "gone"}, nil, 0, nil},
 		{"one gone, the others share", []use{on("G4", "a", "time-slicing"), on("G4", "b", "time-slicing"), free("G1"), free("G2"), free("G3")},
 			followup.Applied, []string{"done", "done", "gone"}, []string{"G1", "G2"}, 1826.25, nil},
+		// Shares instead of replicas: a and b HAMi shares of G4, c alone on
+		// G3 but with a KAI fraction of it, the rest free for others: each
+		// shares a GPU (TestTimeSlicingByShares has the words).
+		{"HAMi and KAI shares", []use{share("G4", "a", "hami", 0.25), share("G4", "b", "hami", 0.25), share("G3", "c", "kai", 0.5), free("G1"), free("G2")},
+			followup.Applied, []string{"done", "done", "done"}, []string{"G1", "G2"}, 1826.25, nil},
+		// A DRA claim holding its GPU whole, alone, shares nothing.
+		{"a DRA claim alone holds G3 whole", []use{share("G4", "a", "hami", 0.25), share("G4", "b", "hami", 0.25), share("G3", "c", "dra", 1), free("G1"), free("G2")},
+			followup.PartlyApplied, []string{"done", "done", "not done"}, []string{"G1", "G2"}, 1826.25, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gs := tc.gpus
@@ -275,5 +288,25 @@ func TestGoneTargetLastStep(t *testing.T) {
 	want := "dev/a/main is not there at the end of this period (last held a device in the step ending 2026-01-17T00:00:00Z)"
 	if it.Status != followup.Gone || len(it.Parts) != 1 || it.Parts[0].State != "gone" || it.Parts[0].Evidence != want {
 		t.Errorf("status %s, parts %+v; want gone, one part gone: %q", it.Status, it.Parts, want)
+	}
+}
+
+// TestTimeSlicingByShares: the follow-up of time-slicing applied with
+// HAMi's and KAI-Scheduler's shares says how each pod shares its GPU.
+func TestTimeSlicingByShares(t *testing.T) {
+	rec := advice.Recommendation{Kind: "time-slicing", Target: "dev", Holdings: []string{"dev/a/main", "dev/c/main"},
+		GPUs: []string{"G1", "G3"}, FreedGPUs: []string{"G1"}, FreedEURPerMonth: 730.5, Replicas: 2}
+	gpus := []gpu{{"G1", "n", "1", 1.00}, {"G3", "n", "3", 2.00}, {"G4", "n", "4", 4.00}}
+	uses := []use{
+		{gpu: "G4", holder: "dev/a/main", to: 6, busy: 0.1, weight: 0.25, sharing: "hami", share: 0.25},
+		{gpu: "G4", holder: "dev/b/main", to: 6, busy: 0.1, weight: 0.25, sharing: "hami", share: 0.25},
+		{gpu: "G3", holder: "dev/c/main", to: 6, busy: 0.1, weight: 0.5, sharing: "kai", share: 0.5},
+		{gpu: "G1", to: 6},
+	}
+	it := follow(t, []advice.Recommendation{rec}, gpus, uses).Items[0]
+	for i, want := range []string{"dev/a/main shares GPU n/4 (G4)", "as a HAMi share of 25.0 % with dev/b/main", "dev/c/main shares GPU n/3 (G3)", "as a KAI-Scheduler share of 50.0 %"} {
+		if !strings.Contains(it.Parts[i/2].Evidence, want) {
+			t.Errorf("part %d: %q lacks %q", i/2, it.Parts[i/2].Evidence, want)
+		}
 	}
 }

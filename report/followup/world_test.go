@@ -41,6 +41,7 @@ type use struct {
 	busy             float64
 	weight           float64 // 0: 1
 	sharing          string  // gputally_gpu_allocation's sharing
+	share            float64 // its share at its last sample (d.Shares); 0: none
 	lost             bool    // the GPU fell off the bus: the time is lost
 }
 
@@ -92,6 +93,9 @@ func periodIn(t *testing.T, cluster string, gpus []gpu, uses []use) (*analysis.R
 			p := strings.Split(u.holder, "/")
 			k.Holder = model.HolderKey{Namespace: p[0], Pod: p[1], Container: p[2]}
 			d.Alloc[k] = model.Alloc{Resource: "nvidia.com/gpu", Sharing: u.sharing}
+			if u.share > 0 {
+				d.Shares[k] = model.Share{Share: u.share, Bucket: u.to}
+			}
 		}
 		d.Ledger[k] = e
 	}

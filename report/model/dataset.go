@@ -128,6 +128,19 @@ type Gap struct {
 // resource it was allocated through and how the device is shared.
 type Alloc struct{ Resource, Sharing string }
 
+// Fractional reports whether the holding holds a share of its GPU's memory
+// and compute that HAMi, KAI-Scheduler or a DRA driver handed out
+// (sharing hami, kai or dra), rather than the whole device, a MIG instance or
+// time-slicing replicas. A DRA holding may still hold its GPU whole (share 1).
+func (a Alloc) Fractional() bool {
+	return a.Sharing == "hami" || a.Sharing == "kai" || a.Sharing == "dra"
+}
+
+// KAIReservation reports whether the holding is a KAI-Scheduler reservation
+// pod holding its GPU for no sharer: sharing kai through nvidia.com/gpu (a
+// sharer asks by annotation, through no resource).
+func (a Alloc) KAIReservation() bool { return a.Sharing == "kai" && a.Resource != "" }
+
 // GPUSeen is what the ledger recorded of one physical GPU over the range.
 type GPUSeen struct {
 	Host, GPU string
@@ -136,9 +149,10 @@ type GPUSeen struct {
 	FirstLost int       // first bucket with lost seconds; -1: none
 }
 
-// Share is a time-sliced or MPS holding's share of its device (0–1: the
-// replicas it holds over those the device offers) at its last sample, and
-// the step bucket of that sample.
+// Share is a shared holding's share of its device at its last sample, 0–1,
+// and the step bucket of that sample: for time-slicing and MPS the replicas
+// it holds over those the device offers; for a fractional holding (HAMi,
+// KAI-Scheduler, DRA) the share of the GPU the ledger charges it.
 type Share struct {
 	Share  float64
 	Bucket int
@@ -207,8 +221,9 @@ type Dataset struct {
 	// bucket apart (the advice then cannot tell whether a holding is still
 	// idle at the end).
 	EndSeconds map[HoldingKey][NumStates]float64
-	// Shares are the shares of their device that time-sliced and MPS
-	// holdings had at their last sample (gputally_gpu_allocation).
+	// Shares are the shares of their device that shared holdings —
+	// time-sliced, MPS, HAMi, KAI-Scheduler, DRA — had at their last sample
+	// (gputally_gpu_allocation).
 	Shares map[HoldingKey]Share
 	// Concurrency is how many devices each namespace kept busy at the same
 	// time; nil when the source cannot tell.

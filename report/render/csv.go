@@ -16,7 +16,8 @@ var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hou
 	"lost_hours", "unknown_hours", "lost_eur", "unknown_eur", "coverage", "missing_hours", "from", "to", "figures", "cluster",
 	"status", "freed_eur_per_month_promised", "freed_eur_per_month_realized",
 	"energy_kwh", "kgco2e", "idle_kgco2e", "unmetered_hours", "cost_per_gpu_hour_eur", "cost_per_busy_gpu_hour_eur",
-	"busy_share_of_gpu_hours", "cloud_eur_per_hour", "cloud_reserved_eur_per_hour", "cloud_equivalent_eur", "break_even_busy_share", "gco2e_per_kwh"}
+	"busy_share_of_gpu_hours", "cloud_eur_per_hour", "cloud_reserved_eur_per_hour", "cloud_equivalent_eur", "break_even_busy_share", "gco2e_per_kwh",
+	"sharing", "share"}
 
 // Columns of csvHeader the rows fill by name.
 const (
@@ -50,6 +51,8 @@ const (
 	csvCloudEquivalent
 	csvBreakEven
 	csvGCO2ePerKWh // of a carbon-intensity row
+	csvSharing // of a holding: how it shares its device (gputally_gpu_allocation's sharing)
+	csvShare   // of a shared holding: its share of its device at its last sample
 )
 
 // Columns of the figures csvHeader begins with, for rows that fill only some.
@@ -89,7 +92,7 @@ func usageCells(u analysis.Usage) []string {
 func renderCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	rows := [][]string{csvHeader}
-	row := func(section, name, figures, cluster string, t analysis.Totals, u analysis.Usage) {
+	row := func(section, name, figures, cluster string, t analysis.Totals, u analysis.Usage) []string {
 		cells := append(append([]string{section, name, f64(t.GPUHours), f64(t.HeldHours), f64(t.BusyHours), f64(t.IdleHours),
 			f64(t.UnallocatedHours), f64(t.BusyShare), f64(t.CostEUR), f64(t.IdleEUR), f64(t.UnallocatedEUR)}, usageCells(u)...),
 			make([]string, len(csvHeader)-csvKind)...)
@@ -98,6 +101,7 @@ func renderCSV(w io.Writer, r *Report) error {
 		cells[csvFigures], cells[csvCluster] = figures, cluster
 		carbonCSV(cells, t)
 		rows = append(rows, cells)
+		return cells
 	}
 	row("fleet", "fleet", r.Fleet.Kind, "", r.Fleet.Totals, r.Fleet.Usage)
 	for _, s := range []struct {
@@ -109,12 +113,13 @@ func renderCSV(w io.Writer, r *Report) error {
 			ownOrRentCSV(rows[len(rows)-1], g)
 		}
 	}
-	for _, h := range r.Holdings {
+	for i := range r.Holdings {
+		h := &r.Holdings[i]
 		name := h.Name() + "@" + h.UUID
 		if h.MIGID != "" {
 			name += "/" + h.MIGID
 		}
-		row("holding", name, h.Kind, h.Cluster, h.Totals, h.Usage)
+		csvShareCells(row("holding", name, h.Kind, h.Cluster, h.Totals, h.Usage), h)
 	}
 	month := f64(r.HoursPerMonth)
 	headline := make([]string, len(csvHeader))

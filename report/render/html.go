@@ -122,7 +122,12 @@ svg text{font-size:11px;fill:#1d232b}.break-even{stroke:#b71c1c}.busy{fill:#2e7d
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
 {{end}}
-{{if .ApplyAny}}<h2>Configuration to apply</h2>
+{{with .Shares}}<h2>{{$.SharesTitle}}</h2>
+<p>{{$.SharesNote}}</p>
+<table><tr>{{range $i, $h := $.SharesHeader}}<th{{if lt $i 4}} class="l"{{end}}>{{$h}}</th>{{end}}</tr>
+{{range .}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}{{if .ApplyAny}}<h2>Configuration to apply</h2>
 {{range .Applies}}{{if $.ApplyApart}}<h3>Cluster {{clustertitle .Cluster}}</h3>
 {{end}}{{with .MIGParted}}<h3>MIG layout (nvidia mig-parted config, one per node)</h3><pre>{{.}}</pre>{{end}}
 {{with .MIGPartedLabels}}<p>Select it per node:</p><pre>{{join_lines .}}</pre>{{end}}
@@ -188,10 +193,14 @@ func renderHTML(w io.Writer, r *Report) error {
 		OwnOrRentNote                string
 		OwnOrRentHeader              []string
 		OwnOrRentRows                [][]string
+		Shares                       [][]string
+		SharesTitle, SharesNote      string
+		SharesHeader                 []string
 	}{
 		R: r, Period: period(r), Tables: tables, ApplyAny: r.Apply.Any(), ApplyApart: len(r.Apply.Clusters) > 0, Applies: r.Apply.PerCluster(), SavingsNote: savingsNote(r),
 		Missing: r.Coverage.MissingHours + r.Coverage.UnknownHours, PartialAbove: analysis.PartialAbove, Uncovered: uncovered(&r.Coverage),
 		IdleChart: idleChart(r.Namespaces), Heatmap: heatmapChart(r.Heatmap), Timeline: timelineChart(r.Timeline),
+		Shares: shareRows(r.Holdings), SharesTitle: sharesTitle, SharesNote: sharesNote, SharesHeader: sharesHeader,
 	}
 	if models := ownOrRentModels(r.Models); len(models) > 0 {
 		data.OwnOrRent, data.OwnOrRentChart, data.OwnOrRentNote, data.OwnOrRentHeader = models, ownOrRentChart(models), ownOrRentNote(r), ownOrRentHeader

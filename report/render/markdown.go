@@ -70,6 +70,7 @@ func renderMarkdown(w io.Writer, r *Report) error {
 	mdGroups(&b, "GPU models", r.Models, r.Fleet.Previous != nil, true)
 	mdGroups(&b, "Clusters", r.PerCluster, r.Fleet.Previous != nil, true)
 	mdGroups(&b, "Nodes", r.Nodes, r.Fleet.Previous != nil, true)
+	mdShares(&b, r)
 	mdApply(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -118,7 +119,7 @@ func mdApplyOne(b *strings.Builder, a *advice.Apply, apart bool) {
 // savingsNote says what the headline counts and the month it is scaled to.
 func savingsNote(r *Report) string {
 	return fmt.Sprintf("Freed: the measured cost of the whole GPUs the advice makes free, each GPU counted once, per month of %s h (the calendar average, 365.25 × 24 ÷ 12). "+
-		"Reclaimable, not in the headline: %s EUR/month of capacity freed on GPUs that stay in use (released MIG instances or replicas, unused parts of MIG layouts). See docs/report.md.",
+		"Reclaimable, not in the headline: %s EUR/month of capacity freed on GPUs that stay in use (released MIG instances, replicas or GPU shares, unused parts of MIG layouts). See docs/report.md.",
 		strconv.FormatFloat(r.HoursPerMonth, 'f', -1, 64), eur(r.ReclaimableEURPerMonth))
 }
 

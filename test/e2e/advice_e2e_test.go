@@ -46,6 +46,14 @@ type adviceReport struct {
 // it into a real Prometheus and returns the report over it.
 func adviceOnPrometheus(t *testing.T, scenario string) adviceReport {
 	t.Helper()
+	var r adviceReport
+	readJSON(t, reportOnPrometheus(t, scenario), &r)
+	return r
+}
+
+// reportOnPrometheus is adviceOnPrometheus's report, as the file of its JSON.
+func reportOnPrometheus(t *testing.T, scenario string) string {
+	t.Helper()
 	needScenario(t, scenario)
 	prometheus := promLookPath(t, "prometheus")
 	promtool := promLookPath(t, "promtool")
@@ -58,9 +66,7 @@ func adviceOnPrometheus(t *testing.T, scenario string) adviceReport {
 	out := filepath.Join(dir, "report.json")
 	runTool(t, gputally, "report", "--prometheus.url="+prom, "--range=24h", "--end=2026-01-06T00:00:00Z",
 		"--allow-partial", "--format=json", "--out="+out)
-	var r adviceReport
-	readJSON(t, out, &r)
-	return r
+	return out
 }
 
 // migPartedLayouts decodes a mig-parted config: per config name, each

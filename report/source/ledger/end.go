@@ -3,6 +3,8 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	pmodel "github.com/prometheus/common/model"
 
@@ -35,19 +37,24 @@ func (c *collector) endRequests(d *model.Dataset) int {
 	return 2*ledgerCounters*c.run.Requests(d.End.Add(-d.Step), d.End, d.Step) + c.run.Requests(d.Start.Add(d.Step), d.End, d.Step)
 }
 
+// sharedBy are the sharing modes whose holdings' shares shares reads.
+var sharedBy = []string{"time-slicing", "mps", "hami", "kai", "dra"}
+
 // shares fills d.Shares from gputally_gpu_allocation: the share of its device
-// each time-sliced or MPS holding had at its last sample in the range, with
-// the bucket of that sample. A share is the replicas the holding holds over
-// the replicas its device offers, so the shares of a device's holders tell
-// how many replicas it offers (analysis). A share outside (0, 1] is left
-// out (checkShare).
+// each shared holding had at its last sample in the range, with the bucket
+// of that sample. For time-slicing and MPS a share is the replicas the
+// holding holds over the replicas its device offers, so the shares of a
+// device's holders tell how many replicas it offers (analysis); for HAMi,
+// KAI-Scheduler and DRA it is the part of the GPU the ledger charges it. A
+// share outside (0, 1] is left out (checkShare).
 func (c *collector) shares(ctx context.Context, d *model.Dataset) error {
 	const name = "gputally_gpu_allocation (shares)"
 	return c.run.Run(ctx, name, fmt.Sprintf(
-		`max by (%s, resource, sharing) (last_over_time(gputally_gpu_allocation{sharing=~"time-slicing|mps"}[%s]))`, c.id.ByDevice(), c.win.Of(d.Step)),
+		`max by (%s, resource, sharing) (last_over_time(gputally_gpu_allocation{sharing=~"%s"}[%s]))`,
+		c.id.ByDevice(), strings.Join(sharedBy, "|"), c.win.Of(d.Step)),
 		d.Start.Add(d.Step), d.End, d.Step, func(m pmodel.Matrix) {
 			for _, s := range m {
-				if sh := s.Metric["sharing"]; sh != "time-slicing" && sh != "mps" || len(s.Values) == 0 {
+				if !slices.Contains(sharedBy, string(s.Metric["sharing"])) || len(s.Values) == 0 {
 					continue
 				}
 				p := s.Values[len(s.Values)-1]

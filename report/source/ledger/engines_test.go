@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"testing"
 	"time"
@@ -221,5 +222,55 @@ func TestSharesOnEveryEngine(t *testing.T) {
 		if got, ok := d.Shares[k]; !ok || got.Share != 0.25 || got.Bucket != 0 {
 			t.Errorf("%s: share %+v (found %v), want 0.25 in bucket 0", e.Name, got, ok)
 		}
+	}
+}
+
+// TestSharesOfFractionalHoldings: the shares read are those of shared
+// holdings — a HAMi share, a KAI fraction, a DRA claim, time-slicing — at
+// their last sample; an exclusive holding's allocation is not read.
+func TestSharesOfFractionalHoldings(t *testing.T) {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	end := start.Add(2 * time.Hour)
+	b := engine.NewStoreBuilder()
+	for _, s := range []struct {
+		pod, sharing, resource string
+		first, last            float64 // the share in the first hour, and in the second
+	}{
+		{"hami", "hami", "nvidia.com/gpu", 0.25, 0.35},
+		{"kai", "kai", "", 0.5, 0.5},
+		{"dra", "dra", "gpu.nvidia.com", 1, 0.4},
+		{"ts", "time-slicing", "nvidia.com/gpu.shared", 0.25, 0.25},
+		{"whole", "exclusive", "nvidia.com/gpu", 1, 1},
+	} {
+		lset := labels.FromStrings("__name__", "gputally_gpu_allocation", "UUID", "GPU-"+s.pod, "GPU_I_ID", "", "namespace", "ml",
+			"pod", s.pod, "container", "c", "resource", s.resource, "sharing", s.sharing)
+		for ts := start.Add(30 * time.Second); !ts.After(end); ts = ts.Add(30 * time.Second) {
+			v := s.first
+			if ts.After(start.Add(time.Hour)) {
+				v = s.last
+			}
+			if err := b.Append(lset, ts.UnixMilli(), v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e := engineplay.All(b.Store())[0]
+	d := model.NewDataset(model.Range{Start: start, End: end, Step: time.Hour, Resolution: 5 * time.Minute})
+	c := &collector{run: engine.NewRunner(e.Q, engine.Limits{MaxPoints: 1000}, nil)}
+	if _, err := c.probeWindows(context.Background(), end); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.shares(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for k, s := range d.Shares {
+		if s.Bucket != 1 {
+			t.Errorf("%s: share in bucket %d, want the last (1)", k.Holder.Pod, s.Bucket)
+		}
+		got[k.Holder.Pod] = s.Share
+	}
+	if want := map[string]float64{"hami": 0.35, "kai": 0.5, "dra": 0.4, "ts": 0.25}; !maps.Equal(got, want) {
+		t.Errorf("shares %v, want %v", got, want)
 	}
 }
