@@ -201,6 +201,11 @@ func (o *Options) defaults() error {
 	if o.DCGMExporter != (DCGMExporterOptions{}) && o.Flavor != FlavorDCGMExporter {
 		return fmt.Errorf("what the dcgm-exporter flavour leaves out applies to it alone, not to flavor %q", o.Flavor)
 	}
+	if sh := o.DCGMExporter.Shapes; sh != nil {
+		if err := sh.Check(); err != nil {
+			return fmt.Errorf("dcgm-exporter shapes: %w", err)
+		}
+	}
 	if o.ScrapeJitter != 0 && (o.ScrapeJitter < time.Millisecond || 2*o.ScrapeJitter >= o.ScrapeInterval) {
 		return fmt.Errorf("scrape jitter %s must be 0, or at least 1ms and under half the scrape interval %s", o.ScrapeJitter, o.ScrapeInterval)
 	}
