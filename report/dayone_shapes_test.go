@@ -14,35 +14,87 @@ import (
 
 // The day-one fleet in the label shapes real clusters have (issue 41):
 // each shape of history.DCGMShapes (the published output of each is in
-// testdata/real), applied to the fleet of dayone_test.go, everything else
-// unchanged. What the report must say is what the ledger would — the hand
-// figures of the top of dayone_test.go, or of the nodes the row runs —
-// with the shape read for what it is, or a refusal that names it.
+// testdata/real), applied to the nodes of the fleet of dayone_test.go that
+// show it, everything else unchanged. What the report must say is what the
+// ledger would — each node's hand figures below — with the shape read for
+// what it is, or a refusal that names it.
 //
-// Figures, as in dayone_test.go: every GPU 2.00 EUR/h, 48 h; b = 30 h less
-// a 30 s grid step = 29.991667 h, batch/train-0's time on gpu-node-b.
+// The rows are scraped every 5 minutes, so that the grid is 5 min: a tenth
+// of the simulation of 30 s scrapes, for the same figures but train-0's
+// end, known to the 5 min before it (its last labelled scrape). Every GPU
+// 2.00 EUR/h over 48 h, as in dayone_test.go:
+//
+//	gpu-node-a  serving 96 h busy (192 EUR), dev 48 h idle (96 EUR)
+//	gpu-node-b  serving/embed-0 24 h (48 EUR: half the MIG GPU by the compute
+//	            weight), batch b = 30 h − 5 min busy (2b EUR), no holder
+//	            72 − b h: the free instance 24 h and GPU 1 after the Job 48 − b h
+//	gpu-node-c  dev-ann and dev-ben 12 h each (24 EUR, 1 of 4 replicas), no
+//	            holder 24 h (the free replicas)
+//	gpu-node-d  no holder 48 h (96 EUR)
 
 // notReadYet is why a row's test is skipped: the one place a skip stands in
 // for a test, until the source reads the shape.
 const notReadYet = "report/source/dcgmexporter does not read this shape yet (issue 41 part B)"
 
-// shapeRow is one shape on the day-one fleet.
+// shapeStep is the rows' scrape interval and grid.
+const shapeStep = 5 * time.Minute
+
+// shapeRow is one shape on nodes of the day-one fleet.
 type shapeRow struct {
 	name   string
 	shapes history.DCGMShapes
 	legacy bool // the host label as Hostname (--collector.legacy-hostname-label)
-	// nodes: the fleet's nodes the row runs (none: all), or variant builds them.
+	// nodes: the fleet's nodes the row runs, or variant builds them.
 	nodes   []string
 	variant func(t *testing.T) []*sim.Scenario
 	want    map[string]nsWant // the namespaces' hand figures; nil: the report must fail
-	check   func(t *testing.T, r *Report, err error)
-	read    bool // the source reads the shape: false skips the row with notReadYet
+	// hours is how long the history is (0: 48 h): a row that must fail needs
+	// no more than two.
+	hours int
+	check func(t *testing.T, r *Report, err error)
+	read  bool // the source reads the shape: false skips the row with notReadYet
+}
+
+// node hand figures (above), per namespace ("" no holder).
+func nodeFigures(name string) map[string]nsWant {
+	b := 30 - shapeStep.Hours()
+	return map[string]map[string]nsWant{
+		"gpu-node-a": {"serving": {held: 96, busy: 96, busyKnown: true, eur: 192}, "dev": {held: 48, busy: 0, busyKnown: true, eur: 96}},
+		"gpu-node-b": {"serving": {held: 24, eur: 48}, "batch": {held: b, busy: b, busyKnown: true, eur: 2 * b}, "": {unallocated: 72 - b, eur: 2 * (72 - b)}},
+		"gpu-node-c": {"dev-ann": {held: 12, eur: 24}, "dev-ben": {held: 12, eur: 24}, "": {unallocated: 24, eur: 48}},
+		"gpu-node-d": {"": {unallocated: 48, eur: 96}},
+	}[name]
+}
+
+// figures adds the hand figures of nodes; a namespace's busy hours are
+// known when they are on every node it is on. "" is always there.
+func figures(nodes ...string) map[string]nsWant {
+	out := map[string]nsWant{"": {}}
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		for ns, w := range nodeFigures(n) {
+			s := out[ns]
+			known := w.busyKnown && (s.busyKnown || !seen[ns])
+			out[ns] = nsWant{held: s.held + w.held, busy: s.busy + w.busy, unallocated: s.unallocated + w.unallocated,
+				unknown: s.unknown + w.unknown, eur: s.eur + w.eur, busyKnown: known}
+			seen[ns] = true
+		}
+	}
+	return out
 }
 
 // kueueKeys returns the report's Kueue quotas as "team resource" keys.
 func kueueKeys(t *testing.T, r *Report) []string {
 	t.Helper()
 	return slices.Sorted(maps.Keys(applyspec.CheckKueue(t, r.Apply.Kueue)))
+}
+
+// checkKueue holds the report's Kueue quotas' keys to want.
+func checkKueue(t *testing.T, r *Report, want ...string) {
+	t.Helper()
+	if k := kueueKeys(t, r); !slices.Equal(k, want) {
+		t.Errorf("Kueue quotas %q, want %q", k, want)
+	}
 }
 
 // checkRecommendations holds the report's recommendations to want (kind
@@ -61,68 +113,81 @@ func checkRecommendations(t *testing.T, r *Report, perMonth float64, want ...str
 	}
 }
 
-// baseKueue are the quotas of the whole fleet read as it is: each team and
-// the resource its pods request.
-var baseKueue = []string{"batch nvidia.com/gpu", "dev nvidia.com/gpu", "dev-ann nvidia.com/gpu.shared", "dev-ben nvidia.com/gpu.shared",
-	"serving nvidia.com/gpu", "serving nvidia.com/mig-3g.40gb"}
-
-// checkWholeFleet holds what the whole fleet's report says read as it is:
-// the drain of gpu-node-d and the release of dev/notebook-0, each freeing
-// 1461 EUR a month, and the Kueue quotas of the teams' own resources.
-func checkWholeFleet(t *testing.T, r *Report) {
+// checkNodes holds the report's nodes to want, by name.
+func checkNodes(t *testing.T, r *Report, want ...string) {
 	t.Helper()
-	checkReleaseAndDrain(t, r)
-	if k := kueueKeys(t, r); !slices.Equal(k, baseKueue) {
-		t.Errorf("Kueue quotas %q, want %q", k, baseKueue)
+	var nodes []string
+	for _, n := range r.Nodes {
+		nodes = append(nodes, n.Name)
+	}
+	if !slices.Equal(nodes, want) {
+		t.Errorf("nodes %q, want %q", nodes, want)
 	}
 }
 
-// nodeB is gpu-node-b's hand figures: serving/embed-0 on the first
-// 3g.40gb instance, half the GPU by the compute weight, 24 h and 48 EUR;
-// batch/train-0 b hours busy; no holder for the free instance (24 h) and
-// GPU 1 after the Job (48 − b h): 72 − b h unallocated.
-func nodeB() map[string]nsWant {
-	b := 30 - 30.0/3600
-	return map[string]nsWant{
-		"serving": {held: 24, eur: 48},
-		"batch":   {held: b, busy: b, busyKnown: true, eur: 2 * b},
-		"":        {unallocated: 72 - b, eur: 2 * (72 - b)},
+// checkError holds err to say each of parts.
+func checkError(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	for _, w := range parts {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v, want one saying %q", err, w)
+		}
 	}
+}
+
+// checkMIGResource holds the MIG holding serving/embed-0/server to the
+// resource its pod requests, in its row and its team's Kueue quota, and a
+// warning naming the exporter's spelling beside the resource; gpu-node-b,
+// whose MIG instance runs a pod, is not drained.
+func checkMIGResource(t *testing.T, r *Report, resource, spelled string) {
+	t.Helper()
+	for _, h := range r.Holdings {
+		if h.Pod == "embed-0" && h.Resource != resource {
+			t.Errorf("holding %s: resource %s, want %s", h.Name(), h.Resource, resource)
+		}
+	}
+	checkKueue(t, r, "batch nvidia.com/gpu", "serving "+resource)
+	if !warned(r, spelled, resource) {
+		t.Errorf("warnings %q, want one naming %s and %s", r.Warnings, spelled, resource)
+	}
+	checkRecommendations(t, r, 0)
 }
 
 func shapeRows() []shapeRow {
-	b := 30 - 30.0/3600
+	b := 30 - shapeStep.Hours()
 	return []shapeRow{{
 		// NVIDIA's recipes: a GPU without a holder carries the exporter's
-		// own pod. The exporter's pods request no GPU in kube-state-metrics
-		// and are the target on every GPU of their node: no holder. So the
-		// fleet's hand figures — no namespace gpu-operator, no advice or
-		// queue for it, the time-sliced GPU split as before.
+		// own pod — gpu-node-b's MIG GPU, its free instance and GPU 1 after
+		// the Job, gpu-node-c's time-sliced GPU, gpu-node-d's. The exporter's
+		// pods request no GPU in kube-state-metrics and are named so: no
+		// holder. The nodes' hand figures: no namespace gpu-operator, no
+		// advice or queue for it, the time-sliced GPU split as before, and
+		// gpu-node-d drained.
 		name: "ServiceMonitor honorLabels true", shapes: history.DCGMShapes{ScrapeTarget: history.HonorLabels},
-		want: dayOneHand(30 * time.Second),
+		nodes: []string{"gpu-node-b", "gpu-node-c", "gpu-node-d"}, want: figures("gpu-node-b", "gpu-node-c", "gpu-node-d"),
 		check: func(t *testing.T, r *Report, _ error) {
-			checkWholeFleet(t, r)
-			for _, h := range r.Holdings {
-				if h.Namespace == "gpu-operator" {
-					t.Errorf("holding %s", h.Name())
-				}
-			}
+			checkRecommendations(t, r, monthly, "drain gpu-node-d")
+			checkKueue(t, r, "batch nvidia.com/gpu", "dev-ann nvidia.com/gpu.shared", "dev-ben nvidia.com/gpu.shared", "serving nvidia.com/mig-3g.40gb")
 			if !warned(r, "scrape target", "gpu-operator/nvidia-dcgm-exporter-", "no holder") {
 				t.Errorf("warnings %q, want one saying the exporter's pods are the scrape target, read as no holder", r.Warnings)
 			}
 		},
 	}, {
 		// honorLabels false: every series the exporter's pod, the holders
-		// in exported_*: read from those, the hand figures.
+		// in exported_*: read from those.
 		name: "ServiceMonitor honorLabels false", shapes: history.DCGMShapes{ScrapeTarget: history.NoHonorLabels},
-		want: dayOneHand(30 * time.Second), check: func(t *testing.T, r *Report, _ error) { checkWholeFleet(t, r) }, read: true,
+		nodes: []string{"gpu-node-b", "gpu-node-c"}, want: figures("gpu-node-b", "gpu-node-c"), read: true,
+		check: func(t *testing.T, r *Report, _ error) {
+			checkRecommendations(t, r, 0)
+			checkKueue(t, r, "batch nvidia.com/gpu", "dev-ann nvidia.com/gpu.shared", "dev-ben nvidia.com/gpu.shared", "serving nvidia.com/mig-3g.40gb")
+		},
 	}, {
 		// gpu-node-b's MIG GPU an A100 80GB in one 7g.80gb instance that
 		// serving/embed-0 holds (nvidia.com/mig-7g.80gb), which dcgm-exporter
 		// spells 7g.79gb (gpu-operator #687): all 7 compute slices, the
-		// whole GPU, 48 h and 96 EUR; GPU 1 as on the fleet: batch b, 48 − b
-		// h unallocated. The holding and its quota name the resource the pod
-		// requests; a warning names both spellings.
+		// whole GPU, 48 h and 96 EUR; GPU 1 as before: batch b, 48 − b h
+		// unallocated. The simulation's own ledger (simulate history
+		// --summary) says the same: serving 48 h, batch 29.99 h, none 18.01 h.
 		name: "GPU_I_PROFILE 7g.79gb for nvidia.com/mig-7g.80gb", shapes: history.DCGMShapes{MIGProfiles: map[string]string{"7g.80gb": "7g.79gb"}},
 		variant: func(t *testing.T) []*sim.Scenario {
 			return []*sim.Scenario{dayOneVariant(t, "gpu-node-b", "  - model: NVIDIA H100 80GB HBM3\n    mig: [3g.40gb, 3g.40gb]\n", "  - model: NVIDIA A100 80GB PCIe\n    mig: [7g.80gb]\n",
@@ -133,62 +198,47 @@ func shapeRows() []shapeRow {
 			"batch":   {held: b, busy: b, busyKnown: true, eur: 2 * b},
 			"":        {unallocated: 48 - b, eur: 2 * (48 - b)},
 		},
-		check: func(t *testing.T, r *Report, _ error) {
-			checkMIGResource(t, r, "nvidia.com/mig-7g.80gb", "7g.79gb")
-		},
+		check: func(t *testing.T, r *Report, _ error) { checkMIGResource(t, r, "nvidia.com/mig-7g.80gb", "7g.79gb") },
 	}, {
-		// The fleet's gpu-node-b with its 3g.40gb instances spelled 3g.39gb
-		// (illustrative: the spelling rounds the instance's 39.5 GiB down,
-		// as 7g.79gb does an A100 80GB's). The free instance is the one the
-		// node's capacity of 2 nvidia.com/mig-3g.40gb still offers:
-		// unallocated, not unknown — gpu-node-b's hand figures.
+		// gpu-node-b with its 3g.40gb instances spelled 3g.39gb (illustrative:
+		// the spelling rounds the H100 instance's 39.5 GiB down, as 7g.79gb
+		// does an A100 80GB's). The free instance is the one the node's
+		// capacity of 2 nvidia.com/mig-3g.40gb still offers: unallocated, not
+		// unknown; each instance half the GPU, as a 3g.40gb.
 		name: "GPU_I_PROFILE 3g.39gb for nvidia.com/mig-3g.40gb, one free", shapes: history.DCGMShapes{MIGProfiles: map[string]string{"3g.40gb": "3g.39gb"}},
-		nodes: []string{"gpu-node-b"}, want: nodeB(),
-		check: func(t *testing.T, r *Report, _ error) {
-			checkMIGResource(t, r, "nvidia.com/mig-3g.40gb", "3g.39gb")
-		},
+		nodes: []string{"gpu-node-b"}, want: figures("gpu-node-b"),
+		check: func(t *testing.T, r *Report, _ error) { checkMIGResource(t, r, "nvidia.com/mig-3g.40gb", "3g.39gb") },
 	}, {
 		// Builds before the node-name fix: Hostname the exporter's pod, the
-		// node relabelled into node. The node from node, never the pod:
-		// the fleet's hand figures and advice, the nodes by their names.
+		// node relabelled into node. The node from node, never the pod: the
+		// hand figures and advice, the nodes by their names.
 		name: "Hostname the exporter's pod, node relabelled", shapes: history.DCGMShapes{HostnameIsPod: true, NodeLabel: "node"}, legacy: true,
-		want: dayOneHand(30 * time.Second),
+		nodes: []string{"gpu-node-a", "gpu-node-d"}, want: figures("gpu-node-a", "gpu-node-d"),
 		check: func(t *testing.T, r *Report, _ error) {
-			checkWholeFleet(t, r)
-			var nodes []string
-			for _, n := range r.Nodes {
-				nodes = append(nodes, n.Name)
-			}
-			if want := []string{"gpu-node-a", "gpu-node-b", "gpu-node-c", "gpu-node-d"}; !slices.Equal(nodes, want) {
-				t.Errorf("nodes %q, want %q", nodes, want)
-			}
+			checkReleaseAndDrain(t, r)
+			checkNodes(t, r, "gpu-node-a", "gpu-node-d")
 		},
 	}, {
 		// Hostname the exporter's pod and no label naming the node: the
 		// report refuses, naming the pod it will not take for a node and
 		// how to name the node.
-		name: "Hostname the exporter's pod, no node label", shapes: history.DCGMShapes{HostnameIsPod: true}, legacy: true, nodes: []string{"gpu-node-a"},
+		name: "Hostname the exporter's pod, no node label", shapes: history.DCGMShapes{HostnameIsPod: true}, legacy: true, nodes: []string{"gpu-node-d"}, hours: 2,
 		check: func(t *testing.T, _ *Report, err error) {
-			for _, w := range []string{"Hostname", "nvidia-dcgm-exporter-", "exporter's pod", "--dcgm-exporter.node-label"} {
-				if err == nil || !strings.Contains(err.Error(), w) {
-					t.Errorf("error %v, want one saying %q", err, w)
-				}
-			}
+			checkError(t, err, `Hostname="nvidia-dcgm-exporter-`, "is the exporter's pod, not a node", "--dcgm-exporter.node-label")
 		},
+	}, {
+		// kubernetes_node, one of the labels read without a flag.
+		name: "Hostname the exporter's pod, kubernetes_node relabelled", shapes: history.DCGMShapes{HostnameIsPod: true, NodeLabel: "kubernetes_node"},
+		nodes: []string{"gpu-node-d"}, want: figures("gpu-node-d"),
+		check: func(t *testing.T, r *Report, _ error) { checkNodes(t, r, "gpu-node-d") },
 	}, {
 		// dcgm-exporter #662 on gpu-node-a and gpu-node-c: GR_ENGINE_ACTIVE 0
 		// while GPU_UTIL moves. The GPUs whose signals disagree are named
 		// and read by GPU_UTIL: the trainers busy all 96 h, the notebook
 		// (0 on both) idle and released, the time-sliced GPU split as
-		// always (12 h a notebook, 24 h free). No trainer is released.
-		name: "GR_ENGINE_ACTIVE stuck at 0", shapes: history.DCGMShapes{ProfilingStuckAtZero: true}, nodes: []string{"gpu-node-a", "gpu-node-c"},
-		want: map[string]nsWant{
-			"serving": {held: 96, busy: 96, busyKnown: true, eur: 192},
-			"dev":     {held: 48, busy: 0, busyKnown: true, eur: 96},
-			"dev-ann": {held: 12, eur: 24},
-			"dev-ben": {held: 12, eur: 24},
-			"":        {unallocated: 24, eur: 48},
-		},
+		// always. No trainer is released.
+		name: "GR_ENGINE_ACTIVE stuck at 0", shapes: history.DCGMShapes{ProfilingStuckAtZero: true},
+		nodes: []string{"gpu-node-a", "gpu-node-c"}, want: figures("gpu-node-a", "gpu-node-c"),
 		check: func(t *testing.T, r *Report, _ error) {
 			checkRecommendations(t, r, monthly, "release dev/notebook-0/jupyter")
 			if !warned(r, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL", "gpu-node-a GPU 0", "gpu-node-a GPU 1", "gpu-node-c GPU 0") ||
@@ -204,30 +254,29 @@ func shapeRows() []shapeRow {
 		variant: func(t *testing.T) []*sim.Scenario {
 			return []*sim.Scenario{dayOneVariant(t, "gpu-node-c", "nvidia.com/gpu.shared,", "nvidia.com/gpu,", "    replicas: 4\n", "    replicas: 4\n    resource: nvidia.com/gpu\n")}
 		},
-		want: map[string]nsWant{"dev-ann": {held: 12, eur: 24}, "dev-ben": {held: 12, eur: 24}, "": {unallocated: 24, eur: 48}},
+		want: figures("gpu-node-c"),
 		check: func(t *testing.T, r *Report, _ error) {
 			for _, h := range r.Holdings {
 				if h.Resource != "nvidia.com/gpu" || h.Sharing != "time-slicing" {
 					t.Errorf("holding %s: %s, %s; want nvidia.com/gpu, time-slicing", h.Name(), h.Resource, h.Sharing)
 				}
 			}
-			if k, want := kueueKeys(t, r), []string{"dev-ann nvidia.com/gpu", "dev-ben nvidia.com/gpu"}; !slices.Equal(k, want) {
-				t.Errorf("Kueue quotas %q, want %q", k, want)
-			}
+			checkKueue(t, r, "dev-ann nvidia.com/gpu", "dev-ben nvidia.com/gpu")
 		},
 	}, {
 		// H100 MIG instances without DCGM_FI_DEV_FB_* (#512): their state
 		// comes from their GR_ENGINE_ACTIVE and pod labels, unchanged.
-		name: "no framebuffer on MIG instances", shapes: history.DCGMShapes{NoMIGFramebuffer: true}, nodes: []string{"gpu-node-b"},
-		want: nodeB(), read: true,
+		name: "no framebuffer on MIG instances", shapes: history.DCGMShapes{NoMIGFramebuffer: true},
+		nodes: []string{"gpu-node-b"}, want: figures("gpu-node-b"), read: true,
 	}, {
-		// pod="" on free GPUs, pod_uid="" beside a holder's,
+		// pod="" on the GPUs without a holder, pod_uid="" beside a holder's,
 		// DCGM_FI_PROCESS_NAME everywhere: no label of a state.
 		name: "empty and extra labels", shapes: history.DCGMShapes{EmptyAndExtraLabels: true},
-		want: dayOneHand(30 * time.Second), check: func(t *testing.T, r *Report, _ error) { checkWholeFleet(t, r) }, read: true,
+		nodes: []string{"gpu-node-b", "gpu-node-c"}, want: figures("gpu-node-b", "gpu-node-c"), read: true,
+		check: func(t *testing.T, r *Report, _ error) { checkRecommendations(t, r, 0) },
 	}, {
 		name: "no pci_bus_id or driver label", shapes: history.DCGMShapes{NoPCIBusIDOrDriver: true},
-		want: dayOneHand(30 * time.Second), check: func(t *testing.T, r *Report, _ error) { checkWholeFleet(t, r) }, read: true,
+		nodes: []string{"gpu-node-b"}, want: figures("gpu-node-b"), read: true,
 	}, {
 		// gpu-node-d's GPU an A100 40GB seen from a vGPU guest, GRID
 		// A100-10C: 10 of its 40 GB, a quarter. dev/nb-v/jupyter holds it,
@@ -251,57 +300,38 @@ func shapeRows() []shapeRow {
 	}, {
 		// dcgm-exporter 1.x: none of the names the source reads. The report
 		// refuses, naming the version and a name it found.
-		name: "1.x names", shapes: history.DCGMShapes{Names1x: true}, nodes: []string{"gpu-node-a"},
+		name: "1.x names", shapes: history.DCGMShapes{Names1x: true}, nodes: []string{"gpu-node-d"}, hours: 2,
 		check: func(t *testing.T, _ *Report, err error) {
-			for _, w := range []string{"dcgm-exporter 1.x", "dcgm_gpu_utilization"} {
-				if err == nil || !strings.Contains(err.Error(), w) {
-					t.Errorf("error %v, want one saying %q", err, w)
-				}
-			}
+			checkError(t, err, "dcgm-exporter 1.x", "dcgm_gpu_utilization")
 		},
 	}}
 }
 
-// checkMIGResource holds the MIG holding serving/embed-0/server to the
-// resource its pod requests, in its row and its team's Kueue quota, and a
-// warning naming the exporter's spelling beside the resource.
-func checkMIGResource(t *testing.T, r *Report, resource, spelled string) {
-	t.Helper()
-	for _, h := range r.Holdings {
-		if h.Pod == "embed-0" && h.Resource != resource {
-			t.Errorf("holding %s: resource %s, want %s", h.Name(), h.Resource, resource)
-		}
-	}
-	if k := kueueKeys(t, r); !slices.Contains(k, "serving "+resource) || slices.ContainsFunc(k, func(s string) bool { return strings.Contains(s, spelled) }) {
-		t.Errorf("Kueue quotas %q, want serving %s and none of %s", k, resource, spelled)
-	}
-	if !warned(r, spelled, resource) {
-		t.Errorf("warnings %q, want one naming %s and %s", r.Warnings, spelled, resource)
-	}
-	if _, ok := recommendation(r, "drain", "gpu-node-b"); ok {
-		t.Errorf("recommendations %+v: drain gpu-node-b, whose MIG instance runs a pod", r.Recommendations)
-	}
-}
-
-// TestDayOneShapes: the day-one fleet in each real shape (shapeRows) reads
-// as the ledger would, or is refused by name.
+// TestDayOneShapes: the day-one fleet's nodes in each real shape
+// (shapeRows) read as the ledger would, or are refused by name.
 func TestDayOneShapes(t *testing.T) {
 	for _, row := range shapeRows() {
 		t.Run(row.name, func(t *testing.T) {
 			if !row.read {
 				t.Skip(notReadYet)
 			}
-			nodes := dayOneNodes(t, row.nodes...)
+			nodes := row.nodes
+			var scenarios []*sim.Scenario
 			if row.variant != nil {
-				nodes = row.variant(t)
+				scenarios = row.variant(t)
+			} else {
+				scenarios = dayOneNodes(t, nodes...)
 			}
 			o := dayOneOptions()
-			o.LegacyHostnameLabel = row.legacy
+			o.SampleInterval, o.ScrapeInterval, o.LegacyHostnameLabel = shapeStep, shapeStep, row.legacy
+			if row.hours > 0 {
+				o.Duration = time.Duration(row.hours) * time.Hour
+			}
 			if !row.shapes.Zero() {
 				sh := row.shapes
 				o.DCGMExporter.Shapes = &sh
 			}
-			r, err := dayOneReport(t, simulateDayOne(t, o, nodes, nil), dayOneConfig(t))
+			r, err := dayOneReport(t, simulateDayOne(t, o, scenarios, nil), dayOneConfig(t))
 			switch {
 			case row.want == nil && err == nil:
 				t.Fatalf("a report, want an error")
