@@ -326,8 +326,8 @@ func TestDCGMShapesCompose(t *testing.T) {
 	}
 }
 
-// TestDCGMShapesChecked: shapes that cannot be written are refused, and
-// need the flavour.
+// TestDCGMShapesChecked: shapes that cannot be written are refused (1.x
+// names under 4.10's among them), and need the flavour.
 func TestDCGMShapesChecked(t *testing.T) {
 	for _, tc := range []struct {
 		sh   DCGMShapes
@@ -344,11 +344,44 @@ func TestDCGMShapesChecked(t *testing.T) {
 			t.Errorf("%+v: error %v, want %q", tc.sh, err, tc.want)
 		}
 	}
-	o := Options{Duration: time.Hour, DCGMExporter: DCGMExporterOptions{Shapes: &DCGMShapes{HostnameIsPod: true}}}
+	o := Options{Duration: time.Hour, Flavor: FlavorDCGMExporter, DCGMExporter: DCGMExporterOptions{Shapes: &DCGMShapes{Names1x: true}}, Names: Names{Mode: NamesCurrent}}
+	if err := o.defaults(); err == nil || !strings.Contains(err.Error(), `1.x names are 4.8's renamed, not names "4.10"'s`) {
+		t.Errorf("1.x names under 4.10's: %v", err)
+	}
+	o = Options{Duration: time.Hour, DCGMExporter: DCGMExporterOptions{Shapes: &DCGMShapes{HostnameIsPod: true}}}
 	if err := o.defaults(); err == nil || !strings.Contains(err.Error(), "applies to it alone") {
 		t.Errorf("shapes without the flavour: %v", err)
 	}
 	if !(&DCGMShapes{MIGProfiles: map[string]string{}}).Zero() || (&DCGMShapes{NoMIGFramebuffer: true}).Zero() {
 		t.Error("Zero")
+	}
+}
+
+// TestDCGMShapesUnder410Names: the shapes write the same under dcgm-exporter
+// 4.10's names — no driver label (DCGM_FI_SYSTEM_DRIVER_VERSION there), no
+// framebuffer of MIG instances (…_FB_USED_BYTES), the exporter's pod on the
+// GPUs without a holder — for they touch no family by its name.
+func TestDCGMShapesUnder410Names(t *testing.T) {
+	sh := DCGMShapes{ScrapeTarget: HonorLabels, NoPCIBusIDOrDriver: true, NoMIGFramebuffer: true}
+	o := Options{SampleInterval: 30 * time.Second, ScrapeInterval: 30 * time.Second, Names: Names{Mode: NamesCurrent}, DCGMExporter: DCGMExporterOptions{Shapes: &sh}}
+	names, ms := dcgmSamples(runOptions(t, migNode, time.Second, o).scrapes[0])
+	fb, exporterLabelled := 0, 0
+	for i, m := range ms {
+		checkLabelSet(t, m)
+		if hasLabel(m, "DCGM_FI_SYSTEM_DRIVER_VERSION") || hasLabel(m, "DCGM_FI_DRIVER_VERSION") || hasLabel(m, "pci_bus_id") {
+			t.Errorf("%s has a driver or PCI label: %v", names[i], labelNames(m))
+		}
+		if strings.HasPrefix(names[i], "DCGM_FI_DEV_FB_") {
+			fb++
+			if labelValue(m, "GPU_I_ID") != "" {
+				t.Errorf("%s of MIG instance %s", names[i], labelValue(m, "GPU_I_ID"))
+			}
+		}
+		if exporterPodName.MatchString(labelValue(m, "pod")) {
+			exporterLabelled++
+		}
+	}
+	if !slices.Contains(names, "DCGM_FI_DEV_FB_USED_BYTES") || fb == 0 || exporterLabelled == 0 {
+		t.Errorf("families %v: want 4.10's, the GPUs' framebuffer (%d samples) and the exporter's pod on some (%d)", slices.Compact(slices.Sorted(slices.Values(names))), fb, exporterLabelled)
 	}
 }

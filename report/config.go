@@ -11,6 +11,7 @@ import (
 
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/memlimit"
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/source"
 )
 
@@ -39,7 +40,7 @@ type Config struct {
 	PrometheusURL string // base URL of the Prometheus-compatible API, with its path prefix (Run only)
 	// HTTPConfigFile (optional) is an HTTP client config file in
 	// prometheus/common's format: auth, TLS, proxy, headers such as
-	// X-Scope-OrgID (Run only; see source.LoadHTTPClient).
+	// X-Scope-OrgID (Run only; see engine.LoadHTTPClient).
 	HTTPConfigFile string
 	Range          time.Duration // length of the period reported on, e.g. 7 × 24h
 	// End is the end of the period; zero means now truncated to Step (Run) or
@@ -120,8 +121,10 @@ type Config struct {
 	// Grid is the dcgm-exporter source's evaluation grid; 0: the scrape
 	// interval it measures, per cluster. It must divide Step and Resolution.
 	Grid time.Duration
-	// PriceBook (optional) prices the dcgm-exporter source's devices; nil:
-	// the built-in book. Its mig_weight should be MIGWeight's.
+	// PriceBook (optional) prices the dcgm-exporter source's devices and
+	// gives the rental prices and carbon intensities of the report's own or
+	// rent and emission figures; nil: the built-in book. Its mig_weight
+	// should be MIGWeight's.
 	PriceBook *cost.Book
 	// Baseline (optional) is an earlier report's JSON, or a directory of kept
 	// reports, to follow up (followup.Open); BaselineKeep (optional, a
@@ -141,7 +144,7 @@ const MaxPointsPerSeries = 11_000
 // AnswerCap is the most bytes one answer is read to: maxAnswerBytes when
 // set (> 0), else a quarter of the memory limit (GOMEMLIMIT, else the
 // cgroup's; 0: none) shared by the answers in flight (inFlight, ≥ 1), at most
-// source.DefaultMaxAnswerBytes, which is also the cap without a limit. An
+// engine.DefaultMaxAnswerBytes, which is also the cap without a limit. An
 // answer read to its cap holds about 0.9 bytes per byte of its text
 // (BenchmarkDecodeAnswer), so the answers in flight take at most about a
 // quarter of the limit, and the rest is left to what the report keeps.
@@ -150,9 +153,9 @@ func AnswerCap(maxAnswerBytes int64, limit memlimit.Limit, inFlight int) int64 {
 		return maxAnswerBytes
 	}
 	if limit.Bytes <= 0 {
-		return source.DefaultMaxAnswerBytes
+		return engine.DefaultMaxAnswerBytes
 	}
-	return min(limit.Bytes/answersShare/int64(max(1, inFlight)), source.DefaultMaxAnswerBytes)
+	return min(limit.Bytes/answersShare/int64(max(1, inFlight)), engine.DefaultMaxAnswerBytes)
 }
 
 // answersShare is the part of the memory limit the answers in flight may
@@ -216,6 +219,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("queries in flight %d must be at least 1", c.QueriesInFlight)
 	}
 	return errors.Join(c.validateSource(), c.validateBaseline())
+}
+
+// priceBook returns the report's price book: PriceBook, or the built-in one.
+func (c *Config) priceBook() *cost.Book {
+	if c.PriceBook != nil {
+		return c.PriceBook
+	}
+	return cost.Default()
 }
 
 func (c *Config) now() time.Time {

@@ -19,9 +19,9 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/internal/applyspec"
 	"github.com/gputally/gputally/report/render"
-	"github.com/gputally/gputally/report/source"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -234,7 +234,7 @@ func TestBoundedRequests(t *testing.T) {
 		case strings.HasPrefix(q, "count without ("): // the search for copies of a ledger series: this period
 		case strings.Contains(q, " offset "): // devices busy at once, per the fake's 5m scrape interval
 			want = 7 * 24 * 12
-		case strings.Contains(q, "gputally_gpu_seconds_total") || strings.Contains(q, "gputally_cost_eur_total"):
+		case strings.Contains(q, "gputally_gpu_seconds_total") || strings.Contains(q, "gputally_cost_eur_total") || strings.Contains(q, "gputally_energy_joules_total"):
 			want = 2*169 + 2 // from the bucket ending at the start; this period, the previous one and the last bucket (end.go)
 		case strings.Contains(q, "[5m]"):
 			want = 7 * 24 * 12
@@ -263,14 +263,14 @@ type rangeCall struct {
 
 // rangeRecorder records each request; it is safe for concurrent use.
 type rangeRecorder struct {
-	source.Querier
+	engine.Querier
 	mu    sync.Mutex
 	calls []rangeCall
 }
 
 func (r *rangeRecorder) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) (model.Matrix, []string, error) {
 	// The ledger asks for 1 ms past the end of each request it plans
-	// (source's inclusiveEnd); the calls record the requests as planned.
+	// (source's InclusiveEnd); the calls record the requests as planned.
 	r.mu.Lock()
 	r.calls = append(r.calls, rangeCall{q, start, end.Add(-time.Millisecond), step})
 	r.mu.Unlock()
@@ -278,7 +278,7 @@ func (r *rangeRecorder) QueryRange(ctx context.Context, q string, start, end tim
 }
 
 func TestGoldenRenderers(t *testing.T) {
-	r, err := generateFrom(context.Background(), testConfig(), fleetQuerier(testFleet(), time.Hour), discard())
+	r, err := generateFrom(context.Background(), goldenConfig(t), fleetQuerier(testFleet(), time.Hour), discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,10 @@ func TestSimulateDCGMExporterFlagsBadInput(t *testing.T) {
 		{"a shape without the flavour", append(sim, "--dcgm-exporter.mig-profile-as=7g.80gb=7g.79gb"), []string{"--dcgm-exporter.* flags need --flavor=dcgm-exporter"}},
 		{"a shape that cannot be", append(sim, "--flavor=dcgm-exporter", "--dcgm-exporter.scrape-target=servicemonitor"),
 			[]string{"--dcgm-exporter.*: ", `scrape target "servicemonitor": want honor-labels or no-honor-labels`}},
+		{"names without the flavour", append(sim, "--dcgm-exporter.names=4.10"), []string{"--dcgm-exporter.* flags need --flavor=dcgm-exporter"}},
+		{"rolling without a time", append(sim, "--flavor=dcgm-exporter", "--dcgm-exporter.names=rolling"), []string{"--dcgm-exporter.names=rolling needs --dcgm-exporter.upgrade-after inside --duration 1h"}},
+		{"rolling after the end", append(sim, "--flavor=dcgm-exporter", "--dcgm-exporter.names=rolling", "--dcgm-exporter.upgrade-after=2h"), []string{"upgrade-after inside --duration 1h"}},
+		{"a naming it does not know", append(sim, "--flavor=dcgm-exporter", "--dcgm-exporter.names=4.9"), []string{"must be one of 4.8,4.10,rolling,both", "4.9"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkBadInput(t, nil, tc.args, tc.want...) })
 	}

@@ -14,7 +14,9 @@ var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hou
 	"busy_share", "cost_eur", "idle_eur", "unallocated_eur", "p95_activity", "peak_fb_mib", "p99_fb_mib",
 	"kind", "freed_eur_per_month", "reclaimable_eur_per_month", "hours_per_month", "evidence",
 	"lost_hours", "unknown_hours", "lost_eur", "unknown_eur", "coverage", "missing_hours", "from", "to", "figures", "cluster",
-	"status", "freed_eur_per_month_promised", "freed_eur_per_month_realized"}
+	"status", "freed_eur_per_month_promised", "freed_eur_per_month_realized",
+	"energy_kwh", "kgco2e", "idle_kgco2e", "unmetered_hours", "cost_per_gpu_hour_eur", "cost_per_busy_gpu_hour_eur",
+	"busy_share_of_gpu_hours", "cloud_eur_per_hour", "cloud_reserved_eur_per_hour", "cloud_equivalent_eur", "break_even_busy_share", "gco2e_per_kwh"}
 
 // Columns of csvHeader the rows fill by name.
 const (
@@ -36,6 +38,18 @@ const (
 	csvStatus  // of a followed-up recommendation: applied, partly_applied, not_applied or gone
 	csvPromised
 	csvRealized
+	csvEnergyKWh // of a group or holding with energy readings; empty without
+	csvKgCO2e
+	csvIdleKgCO2e
+	csvUnmeteredHours
+	csvCostPerGPUHour // of a model: own or rent (ownOrRentCSV)
+	csvCostPerBusyGPUHour
+	csvBusyShareOfGPUHours
+	csvCloud
+	csvCloudReserved
+	csvCloudEquivalent
+	csvBreakEven
+	csvGCO2ePerKWh // of a carbon-intensity row
 )
 
 // Columns of the figures csvHeader begins with, for rows that fill only some.
@@ -82,15 +96,17 @@ func renderCSV(w io.Writer, r *Report) error {
 		cells[csvLostHours], cells[csvUnknownHours] = f64(t.LostHours), f64(t.UnknownHours)
 		cells[csvLostEUR], cells[csvUnknownEUR] = f64(t.LostEUR), f64(t.UnknownEUR)
 		cells[csvFigures], cells[csvCluster] = figures, cluster
+		carbonCSV(cells, t)
 		rows = append(rows, cells)
 	}
 	row("fleet", "fleet", r.Fleet.Kind, "", r.Fleet.Totals, r.Fleet.Usage)
 	for _, s := range []struct {
 		name string
 		gs   []analysis.Group
-	}{{"team", r.Teams}, {"namespace", r.Namespaces}, {"model", r.Models}, {"node", r.Nodes}} {
+	}{{"team", r.Teams}, {"namespace", r.Namespaces}, {"model", r.Models}, {"cluster", r.PerCluster}, {"node", r.Nodes}} {
 		for _, g := range s.gs {
 			row(s.name, g.Name, g.Kind, g.Cluster, g.Totals, g.Usage)
+			ownOrRentCSV(rows[len(rows)-1], g)
 		}
 	}
 	for _, h := range r.Holdings {
@@ -112,6 +128,7 @@ func renderCSV(w io.Writer, r *Report) error {
 		cells[csvHoursPerMonth], cells[csvEvidence], cells[csvFigures], cells[csvCluster] = month, rec.Evidence, rec.Figures, rec.Cluster
 		rows = append(rows, cells)
 	}
+	rows = append(rows, carbonIntensityRows(r)...)
 	rows = append(rows, csvFaultRows(r)...)
 	rows = append(rows, csvFollowUpRows(r)...)
 	if err := cw.WriteAll(rows); err != nil {
