@@ -32,10 +32,6 @@ import (
 //	            holder 24 h (the free replicas)
 //	gpu-node-d  no holder 48 h (96 EUR)
 
-// notReadYet is why a row's test is skipped: the one place a skip stands in
-// for a test, until the source reads the shape.
-const notReadYet = "report/source/dcgmexporter does not read this shape yet (issue 41 part B)"
-
 // shapeStep is the rows' scrape interval and grid.
 const shapeStep = 5 * time.Minute
 
@@ -43,16 +39,17 @@ const shapeStep = 5 * time.Minute
 type shapeRow struct {
 	name   string
 	shapes history.DCGMShapes
-	legacy bool // the host label as Hostname (--collector.legacy-hostname-label)
+	legacy bool   // the host label as Hostname (--collector.legacy-hostname-label)
+	names  string // the names dcgm-exporter writes (history.Names); "": 4.8's
 	// nodes: the fleet's nodes the row runs, or variant builds them.
 	nodes   []string
 	variant func(t *testing.T) []*sim.Scenario
+	config  func(cfg *Config) // (optional) changes the report's configuration
 	want    map[string]nsWant // the namespaces' hand figures; nil: the report must fail
 	// hours is how long the history is (0: 48 h): a row that must fail needs
 	// no more than two.
 	hours int
 	check func(t *testing.T, r *Report, err error)
-	read  bool // the source reads the shape: false skips the row with notReadYet
 }
 
 // node hand figures (above), per namespace ("" no holder).
@@ -173,10 +170,20 @@ func shapeRows() []shapeRow {
 			}
 		},
 	}, {
+		// The same under dcgm-exporter 4.10's names: the shapes are the labels'.
+		name: "ServiceMonitor honorLabels true, 4.10's names", shapes: history.DCGMShapes{ScrapeTarget: history.HonorLabels}, names: history.NamesCurrent,
+		nodes: []string{"gpu-node-b", "gpu-node-c", "gpu-node-d"}, want: figures("gpu-node-b", "gpu-node-c", "gpu-node-d"),
+		check: func(t *testing.T, r *Report, _ error) {
+			checkRecommendations(t, r, monthly, "drain gpu-node-d")
+			if !warned(r, "scrape target", "gpu-operator/nvidia-dcgm-exporter-", "no holder") {
+				t.Errorf("warnings %q, want one saying the exporter's pods are the scrape target, read as no holder", r.Warnings)
+			}
+		},
+	}, {
 		// honorLabels false: every series the exporter's pod, the holders
 		// in exported_*: read from those.
 		name: "ServiceMonitor honorLabels false", shapes: history.DCGMShapes{ScrapeTarget: history.NoHonorLabels},
-		nodes: []string{"gpu-node-b", "gpu-node-c"}, want: figures("gpu-node-b", "gpu-node-c"), read: true,
+		nodes: []string{"gpu-node-b", "gpu-node-c"}, want: figures("gpu-node-b", "gpu-node-c"),
 		check: func(t *testing.T, r *Report, _ error) {
 			checkRecommendations(t, r, 0)
 			checkKueue(t, r, "batch nvidia.com/gpu", "dev-ann nvidia.com/gpu.shared", "dev-ben nvidia.com/gpu.shared", "serving nvidia.com/mig-3g.40gb")
@@ -227,6 +234,16 @@ func shapeRows() []shapeRow {
 			checkError(t, err, `Hostname="nvidia-dcgm-exporter-`, "is the exporter's pod, not a node", "--dcgm-exporter.node-label")
 		},
 	}, {
+		// The node relabelled into a label of the cluster's own naming,
+		// named with --dcgm-exporter.node-label.
+		name: "a node label named by the flag", shapes: history.DCGMShapes{HostnameIsPod: true, NodeLabel: "k8s_node"}, legacy: true, nodes: []string{"gpu-node-d"},
+		config: func(cfg *Config) { cfg.DCGMNodeLabel = "k8s_node" },
+		want:   figures("gpu-node-d"),
+		check: func(t *testing.T, r *Report, _ error) {
+			checkNodes(t, r, "gpu-node-d")
+			checkRecommendations(t, r, monthly, "drain gpu-node-d")
+		},
+	}, {
 		// kubernetes_node, one of the labels read without a flag.
 		name: "Hostname the exporter's pod, kubernetes_node relabelled", shapes: history.DCGMShapes{HostnameIsPod: true, NodeLabel: "kubernetes_node"},
 		nodes: []string{"gpu-node-d"}, want: figures("gpu-node-d"),
@@ -244,6 +261,17 @@ func shapeRows() []shapeRow {
 			if !warned(r, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL", "gpu-node-a GPU 0", "gpu-node-a GPU 1", "gpu-node-c GPU 0") ||
 				warned(r, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gpu-node-a GPU 2") {
 				t.Errorf("warnings %q, want one naming the 3 GPUs whose signals disagree (not the idle notebook's)", r.Warnings)
+			}
+		},
+	}, {
+		// The same under 4.10's names: GPU_UTIL_RATIO, a ratio, is the signal
+		// that moves past GR_ENGINE_UTIL_RATIO stuck at 0.
+		name: "GR_ENGINE_UTIL_RATIO stuck at 0, 4.10's names", shapes: history.DCGMShapes{ProfilingStuckAtZero: true}, names: history.NamesCurrent,
+		nodes: []string{"gpu-node-a", "gpu-node-c"}, want: figures("gpu-node-a", "gpu-node-c"),
+		check: func(t *testing.T, r *Report, _ error) {
+			checkRecommendations(t, r, monthly, "release dev/notebook-0/jupyter")
+			if !warned(r, "GPU utilization", "gpu-node-a GPU 0", "gpu-node-a GPU 1", "gpu-node-c GPU 0") {
+				t.Errorf("warnings %q, want one naming the 3 GPUs whose signals disagree", r.Warnings)
 			}
 		},
 	}, {
@@ -267,16 +295,16 @@ func shapeRows() []shapeRow {
 		// H100 MIG instances without DCGM_FI_DEV_FB_* (#512): their state
 		// comes from their GR_ENGINE_ACTIVE and pod labels, unchanged.
 		name: "no framebuffer on MIG instances", shapes: history.DCGMShapes{NoMIGFramebuffer: true},
-		nodes: []string{"gpu-node-b"}, want: figures("gpu-node-b"), read: true,
+		nodes: []string{"gpu-node-b"}, want: figures("gpu-node-b"),
 	}, {
 		// pod="" on the GPUs without a holder, pod_uid="" beside a holder's,
 		// DCGM_FI_PROCESS_NAME everywhere: no label of a state.
 		name: "empty and extra labels", shapes: history.DCGMShapes{EmptyAndExtraLabels: true},
-		nodes: []string{"gpu-node-b", "gpu-node-c"}, want: figures("gpu-node-b", "gpu-node-c"), read: true,
+		nodes: []string{"gpu-node-b", "gpu-node-c"}, want: figures("gpu-node-b", "gpu-node-c"),
 		check: func(t *testing.T, r *Report, _ error) { checkRecommendations(t, r, 0) },
 	}, {
 		name: "no pci_bus_id or driver label", shapes: history.DCGMShapes{NoPCIBusIDOrDriver: true},
-		nodes: []string{"gpu-node-b"}, want: figures("gpu-node-b"), read: true,
+		nodes: []string{"gpu-node-b"}, want: figures("gpu-node-b"),
 	}, {
 		// gpu-node-d's GPU an A100 40GB seen from a vGPU guest, GRID
 		// A100-10C: 10 of its 40 GB, a quarter. dev/nb-v/jupyter holds it,
@@ -312,9 +340,6 @@ func shapeRows() []shapeRow {
 func TestDayOneShapes(t *testing.T) {
 	for _, row := range shapeRows() {
 		t.Run(row.name, func(t *testing.T) {
-			if !row.read {
-				t.Skip(notReadYet)
-			}
 			nodes := row.nodes
 			var scenarios []*sim.Scenario
 			if row.variant != nil {
@@ -324,6 +349,7 @@ func TestDayOneShapes(t *testing.T) {
 			}
 			o := dayOneOptions()
 			o.SampleInterval, o.ScrapeInterval, o.LegacyHostnameLabel = shapeStep, shapeStep, row.legacy
+			o.Names.Mode = row.names
 			if row.hours > 0 {
 				o.Duration = time.Duration(row.hours) * time.Hour
 			}
@@ -331,7 +357,11 @@ func TestDayOneShapes(t *testing.T) {
 				sh := row.shapes
 				o.DCGMExporter.Shapes = &sh
 			}
-			r, err := dayOneReport(t, simulateDayOne(t, o, scenarios, nil), dayOneConfig(t))
+			cfg := dayOneConfig(t)
+			if row.config != nil {
+				row.config(&cfg)
+			}
+			r, err := dayOneReport(t, simulateDayOne(t, o, scenarios, nil), cfg)
 			switch {
 			case row.want == nil && err == nil:
 				t.Fatalf("a report, want an error")

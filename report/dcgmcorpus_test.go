@@ -302,22 +302,14 @@ func TestRealDCGMExporterOutput(t *testing.T) {
 		"dcgm-226.prom": {samples: 3, naming: "DCGM_FI", host: "Hostname", pods: []string{"holder", "none"}, holders: 1, heldGPUs: 2,
 			missing: []string{"DCGM_FI_DRIVER_VERSION"}, models: []string{"NVIDIA L40S"}, reads: []string{"GR"}},
 	}
-	entries, err := os.ReadDir(realDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := 0
-	for _, e := range entries {
-		if e.Name() == "README.md" {
-			continue
-		}
-		seen++
-		t.Run(e.Name(), func(t *testing.T) {
-			w, ok := want[e.Name()]
+	files := corpusFiles(t)
+	for _, name := range files {
+		t.Run(name, func(t *testing.T) {
+			w, ok := want[name]
 			if !ok {
-				t.Fatalf("%s has no row in this test", e.Name())
+				t.Fatalf("%s has no row in this test", name)
 			}
-			samples, err := readCorpusFile(filepath.Join(realDir, e.Name()))
+			samples, err := readCorpusFile(filepath.Join(realDir, name))
 			if err != nil {
 				t.Fatalf("parse: %v", err)
 			}
@@ -334,7 +326,23 @@ func TestRealDCGMExporterOutput(t *testing.T) {
 			}
 		})
 	}
-	if seen != len(want) {
-		t.Errorf("%d files in %s, %d rows", seen, realDir, len(want))
+	if len(files) != len(want) {
+		t.Errorf("%d files in %s, %d rows", len(files), realDir, len(want))
 	}
+}
+
+// corpusFiles are the corpus' files, its README aside.
+func corpusFiles(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(realDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.Name() != "README.md" {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
