@@ -63,6 +63,7 @@ type dcgmExporterSink struct {
 	names   Names
 	start   time.Time                    // of the run, for names
 	pairs   map[[2]string]*dto.LabelPair // interned, so a series has the same pairs in every scrape
+	shaper  *shaper                      // nil without Shapes
 }
 
 // DCGMExporterOptions leave out of the dcgm-exporter flavour what clusters
@@ -77,10 +78,17 @@ type DCGMExporterOptions struct {
 	// NoKubeStateMetrics writes no kube-state-metrics series: a cluster
 	// that does not run it, or whose Prometheus does not scrape it.
 	NoKubeStateMetrics bool
+	// Shapes (optional) writes the label shapes of real clusters
+	// (dcgmshapes.go); nil: none.
+	Shapes *DCGMShapes
 }
 
 func newDCGMExporterSink(sink Sink, backend *sim.Backend, opts DCGMExporterOptions, names Names, start time.Time) *dcgmExporterSink {
-	return &dcgmExporterSink{sink: sink, backend: backend, node: backend.Hostname(), opts: opts, names: names, start: start, pairs: map[[2]string]*dto.LabelPair{}}
+	s := &dcgmExporterSink{sink: sink, backend: backend, node: backend.Hostname(), opts: opts, names: names, start: start, pairs: map[[2]string]*dto.LabelPair{}}
+	if opts.Shapes != nil {
+		s.shaper = newShaper(opts.Shapes, s.node, s.pair)
+	}
+	return s
 }
 
 // pair returns the interned label pair name=value.
@@ -142,6 +150,9 @@ func (s *dcgmExporterSink) AddScrape(mfs []*dto.MetricFamily, t time.Time) error
 				xidFamily.Metric = append(xidFamily.Metric, m)
 			}
 		}
+	}
+	if s.shaper != nil {
+		out = s.shaper.families(out)
 	}
 	if !s.opts.NoKubeStateMetrics {
 		out = append(out, s.kubeState(requests, capacity)...)
@@ -251,19 +262,27 @@ func (s *dcgmExporterSink) kubeState(requests []sim.PodRequest, capacity map[str
 		mf.Metric = append(mf.Metric, &dto.Metric{Label: labels, Gauge: &dto.Gauge{Value: proto.Float64(v)}})
 	}
 	pods := map[[2]string]bool{}
-	for _, r := range requests {
-		sample(req, float64(r.Count), s.pair("container", r.Container), s.pair("namespace", r.Namespace), s.pair("node", s.node),
-			s.pair("pod", r.Pod), s.pair("resource", ksmResource(r.Resource)), s.pair("uid", r.UID), s.pair("unit", "integer"))
-		if k := [2]string{r.Namespace, r.Pod}; !pods[k] {
+	running := func(namespace, pod, uid string) {
+		if k := [2]string{namespace, pod}; !pods[k] {
 			pods[k] = true
 			for _, ph := range []string{"Pending", "Running", "Succeeded", "Failed", "Unknown"} {
 				v := 0.0
 				if ph == "Running" {
 					v = 1
 				}
-				sample(phase, v, s.pair("namespace", r.Namespace), s.pair("phase", ph), s.pair("pod", r.Pod), s.pair("uid", r.UID))
+				sample(phase, v, s.pair("namespace", namespace), s.pair("phase", ph), s.pair("pod", pod), s.pair("uid", uid))
 			}
-			sample(podLabels, 1, s.pair("namespace", r.Namespace), s.pair("pod", r.Pod), s.pair("uid", r.UID))
+			sample(podLabels, 1, s.pair("namespace", namespace), s.pair("pod", pod), s.pair("uid", uid))
+		}
+	}
+	for _, r := range requests {
+		sample(req, float64(r.Count), s.pair("container", r.Container), s.pair("namespace", r.Namespace), s.pair("node", s.node),
+			s.pair("pod", r.Pod), s.pair("resource", ksmResource(r.Resource)), s.pair("uid", r.UID), s.pair("unit", "integer"))
+		running(r.Namespace, r.Pod, r.UID)
+	}
+	if s.shaper != nil {
+		if ns, pod, uid, ok := s.shaper.kubePod(); ok {
+			running(ns, pod, uid) // the exporter's own pod: it requests no GPU
 		}
 	}
 	for _, res := range slices.Sorted(maps.Keys(capacity)) {

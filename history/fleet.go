@@ -86,7 +86,8 @@ func RunFleet(ctx context.Context, opts Options, nodes []*sim.Scenario, sink Sin
 }
 
 // instanceSink hands scrapes on to sink with the label pair instance added
-// to every sample, in its sorted place among the sample's labels. The label
+// to every sample that has none (a scrape target's own stays:
+// DCGMShapes.ScrapeTarget), in its sorted place among the sample's labels. The label
 // slices are new: the gathered ones may share their arrays with the
 // collector's.
 type instanceSink struct {
@@ -97,8 +98,10 @@ type instanceSink struct {
 func (s *instanceSink) AddScrape(mfs []*dto.MetricFamily, t time.Time) error {
 	for _, mf := range mfs {
 		for _, m := range mf.Metric {
-			at, _ := slices.BinarySearchFunc(m.Label, "instance", func(p *dto.LabelPair, name string) int { return cmp.Compare(p.GetName(), name) })
-			m.Label = slices.Insert(slices.Clip(m.Label), at, s.instance)
+			at, found := slices.BinarySearchFunc(m.Label, "instance", func(p *dto.LabelPair, name string) int { return cmp.Compare(p.GetName(), name) })
+			if !found { // a scrape target's own (DCGMShapes.ScrapeTarget) stays
+				m.Label = slices.Insert(slices.Clip(m.Label), at, s.instance)
+			}
 		}
 	}
 	return s.sink.AddScrape(mfs, t)

@@ -208,6 +208,14 @@ func (o *Options) defaults() error {
 	if err := o.Names.check(cmp.Or(o.Flavor, FlavorGputally), o.Duration); err != nil {
 		return err
 	}
+	if sh := o.DCGMExporter.Shapes; sh != nil {
+		if err := sh.Check(); err != nil {
+			return fmt.Errorf("dcgm-exporter shapes: %w", err)
+		}
+		if sh.Names1x && cmp.Or(o.Names.Mode, NamesLegacy) != NamesLegacy {
+			return fmt.Errorf("dcgm-exporter shapes: 1.x names are 4.8's renamed, not names %q's", o.Names.Mode)
+		}
+	}
 	if o.ScrapeJitter != 0 && (o.ScrapeJitter < time.Millisecond || 2*o.ScrapeJitter >= o.ScrapeInterval) {
 		return fmt.Errorf("scrape jitter %s must be 0, or at least 1ms and under half the scrape interval %s", o.ScrapeJitter, o.ScrapeInterval)
 	}

@@ -121,6 +121,10 @@ type Config struct {
 	// Grid is the dcgm-exporter source's evaluation grid; 0: the scrape
 	// interval it measures, per cluster. It must divide Step and Resolution.
 	Grid time.Duration
+	// DCGMNodeLabel (optional) is, for the dcgm-exporter source, the label
+	// of the DCGM_* series that names their node, read before hostname,
+	// Hostname, nodename, node and kubernetes_node.
+	DCGMNodeLabel string
 	// PriceBook (optional) prices the dcgm-exporter source's devices and
 	// gives the rental prices and carbon intensities of the report's own or
 	// rent and emission figures; nil: the built-in book. Its mig_weight

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	pmodel "github.com/prometheus/common/model"
+
 	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/source/dcgmexporter"
 )
@@ -28,6 +30,9 @@ func (c *Config) validateSource() error {
 		if g := c.Grid; g != 0 && (g < time.Second || c.Step%g != 0 || c.Resolution%g != 0) {
 			return fmt.Errorf("grid %s must be at least 1s and divide the step %s and the resolution %s", g, c.Step, c.Resolution)
 		}
+		if l := c.DCGMNodeLabel; l != "" && !pmodel.LegacyValidation.IsValidLabelName(l) {
+			return fmt.Errorf("dcgm-exporter node label %q is no label name", l)
+		}
 		return nil
 	}
 	return fmt.Errorf("source %q: want %s or %s", c.Source, SourceLedger, SourceDCGMExporter)
@@ -39,7 +44,8 @@ func (c *Config) validateSource() error {
 func (c *Config) source(q engine.Querier) Source {
 	if c.Source == SourceDCGMExporter {
 		return dcgmexporter.New(q, dcgmexporter.Options{Book: c.PriceBook, Grid: c.Grid, TeamLabel: c.TeamLabel,
-			MaxPointsPerQuery: c.MaxPointsPerQuery, MaxSamplesPerQuery: c.MaxSamplesPerQuery, QueriesInFlight: c.QueriesInFlight, DedupeLabels: c.DedupeLabels, ClusterLabel: c.ClusterLabel, Progress: NewProgress(c.Progress)})
+			MaxPointsPerQuery: c.MaxPointsPerQuery, MaxSamplesPerQuery: c.MaxSamplesPerQuery, QueriesInFlight: c.QueriesInFlight, DedupeLabels: c.DedupeLabels, ClusterLabel: c.ClusterLabel,
+			NodeLabel: c.DCGMNodeLabel, Progress: NewProgress(c.Progress)})
 	}
 	return c.ledger(q)
 }

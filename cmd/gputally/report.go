@@ -85,6 +85,7 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("apply-dir", "Also write the configuration to apply (mig-parted, device plugin, Kueue, node labels) as files into this directory.").StringVar(&c.cfg.ApplyDir)
 	cmd.Flag("source", "Where the figures come from: ledger (gputally's counters, exact) or dcgm-exporter (the dcgm-exporter and kube-state-metrics series a cluster already has, sampled on --grid).").
 		Default(report.SourceLedger).EnumVar(&c.cfg.Source, report.SourceLedger, report.SourceDCGMExporter)
+	cmd.Flag("dcgm-exporter.node-label", "With --source=dcgm-exporter: the label of the DCGM_* series that names their node, read before hostname, Hostname, nodename, node and kubernetes_node (whose value, when it names a dcgm-exporter pod, is never taken for a node).").StringVar(&c.cfg.DCGMNodeLabel)
 	c.grid = durationFlag(cmd.Flag("grid", "Evaluation grid of --source=dcgm-exporter: one state per device per grid point, dividing --step and --resolution; 0: the scrape interval it measures, per cluster (each point reads the last sample in the interval and a tenth before it)."), "0s")
 	cmd.Flag("baseline", "An earlier report's JSON to follow up: each of its recommendations applied or not, decided from this period's data, with the EUR it freed, and the fleet and teams before and after; or a directory of kept reports (the CronJob's volume), whose newest earlier report of the same range and clusters is followed up.").
 		PlaceHolder("FILE|DIR").StringVar(&c.cfg.Baseline)

@@ -68,6 +68,7 @@ type simulateHistoryCommand struct {
 	legacy    bool
 	flavor    string
 	dcgm      history.DCGMExporterOptions
+	shapes    history.DCGMShapes
 	names     string
 	upgrade   *promDuration
 	every     *promDuration
@@ -97,6 +98,7 @@ func newSimulateCommand(app *kingpin.Application, stdout io.Writer) *simulateHis
 		Default(history.NamesLegacy).EnumVar(&c.names, history.NamesLegacy, history.NamesCurrent, history.NamesRolling, history.NamesBoth)
 	c.upgrade = durationFlag(cmd.Flag("dcgm-exporter.upgrade-after", "With --dcgm-exporter.names=rolling: when, after the start, the first node's dcgm-exporter is replaced by a 4.10 one."), "0s")
 	c.every = durationFlag(cmd.Flag("dcgm-exporter.upgrade-every", "With --dcgm-exporter.names=rolling: the time between two nodes' replacements, as a DaemonSet's rolling update takes."), model.Duration(history.DefaultUpgradeEvery).String())
+	shapeFlags(cmd, &c.shapes)
 	c.jitter = durationFlag(cmd.Flag("scrape-jitter", "Store one scrape in 20 late by up to this (a tenth of it at least, whole milliseconds), as a loaded scrape loop does; 0: none."), "0s")
 	cmd.Flag("summary", "Also write the ledger's own totals as JSON to this file: per namespace and state, and per series, in device-seconds and EUR, summed over exporter restarts.").StringVar(&c.summary)
 	return c
@@ -133,6 +135,12 @@ func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) e
 	}
 	if opts.ScrapeJitter != 0 && (opts.ScrapeJitter < time.Millisecond || 2*opts.ScrapeJitter >= opts.ScrapeInterval) {
 		return badInput(fmt.Errorf("--scrape-jitter %s: want 0, or at least 1ms and under half --scrape-interval", c.jitter))
+	}
+	if !c.shapes.Zero() {
+		if err := c.shapes.Check(); err != nil {
+			return badInput(fmt.Errorf("--dcgm-exporter.*: %w", err))
+		}
+		opts.DCGMExporter.Shapes = &c.shapes
 	}
 	if (opts.DCGMExporter != (history.DCGMExporterOptions{}) || opts.Names != history.Names{}) && opts.Flavor != history.FlavorDCGMExporter {
 		return badInput(fmt.Errorf("--dcgm-exporter.* flags need --flavor=%s", history.FlavorDCGMExporter))
@@ -172,6 +180,22 @@ func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) e
 		return writeSummary(summary, res)
 	}
 	return nil
+}
+
+// shapeFlags adds the flags of the label shapes real clusters have
+// (history.DCGMShapes) to cmd.
+func shapeFlags(cmd *kingpin.CmdClause, sh *history.DCGMShapes) {
+	sh.MIGProfiles = map[string]string{}
+	cmd.Flag("dcgm-exporter.scrape-target", fmt.Sprintf("With --flavor=dcgm-exporter: scraped through a ServiceMonitor — %s (a GPU without a holder carries the exporter's own namespace, pod and container) or %s (every series carries them, a holder's moved to exported_*) — with its job, service, endpoint and instance.", history.HonorLabels, history.NoHonorLabels)).StringVar(&sh.ScrapeTarget)
+	cmd.Flag("dcgm-exporter.hostname-is-pod", "With --flavor=dcgm-exporter: the host label holds the exporter pod's name, as builds before NODE_NAME wrote it.").BoolVar(&sh.HostnameIsPod)
+	cmd.Flag("dcgm-exporter.node-label", "With --flavor=dcgm-exporter: the node's name also in this label (node, nodename, kubernetes_node), as a relabeling of __meta_kubernetes_pod_node_name adds it.").StringVar(&sh.NodeLabel)
+	cmd.Flag("dcgm-exporter.mig-profile-as", "With --flavor=dcgm-exporter: PROFILE=SPELLING writes GPU_I_PROFILE=SPELLING for the MIG profile the device plugin names PROFILE (7g.80gb=7g.79gb); repeatable.").StringMapVar(&sh.MIGProfiles)
+	cmd.Flag("dcgm-exporter.profiling-stuck-at-zero", "With --flavor=dcgm-exporter: every DCGM_FI_PROF_* sample 0 while the other fields move (dcgm-exporter #662).").BoolVar(&sh.ProfilingStuckAtZero)
+	cmd.Flag("dcgm-exporter.no-mig-framebuffer", "With --flavor=dcgm-exporter: no DCGM_FI_DEV_FB_* samples of MIG instances, as on H100s (dcgm-exporter #512).").BoolVar(&sh.NoMIGFramebuffer)
+	cmd.Flag("dcgm-exporter.empty-and-extra-labels", "With --flavor=dcgm-exporter: empty pod labels on GPUs without a holder, pod_uid=\"\" beside a holder's, DCGM_FI_PROCESS_NAME on every series.").BoolVar(&sh.EmptyAndExtraLabels)
+	cmd.Flag("dcgm-exporter.no-pci-bus-id-or-driver", "With --flavor=dcgm-exporter: no pci_bus_id and no driver label, as older builds wrote.").BoolVar(&sh.NoPCIBusIDOrDriver)
+	cmd.Flag("dcgm-exporter.vgpu-model", "With --flavor=dcgm-exporter: every GPU a vGPU guest of this profile (\"GRID A100-10C\"): its modelName, no power, energy, GPU temperature, profiling, XID or ECC fields.").StringVar(&sh.VGPUModel)
+	cmd.Flag("dcgm-exporter.names-1x", "With --flavor=dcgm-exporter: dcgm-exporter 1.x's names and labels (dcgm_gpu_utilization, gpu, uuid, pod_name …).").BoolVar(&sh.Names1x)
 }
 
 // loadScenario reads path, or returns the built-in scenario for "".

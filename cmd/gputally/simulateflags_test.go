@@ -3,7 +3,8 @@ package main
 import "testing"
 
 // TestSimulateDCGMExporterFlagsBadInput: what the dcgm-exporter flavour
-// leaves out needs that flavour, and the scrape jitter stays under half the
+// leaves out, and the label shapes it writes, need that flavour; a shape
+// must be one it can write; and the scrape jitter stays under half the
 // scrape interval (its duration syntax has no unit below 1ms) — exit 2 with one clear error before anything is
 // simulated.
 func TestSimulateDCGMExporterFlagsBadInput(t *testing.T) {
@@ -15,6 +16,9 @@ func TestSimulateDCGMExporterFlagsBadInput(t *testing.T) {
 	}{
 		{"no-profiling without the flavour", append(sim, "--dcgm-exporter.no-profiling"), []string{"--dcgm-exporter.* flags need --flavor=dcgm-exporter"}},
 		{"jitter past half the interval", append(sim, "--scrape-jitter=15s"), []string{"--scrape-jitter 15s", "under half --scrape-interval"}},
+		{"a shape without the flavour", append(sim, "--dcgm-exporter.mig-profile-as=7g.80gb=7g.79gb"), []string{"--dcgm-exporter.* flags need --flavor=dcgm-exporter"}},
+		{"a shape that cannot be", append(sim, "--flavor=dcgm-exporter", "--dcgm-exporter.scrape-target=servicemonitor"),
+			[]string{"--dcgm-exporter.*: ", `scrape target "servicemonitor": want honor-labels or no-honor-labels`}},
 		{"names without the flavour", append(sim, "--dcgm-exporter.names=4.10"), []string{"--dcgm-exporter.* flags need --flavor=dcgm-exporter"}},
 		{"rolling without a time", append(sim, "--flavor=dcgm-exporter", "--dcgm-exporter.names=rolling"), []string{"--dcgm-exporter.names=rolling needs --dcgm-exporter.upgrade-after inside --duration 1h"}},
 		{"rolling after the end", append(sim, "--flavor=dcgm-exporter", "--dcgm-exporter.names=rolling", "--dcgm-exporter.upgrade-after=2h"), []string{"upgrade-after inside --duration 1h"}},

@@ -1,6 +1,7 @@
 package dcgmexporter
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -23,11 +24,13 @@ type dcgmAccount struct {
 	perBucket int // grid points per step bucket
 	perRes    int // grid points per resolution step
 	ledger    *cost.Ledger
+	books     *guestBook // the ledger's book: book and the vGPU guests' entries
+	err       error      // a GPU the source cannot price (a vGPU type it does not know)
 
 	devices map[string]dcgmDevice       // by the ledger's device UUID (a MIG instance's is "GPU-…/GI/profile")
 	gpus    map[string]*dcgmGPU         // by UUID
 	prev    map[dcgmTotalKey]cost.Total // the ledger's totals at the last bucket end
-	shared  map[string]bool             // UUIDs of GPUs split by allocation share at some grid point
+	shared  map[string]string           // GPUs split by allocation share at some grid point: the resource, as kube-state-metrics names it
 	points  map[model.HoldingKey]int    // grid points each pod-labelled holding was seen at
 	usage   map[model.HoldingKey]*dcgmUsage
 	states  []cost.GPUState
@@ -56,6 +59,10 @@ type dcgmGPU struct {
 	// gr and util: some sample of the GPU (or its instances) had
 	// DCGM_FI_PROF_GR_ENGINE_ACTIVE, DCGM_FI_DEV_GPU_UTIL.
 	gr, util bool
+	// disagree counts the grid points at which its
+	// DCGM_FI_PROF_GR_ENGINE_ACTIVE read idle while DCGM_FI_DEV_GPU_UTIL
+	// showed work (activity.go).
+	disagree int
 }
 
 type dcgmTotalKey struct {
@@ -76,21 +83,17 @@ type dcgmUsage struct {
 
 func newDCGMAccount(d *model.Dataset, book *cost.Book, grid time.Duration, cluster string) *dcgmAccount {
 	perBucket := int(d.Step / grid)
+	books := newGuestBook(book)
 	return &dcgmAccount{
 		d: d, cluster: cluster, book: book, grid: grid, perBucket: perBucket, perRes: int(d.Resolution / grid),
 		// A series gone longer than a bucket and a bit has been read at a
 		// bucket end: it may go.
-		ledger:  cost.NewLedger(staticBook{book}, cost.WithRetention(d.Step+4*grid)),
+		ledger: cost.NewLedger(books, cost.WithRetention(d.Step+4*grid)), books: books,
 		devices: map[string]dcgmDevice{}, gpus: map[string]*dcgmGPU{}, prev: map[dcgmTotalKey]cost.Total{},
 		whole: map[string]map[string]bool{}, wholeSeen: map[string]int{},
-		shared: map[string]bool{}, points: map[model.HoldingKey]int{}, usage: map[model.HoldingKey]*dcgmUsage{}, ev: newDCGMEvidence(cluster),
+		shared: map[string]string{}, points: map[model.HoldingKey]int{}, usage: map[model.HoldingKey]*dcgmUsage{}, ev: newDCGMEvidence(cluster),
 	}
 }
-
-// staticBook is a cost.BookSource of one book.
-type staticBook struct{ b *cost.Book }
-
-func (s staticBook) Book() *cost.Book { return s.b }
 
 // point prices grid point j (1…), at d.Start + j × grid, from its samples:
 // every GPU with a sample there is charged the grid step before it at its
@@ -98,6 +101,7 @@ func (s staticBook) Book() *cost.Book { return s.b }
 func (a *dcgmAccount) point(j int, p *gridPoint) {
 	a.ev.point(p)
 	devs := classify(p, a.wholeSeen, a.book.IdleThreshold)
+	a.ev.scrapeTargets(p.targets)
 	a.states = a.states[:0]
 	for i := range devs {
 		pd := &devs[i]
@@ -113,7 +117,7 @@ func (a *dcgmAccount) point(j int, p *gridPoint) {
 			g.powerW = pd.state.PowerW
 		}
 		if pd.shared != "" {
-			a.shared[pd.uuid] = true
+			a.shared[pd.uuid] = pd.shared
 		}
 		g.node.see(j, p, pd)
 		if !pd.state.MIG {
@@ -123,11 +127,16 @@ func (a *dcgmAccount) point(j int, p *gridPoint) {
 			a.whole[g.host][pd.uuid] = true
 			a.wholeSeen[g.host] = len(a.whole[g.host])
 		}
+		if !pd.state.MIG && len(pd.parts) > 0 && pd.parts[0].reading.disagrees {
+			g.disagree++
+		}
 		for n, part := range pd.parts {
 			g.gr = g.gr || !math.IsNaN(part.reading.gr)
 			g.util = g.util || !math.IsNaN(part.reading.util)
 			dev := part.reading.id.dev
 			if pd.state.MIG {
+				dev.Profile = part.reading.profile
+				g.node.spelled(part.reading.id.dev.Profile, dev.Profile)
 				in := pd.state.Instances[n]
 				a.devices[in.UUID] = dcgmDevice{key: dev, model: g.model, host: g.host, gpu: g.gpu}
 			}
@@ -150,6 +159,9 @@ func (a *dcgmAccount) gpuOf(pd *pointDevice) *dcgmGPU {
 	g := a.gpus[pd.uuid]
 	if g == nil {
 		g = &dcgmGPU{model: pd.state.Model, host: pd.id.host, gpu: pd.id.gpu, powerW: math.NaN(), node: a.ev.node(pd.id.host)}
+		if err := a.books.see(g.model); err != nil && a.err == nil {
+			a.err = fmt.Errorf("GPU %s of node %s: %w", pd.uuid, model.NodeName(a.cluster, g.host), err)
+		}
 		a.gpus[pd.uuid] = g
 		a.devices[pd.uuid] = dcgmDevice{key: model.DeviceKey{Cluster: a.cluster, UUID: pd.uuid}, model: g.model, host: g.host, gpu: g.gpu}
 	}
@@ -259,14 +271,16 @@ func (a *dcgmAccount) finish() {
 			continue
 		}
 		e.Kind = model.Sampled
-		if a.shared[k.Dev.UUID] {
+		if a.shared[k.Dev.UUID] != "" {
 			e.Kind = model.AllocationShare
 		}
 		if k.Holder == (model.HolderKey{}) {
 			continue
 		}
 		switch {
-		case a.shared[k.Dev.UUID]:
+		case a.shared[k.Dev.UUID] == ksmGPU: // time-slicing without renamed resources
+			d.Alloc[k] = model.Alloc{Resource: "nvidia.com/gpu", Sharing: "time-slicing"}
+		case a.shared[k.Dev.UUID] != "":
 			d.Alloc[k] = model.Alloc{Resource: "nvidia.com/gpu.shared", Sharing: "time-slicing"}
 		case k.Dev.GI != "":
 			d.Alloc[k] = model.Alloc{Resource: "nvidia.com/mig-" + e.Profile, Sharing: "mig"}
@@ -295,5 +309,8 @@ func (a *dcgmAccount) short() int {
 	return n
 }
 
-// warnings are what the source could not tell from the cluster's data.
-func (a *dcgmAccount) warnings() []string { return a.ev.warnings(a.gpus) }
+// warnings are what the source could not tell from the cluster's data, and
+// how it read the shapes it found.
+func (a *dcgmAccount) warnings() []string {
+	return slices.Concat(a.ev.warnings(a.gpus), disagreementWarnings(a.cluster, a.gpus, a.grid), a.books.warnings(a.cluster, a.gpus))
+}

@@ -15,8 +15,9 @@ import (
 // unlabelled GPU that shows work (activity at or above idleBelow, or
 // framebuffer in use) is held by someone the data does not show: unknown.
 func classifyNode(p *gridPoint, node string, uuids []string, gpus map[string]*deviceReading, instances map[string][]*deviceReading, wholeSeen int, idleBelow float64) []pointDevice {
-	c := readNodeDevices(uuids, gpus, instances)
 	capacity, known := p.capacity[node]
+	resolveProfiles(capacity, known, uuids, gpus, instances)
+	c := readNodeDevices(uuids, gpus, instances)
 	whole := max(c.whole, wholeSeen)
 	switch {
 	case !known:
@@ -107,17 +108,17 @@ func (c *nodeDevices) addMIGInstances(d *pointDevice, g *deviceReading, ins []*d
 	d.state.Activity = math.NaN()
 	layout := make([]string, len(ins))
 	for j, in := range ins {
-		layout[j] = in.id.dev.Profile
-		cs, ms := migSlices(g.id.model, in.id.dev.Profile)
-		inst := cost.Instance{UUID: d.uuid + "/" + in.id.dev.GI + "/" + in.id.dev.Profile, ComputeSlices: cs, MemorySlices: ms, Activity: in.activity(), HoldersKnown: true}
+		layout[j] = in.profile
+		cs, ms := migSlices(g.id.model, in.profile)
+		inst := cost.Instance{UUID: d.uuid + "/" + in.id.dev.GI + "/" + in.profile, ComputeSlices: cs, MemorySlices: ms, Activity: in.activity(), HoldersKnown: true}
 		part := pointPart{reading: in}
 		switch len(in.holders) {
 		case 0:
-			c.migFree[in.id.dev.Profile] = append(c.migFree[in.id.dev.Profile], pointPartRef{len(c.out), j})
+			c.migFree[in.profile] = append(c.migFree[in.profile], pointPartRef{len(c.out), j})
 		case 1:
 			inst.Holders = []cost.Holder{{Key: costHolder(in.holders[0]), Share: 1, Activity: math.NaN()}}
 			part.holder = in.holders[0]
-			c.migHeld[in.id.dev.Profile]++
+			c.migHeld[in.profile]++
 		default:
 			inst.HoldersKnown = false
 		}

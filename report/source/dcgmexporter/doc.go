@@ -8,8 +8,12 @@
 // the same cost.Ledger the exporter runs, which also meters the facility
 // energy of its power readings (account.go); a gap is its holders'
 // unknown time (gaps.go); what the data cannot support is no advice, with a
-// warning saying why (evidence.go).
+// warning saying why (evidence.go). The label shapes real clusters have —
+// the scrape target's pod labelled on free GPUs, an exporter pod's name in
+// the host label, MIG profiles spelled otherwise, signals that disagree,
+// vGPU guests, 1.x names — are read for what they are (node.go, target.go,
+// migspell.go, activity.go, vgpu.go, oldnames.go).
 //
 // It imports, of the report's packages, engine, source and model (and,
-// outside them, cost and mig); never report/source/ledger.
+// outside them, cost, dcgmnames, mig and vgpu); never report/source/ledger.
 package dcgmexporter

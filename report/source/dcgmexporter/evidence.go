@@ -22,6 +22,7 @@ type dcgmEvidence struct {
 	// kube-state-metrics' requests or capacity, in the cluster.
 	anyDevice, anyKSM bool
 	nodes             map[string]*nodeEvidence
+	targets           map[string]bool // namespace/pod of the scrape target's pods (target.go)
 }
 
 // nodeEvidence is what the grid read of one node's capacity.
@@ -35,6 +36,9 @@ type nodeEvidence struct {
 	// did. sharing counts them at the current grid point.
 	offered        float64
 	whole, sharing int
+	// spellings are the MIG profiles dcgm-exporter spells otherwise than the
+	// device plugin: {spelled, profile} (migspell.go).
+	spellings map[[2]string]bool
 }
 
 func newDCGMEvidence(cluster string) *dcgmEvidence {
@@ -117,7 +121,7 @@ func (e *dcgmEvidence) warnings(gpus map[string]*dcgmGPU) []string {
 	if !e.anyKSM && len(gpus) > 0 {
 		out = append(out, "no kube-state-metrics series"+where+" (kube_node_status_capacity, kube_pod_container_resource_requests, kube_pod_status_phase): the report cannot tell a free GPU from one held by pods dcgm-exporter labels no pod on (time-sliced, DRA): GPUs without pod labels count as unknown when they show work (activity, or memory in use) and as unallocated otherwise; time-sliced GPUs are not split by allocation; and no node gets drain advice ("+strings.Join(unread, ", ")+"). Scrape kube-state-metrics to have them")
 	}
-	return append(out, profilingWarnings(e.cluster, gpus)...)
+	return slices.Concat(out, e.shapeWarnings(), profilingWarnings(e.cluster, gpus))
 }
 
 // profilingWarnings name the GPUs without graphics-engine activity under

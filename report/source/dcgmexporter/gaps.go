@@ -25,7 +25,7 @@ import (
 func (a *dcgmAccount) gap(uuid string, g *dcgmGPU, from, to int) {
 	st := g.state
 	st.PowerW = g.powerW
-	step := cost.NewLedger(staticBook{a.book})
+	step := cost.NewLedger(a.books)
 	step.AdvanceUnmeasured(a.grid, []cost.GPUState{st})
 	a.totals = step.AppendTotals(a.totals[:0]) // one grid step's
 	for j := from; j <= to; {

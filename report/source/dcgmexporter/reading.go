@@ -21,8 +21,13 @@ import (
 // the grid) reads every series of its lookback.
 type deviceReading struct {
 	id      *dcgmSeries // the first series seen: identity, model, host
+	profile string      // a MIG instance's profile, as the device plugin offers it (migspell.go)
 	holders []model.HolderKey
-	fresh   []*dcgmSeries // the series with a sample in the presence window
+	// act is its activity once decide set it (activity.go), disagrees
+	// whether its signals disagreed there.
+	act                float64
+	decided, disagrees bool
+	fresh              []*dcgmSeries // the series with a sample in the presence window
 	readings
 	freshBuf [1]*dcgmSeries // fresh's first array: one series at almost every point
 }
@@ -63,9 +68,17 @@ func (r *deviceReading) current(s *dcgmSeries) bool {
 	return true
 }
 
-// activity is the device's activity ratio: GR engine, else GPU utilization
-// (never on a MIG instance); NaN without either.
+// activity is the device's activity ratio: as decide set it, else signal.
 func (r *deviceReading) activity() float64 {
+	if r.decided {
+		return r.act
+	}
+	return r.signal()
+}
+
+// signal is the device's activity ratio: GR engine, else GPU utilization
+// (never on a MIG instance); NaN without either.
+func (r *deviceReading) signal() float64 {
 	if !math.IsNaN(r.gr) {
 		return r.gr
 	}

@@ -2,7 +2,6 @@ package dcgmexporter
 
 import (
 	"cmp"
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -50,22 +49,34 @@ type dcgmSeries struct {
 	dev    model.DeviceKey // GI and Profile: GPU_I_ID and GPU_I_PROFILE
 	gpu    string          // index on the node
 	model  string          // modelName
-	host   string
+	host   string          // its node (node.go), once resolved
 	holder model.HolderKey
+	// hosts are the labels that may name its node, in the order they are
+	// read (node.go); resolved says host was chosen from them.
+	hosts    []hostLabel
+	resolved bool
+	dra      bool   // dcgm-exporter's dra_* labels: a DRA claim holds it
+	service  string // the service label a ServiceMonitor's scrape adds
 }
 
 // parseDCGMSeries reads the labels of a DCGM_* series. exported says that
 // Prometheus scraped dcgm-exporter without honor_labels: the holder's labels
 // are then exported_namespace, exported_pod and exported_container, and
 // namespace and pod name the exporter's own pod.
-func parseDCGMSeries(id source.Identity, m pmodel.Metric, exported bool) dcgmSeries {
+// nodeLabel (optional) is a label that names the node before any other
+// (Options.NodeLabel).
+func parseDCGMSeries(id source.Identity, m pmodel.Metric, exported bool, nodeLabel string) dcgmSeries {
 	s := dcgmSeries{
 		// GPU_I_ID and GPU_I_PROFILE only on MIG instances: an instance id
 		// reused with another profile is another device.
-		dev:   model.DeviceKey{Cluster: id.ClusterOf(m), UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"]), Profile: string(m["GPU_I_PROFILE"])},
-		gpu:   string(m["gpu"]),
-		model: string(m["modelName"]),
-		host:  dcgmHostOf(m),
+		dev:     model.DeviceKey{Cluster: id.ClusterOf(m), UUID: string(m["UUID"]), GI: string(m["GPU_I_ID"]), Profile: string(m["GPU_I_PROFILE"])},
+		gpu:     string(m["gpu"]),
+		model:   string(m["modelName"]),
+		hosts:   hostLabelsOf(m, nodeLabel),
+		service: string(m["service"]),
+	}
+	for l := range m {
+		s.dra = s.dra || strings.HasPrefix(string(l), "dra_")
 	}
 	prefix := ""
 	if exported {
@@ -77,40 +88,6 @@ func parseDCGMSeries(id source.Identity, m pmodel.Metric, exported bool) dcgmSer
 		s.holder = model.HolderKey{}
 	}
 	return s
-}
-
-// dcgmHostLabels are the labels that name a DCGM_* series' node, in the
-// order they are read: dcgm-exporter's own (hostname since 4.8.3, Hostname
-// before: the node's name in Kubernetes, from the NODE_NAME its chart sets),
-// then the ones a relabeling adds from __meta_kubernetes_pod_node_name when
-// dcgm-exporter runs with -n (--no-hostname): nodename, as its chart's
-// example names it, or node.
-var dcgmHostLabels = []pmodel.LabelName{"hostname", "Hostname", "nodename", "node"}
-
-// dcgmHostOf returns the node of a DCGM_* series; "" when no label names it.
-func dcgmHostOf(m pmodel.Metric) string {
-	for _, l := range dcgmHostLabels {
-		if h, ok := m[l]; ok {
-			return string(h)
-		}
-	}
-	return ""
-}
-
-// noHost returns an error when a GPU's DCGM_* series name no node (the
-// first such GPU by UUID), saying how to have them do so.
-func noHost(series map[pmodel.Fingerprint]*dcgmSeries) error {
-	var s *dcgmSeries
-	for _, sr := range series {
-		if sr.host == "" && sr.dev.UUID != "" && (s == nil || sr.dev.UUID < s.dev.UUID) {
-			s = sr
-		}
-	}
-	if s == nil {
-		return nil
-	}
-	return fmt.Errorf("the dcgm-exporter series of GPU %s (%s, gpu %q) have no hostname label, nor Hostname, nodename or node: the report cannot tell which node the GPU is on. dcgm-exporter leaves the hostname out when started with -n (--no-hostname, DCGM_EXPORTER_NO_HOSTNAME): run it without, or add the node's name with a relabeling of __meta_kubernetes_pod_node_name to nodename in its scrape config (dcgm-exporter's chart has one to uncomment)",
-		s.dev.UUID, s.model, s.gpu)
 }
 
 // ksmRequest is one container's request of an nvidia.com resource
@@ -128,6 +105,7 @@ type gridPoint struct {
 	requests []ksmRequest
 	running  map[model.HolderKey]bool      // pods (Container empty) in phase Running
 	capacity map[string]map[string]float64 // by node and resource: kube_node_status_capacity
+	targets  map[model.HolderKey]bool      // the scrape target's pods dropped as holders (target.go)
 }
 
 func newGridPoint() *gridPoint {
@@ -185,9 +163,11 @@ type pointPart struct {
 // sample at this point still counts against the node's capacity. idleBelow
 // is the price book's idle threshold.
 func classify(p *gridPoint, wholeSeen map[string]int, idleBelow float64) []pointDevice {
+	dropScrapeTargets(p)
 	gpus := map[string]*deviceReading{}
 	instances := map[string][]*deviceReading{}
 	for k, r := range p.devices {
+		r.decide(idleBelow)
 		if k.GI == "" {
 			gpus[k.UUID] = r
 		} else {
@@ -199,7 +179,7 @@ func classify(p *gridPoint, wholeSeen map[string]int, idleBelow float64) []point
 	for uuid, ins := range instances {
 		slices.SortFunc(ins, func(a, b *deviceReading) int { return model.CompareGPUIndex(a.id.dev.GI, b.id.dev.GI) })
 		if gpus[uuid] == nil {
-			g := newDeviceReading(&dcgmSeries{dev: model.DeviceKey{Cluster: ins[0].id.dev.Cluster, UUID: uuid}, gpu: ins[0].id.gpu, model: ins[0].id.model, host: ins[0].id.host})
+			g := newDeviceReading(&dcgmSeries{dev: model.DeviceKey{Cluster: ins[0].id.dev.Cluster, UUID: uuid}, gpu: ins[0].id.gpu, model: ins[0].id.model, host: ins[0].id.host, resolved: true})
 			gpus[uuid] = g
 		}
 		// Power counted once per GPU: the GPU's own, else the instances' (the same value repeated).

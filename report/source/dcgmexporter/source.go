@@ -49,6 +49,9 @@ type Options struct {
 	// (an HA pair of Prometheus servers, source.DefaultDedupeLabels): every query
 	// takes the max over them, as it does over instance and job.
 	DedupeLabels []string
+	// NodeLabel (optional) is the label of the DCGM_* series that names
+	// their node, read before hostname and the others (node.go).
+	NodeLabel string
 	// Progress (optional) receives a line per request.
 	Progress engine.Progress
 }
@@ -126,18 +129,23 @@ func (s *Source) Collect(ctx context.Context, r model.Range) (*model.Dataset, er
 	}
 	plans := s.plan(dcgm, ksm, r.Resolution, id)
 	for _, p := range plans {
-		run.Plan(p.chunks(d, run.MaxPoints()) * len(dcgmQueries(p, false, nil, id)))
+		run.Plan(p.chunks(d, run.MaxPoints()) * len(dcgmQueries(p, false, nil, id, "")))
 	}
 	var accounts []*dcgmAccount
 	for _, p := range plans {
-		as, err := s.readGrid(ctx, run, d, p, dcgmQueries(p, exported, s.opts.DedupeLabels, id), id)
+		as, err := s.readGrid(ctx, run, d, p, dcgmQueries(p, exported, s.opts.DedupeLabels, id, s.opts.NodeLabel), id)
 		if err != nil {
 			return nil, err
 		}
 		accounts = append(accounts, as...)
 	}
+	for _, a := range accounts {
+		if a.err != nil {
+			return nil, a.err
+		}
+	}
 	if len(d.Ledger) == 0 {
-		return nil, noData(r)
+		return nil, s.refuseNoData(ctx, run, r)
 	}
 	names, err := s.namesRead(ctx, run, r, id)
 	if err != nil {
@@ -207,7 +215,7 @@ func (s *Source) readGrid(ctx context.Context, run *engine.Runner, d *model.Data
 				return nil, err
 			}
 		}
-		if err := noHost(series); err != nil {
+		if err := resolveHosts(series, points); err != nil {
 			return nil, err
 		}
 		for _, c := range slices.Sorted(maps.Keys(points)) {
@@ -270,7 +278,7 @@ type dcgmQuery struct {
 // GPUs or shared ones, and the nodes' capacity of nvidia.com resources (and
 // of pods, which every node has: a node without nvidia.com capacity offers
 // no device plugin resource at all).
-func dcgmQueries(p gridPlan, exported bool, dedupe []string, id source.Identity) []dcgmQuery {
+func dcgmQueries(p gridPlan, exported bool, dedupe []string, id source.Identity, nodeLabel string) []dcgmQuery {
 	// Each point reads the lookback before it, shifted a millisecond later:
 	// Prometheus 2 closes a range on both ends, and VictoriaMetrics leaves
 	// out of a request a series whose first sample lies exactly at its end
@@ -282,7 +290,7 @@ func dcgmQueries(p gridPlan, exported bool, dedupe []string, id source.Identity)
 				fp := m.Fingerprint()
 				s := series[fp]
 				if s == nil {
-					ps := parseDCGMSeries(id, m, exported)
+					ps := parseDCGMSeries(id, m, exported, nodeLabel)
 					s = &ps
 					series[fp] = s
 				}

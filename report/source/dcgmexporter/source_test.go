@@ -166,8 +166,10 @@ func checkEntries(t *testing.T, d *model.Dataset, wants []want) {
 // by hand over one hour of 30 s grid points (120) from the book above, one
 // GPU per rule:
 //
-//	G0 a/p0/c exclusive, GR 0.5 then 0.1 (idle below 0.2), GPU_UTIL 90 ignored, 300 W:
-//	   1.55 EUR/h → busy 1800 s 0.775, idle 1800 s 0.775
+//	G0 a/p0/c exclusive, GR 0.5 then 0.1 (idle below 0.2), GPU_UTIL 90, 300 W:
+//	   1.55 EUR/h → busy 1800 s 0.775 by GR (0.5, not GPU_UTIL's 0.9), then,
+//	   as GR reads idle while GPU_UTIL shows work, busy by GPU_UTIL 1800 s
+//	   0.775: busy 3600 s 1.55, and the disagreement named (0.5 h)
 //	G1 no pod, 500 W, no sample at points 41–50: unallocated 3300 s 1.75×3300/3600,
 //	   unknown 300 s 1.75×300/3600 (the last rate)
 //	G2 time-sliced ×4 (no pod; the node offers 4 nvidia_com_gpu_shared, 2 nvidia_com_gpu
@@ -264,8 +266,7 @@ func TestDCGMExporterStateRules(t *testing.T) {
 	const busy, idle, unalloc, lost, unknown = model.StateBusy, model.StateIdle, model.StateUnallocated, model.StateLost, model.StateUnknown
 	sampled, share := model.Sampled, model.AllocationShare
 	checkEntries(t, d, []want{
-		{"GPU-0", "", "a", "p0", busy, 1800, 0.775, sampled},
-		{"GPU-0", "", "a", "p0", idle, 1800, 0.775, sampled},
+		{"GPU-0", "", "a", "p0", busy, 3600, 1.55, sampled},
 		{"GPU-1", "", "", "", unalloc, 3300, 1.75 * 3300 / 3600, sampled},
 		{"GPU-1", "", "", "", unknown, 300, 1.75 * 300 / 3600, sampled},
 		{"GPU-2", "", "b", "s0", busy, 900, 0.4125, share},
@@ -291,10 +292,16 @@ func TestDCGMExporterStateRules(t *testing.T) {
 	if !strings.Contains(d.Sampling, "30s grid") {
 		t.Errorf("sampling %+v, want the 30s grid stated", d.Sampling)
 	}
-	// GR first: a/p0's activity is 0.5 for 6 resolution steps, then 0.1.
+	// GR first: a/p0's activity is 0.5 for 6 resolution steps; then GR's
+	// 0.1 reads idle while GPU_UTIL shows work: GPU_UTIL's 0.9.
 	act := d.Activity[model.HoldingKey{Dev: model.DeviceKey{UUID: "GPU-0"}, Holder: model.HolderKey{Namespace: "a", Pod: "p0", Container: "c"}}]
-	if act.Count() != 12 || float32(act.Quantile(0.5)) != float32(0.1) || act.Quantile(0.51) != 0.5 || act.Max() != 0.5 {
-		t.Errorf("a/p0 activity: %d values, p50 %g, p51 %g, max %g; want 6 × 0.5 and 6 × 0.1", act.Count(), act.Quantile(0.5), act.Quantile(0.51), act.Max())
+	if act.Count() != 12 || float32(act.Quantile(0.5)) != float32(0.5) || float32(act.Quantile(0.51)) != float32(0.9) || float32(act.Max()) != float32(0.9) {
+		t.Errorf("a/p0 activity: %d values, p50 %g, p51 %g, max %g; want 6 × 0.5 and 6 × 0.9", act.Count(), act.Quantile(0.5), act.Quantile(0.51), act.Max())
+	}
+	if !slices.ContainsFunc(d.Notes, func(n string) bool {
+		return strings.Contains(n, "DCGM_FI_PROF_GR_ENGINE_ACTIVE up to 4.8) read idle while GPU utilization (DCGM_FI_DEV_GPU_UTIL_RATIO, DCGM_FI_DEV_GPU_UTIL up to 4.8) showed work on 1 GPU(s): n1 GPU 0 (0.5 h).")
+	}) {
+		t.Errorf("notes %q, want one naming n1 GPU 0's half hour", d.Notes)
 	}
 }
 
