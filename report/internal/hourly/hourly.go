@@ -39,7 +39,7 @@ func Add(d *model.Dataset, dev Device, holder model.HolderKey, b, st int, sec fl
 		d.Ledger[k] = e
 	}
 	e.Seconds[st] += sec
-	e.EUR[st] += sec * dev.EURPerHour / 3600
+	d.AddEUR(e, dev.Key.Cluster, b, st, sec*dev.EURPerHour/3600)
 	d.AddSeconds(e, d.GPU(k.Dev.GPU(), e), b, st, sec)
 	return e
 }
