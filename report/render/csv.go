@@ -14,7 +14,8 @@ var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hou
 	"busy_share", "cost_eur", "idle_eur", "unallocated_eur", "p95_activity", "peak_fb_mib", "p99_fb_mib",
 	"kind", "freed_eur_per_month", "reclaimable_eur_per_month", "hours_per_month", "evidence",
 	"lost_hours", "unknown_hours", "lost_eur", "unknown_eur", "coverage", "missing_hours", "from", "to", "figures", "cluster",
-	"status", "freed_eur_per_month_promised", "freed_eur_per_month_realized"}
+	"status", "freed_eur_per_month_promised", "freed_eur_per_month_realized",
+	"pods", "wait_hours", "p50_wait_hours", "p95_wait_hours", "fragmented_gpu_hours", "idle_while_waiting_eur", "request", "outcome"}
 
 // Columns of csvHeader the rows fill by name.
 const (
@@ -36,6 +37,14 @@ const (
 	csvStatus  // of a followed-up recommendation: applied, partly_applied, not_applied or gone
 	csvPromised
 	csvRealized
+	csvPods // the waiting rows' (waiting.go); their gpu_hours are GPU-hours waited
+	csvWaitHours
+	csvP50Wait
+	csvP95Wait
+	csvFragmented
+	csvIdleWhileWaiting
+	csvRequest
+	csvOutcome
 )
 
 // Columns of the figures csvHeader begins with, for rows that fill only some.
@@ -70,7 +79,8 @@ func usageCells(u analysis.Usage) []string {
 // renderCSV writes one row per fleet, team, namespace, model, node, holding
 // and recommendation, then coverage, faults and the follow-up of the
 // baseline; columns a row does not have are empty. Columns are only ever
-// added at the end (cluster, then the follow-up's), so that readers by
+// added at the end (cluster, then the follow-up's, then the waiting
+// figures'), so that readers by
 // position of the columns before them keep working.
 func renderCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
@@ -112,6 +122,7 @@ func renderCSV(w io.Writer, r *Report) error {
 		cells[csvHoursPerMonth], cells[csvEvidence], cells[csvFigures], cells[csvCluster] = month, rec.Evidence, rec.Figures, rec.Cluster
 		rows = append(rows, cells)
 	}
+	rows = append(rows, csvWaitingRows(r)...)
 	rows = append(rows, csvFaultRows(r)...)
 	rows = append(rows, csvFollowUpRows(r)...)
 	if err := cw.WriteAll(rows); err != nil {

@@ -36,6 +36,7 @@ table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem;font-size:.9rem}th
 th:first-child,td:first-child,td.l,th.l{text-align:left}th{background:#f4f6f8}
 pre{background:#f4f6f8;padding:.8rem;overflow-x:auto;font-size:.85rem}svg{max-width:100%;height:auto}
 svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unallocated{fill:#9e9e9e}.lost{fill:#b71c1c}.unknown{fill:#7e57c2}.bar{fill:#e65100}
+.waiting{fill:#1565c0}.fragmented{fill:#ad1457}.held-line{stroke:#e65100;stroke-width:2}.busy-line{stroke:#2e7d32;stroke-width:2}rect.held-line{fill:#e65100}rect.busy-line{fill:#2e7d32}
 </style>
 </head>
 <body>
@@ -77,6 +78,7 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 <ul id="broken-gpus">{{range .}}<li>{{.Advice}} ({{.Model}}, lost since {{rfc3339 .Since}}, {{hours .LostHours}} device-hours{{heldBy .Holdings}})</li>
 {{end}}</ul>{{end}}
 
+{{.Waiting}}
 {{with .R.Baseline}}<h2 id="follow-up">Did the last report's advice pay off?</h2>
 <p>{{$.FollowUpHeadline}}</p>
 {{range .Notes}}<p class="sub">note: {{.}}</p>
@@ -169,10 +171,15 @@ func renderHTML(w io.Writer, r *Report) error {
 		FollowUpHeadline             string
 		BeforeAfter                  [][]string
 		Weeks                        template.HTML
+		Waiting                      template.HTML
 	}{
 		R: r, Period: period(r), Tables: tables, ApplyAny: r.Apply.Any(), ApplyApart: len(r.Apply.Clusters) > 0, Applies: r.Apply.PerCluster(), SavingsNote: savingsNote(r),
 		Missing: r.Coverage.MissingHours + r.Coverage.UnknownHours, PartialAbove: analysis.PartialAbove, Uncovered: uncovered(&r.Coverage),
 		IdleChart: idleChart(r.Namespaces), Heatmap: heatmapChart(r.Heatmap), Timeline: timelineChart(r.Timeline),
+	}
+	var err error
+	if data.Waiting, err = waitingHTML(r); err != nil {
+		return err
 	}
 	if c := r.Baseline; c != nil {
 		data.FollowUpHeadline, data.BeforeAfter, data.Weeks = followUpHeadline(r), beforeAfterRows(c), weeksChart(c.Weeks)

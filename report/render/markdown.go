@@ -47,6 +47,7 @@ func renderMarkdown(w io.Writer, r *Report) error {
 		}
 		b.WriteString("\n")
 	}
+	mdWaiting(&b, r)
 	mdFollowUp(&b, r)
 	fmt.Fprintf(&b, "## Recommendations: %s EUR/month freed\n\n%s\n\n", eur(r.FreedEURPerMonth), savingsNote(r))
 	if len(r.Recommendations) == 0 {

@@ -69,6 +69,10 @@ type Report struct {
 	HoursPerMonth          float64                  `json:"hours_per_month"` // the month of the EUR/month figures
 	Apply                  advice.Apply             `json:"apply"`
 	Timeline               []analysis.TimelinePoint `json:"timeline"`
+	// Waiting is the GPU demand that waited for a node: GPU-hours, pods,
+	// waits, fragmentation, idle EUR while pods waited, per namespace, team
+	// and cluster, and each pod that waited.
+	Waiting analysis.Waiting `json:"waiting"`
 	// Heatmap is the mean device activity (0–1) by weekday (0 = Sunday) and
 	// hour of day, UTC; -1 where there was no data.
 	Heatmap [7][24]float64 `json:"heatmap"`
@@ -92,7 +96,7 @@ func NewReport(a *analysis.Result, adv *advice.Advice) *Report {
 		Holdings: a.Holdings, BrokenGPUs: a.BrokenGPUs,
 		Recommendations: adv.Recommendations, Packing: adv.Packing, FreedEURPerMonth: adv.FreedEURPerMonth,
 		ReclaimableEURPerMonth: adv.ReclaimableEURPerMonth, HoursPerMonth: adv.HoursPerMonth, Apply: adv.Apply,
-		Timeline: a.Timeline, Heatmap: a.Heatmap}
+		Timeline: a.Timeline, Waiting: a.Waiting, Heatmap: a.Heatmap}
 }
 
 // Formats Render writes.
