@@ -356,6 +356,7 @@ func TestConfigValidate(t *testing.T) {
 		{"headroom", func(c *Config) { c.Headroom = 0.5 }, "headroom"},
 		{"resolution", func(c *Config) { c.Resolution = 2 * time.Hour }, "resolution"},
 		{"threshold", func(c *Config) { c.LowDutyBelow = 2 }, "thresholds"},
+		{"scheduler", func(c *Config) { c.Scheduler = "yunikorn" }, `scheduler "yunikorn": want one of auto, kueue, volcano`},
 	} {
 		c := testConfig()
 		tc.mod(&c)

@@ -20,6 +20,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"rfc3339": func(t time.Time) string { return t.Format(time.RFC3339) }, "heldBy": heldBy, "coverageLine": coverageLine, "gapHolders": gapHolders, "gapsTitle": func() string { return gapsTitle },
 	"rectarget": recTarget, "clustertitle": clusterTitle, "recnodes": recNodes, "incluster": inCluster,
 	"itemtarget": itemTarget, "status": statusText,
+	"volcanoTitle": func() string { return volcanoTitle }, "schedulerTitle": func() string { return schedulerTitle },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -118,7 +119,9 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 {{with .TimeSlicing}}<h3>Time-slicing (NVIDIA device plugin ConfigMap, one key per node class)</h3><pre>{{.}}</pre>{{end}}
 {{with .TimeSlicingLabels}}<p>Select it per node:</p><pre>{{join_lines .}}</pre>{{end}}
 {{range .TimeSlicingSharing}}<p class="warning">Warning: {{.}}.</p>{{end}}
-{{with .Kueue}}<h3>Kueue (v1beta2: ResourceFlavor, ClusterQueue per team, LocalQueue per namespace)</h3><pre>{{.}}</pre>{{end}}{{end}}{{end}}
+{{with .Kueue}}<h3>Kueue (v1beta2: ResourceFlavor, ClusterQueue per team, LocalQueue per namespace)</h3><pre>{{.}}</pre>{{end}}
+{{with .Volcano}}<h3>{{volcanoTitle}}</h3><pre>{{.}}</pre>{{end}}
+{{with .SchedulerConfig}}<h3>{{schedulerTitle}}</h3><pre>{{.}}</pre>{{end}}{{end}}{{end}}
 </body>
 </html>
 `))

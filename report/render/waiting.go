@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
 	"github.com/gputally/gputally/report/model"
 )
@@ -121,7 +122,11 @@ func mdWaiting(b *strings.Builder, r *Report) {
 		{"Waiting by namespace", waitGroupHeader, waitGroupRows(w.ByNamespace)},
 		{"Waiting by team", waitGroupHeader, waitGroupRows(w.ByTeam)},
 		{waitPodsTitle(w), waitPodHeader, waitRows(w.PodsWaited)},
+		{waitAdviceTitle, waitAdviceHeader, waitAdviceRows(r.WaitingAdvice)},
 	} {
+		if len(t.rows) == 0 {
+			continue
+		}
 		fmt.Fprintf(b, "### %s\n\n| %s |\n|%s\n", t.title, strings.Join(t.header, " | "), strings.Repeat("---|", len(t.header)))
 		for _, row := range t.rows {
 			cells := make([]string, len(row))
@@ -201,11 +206,11 @@ var waitingTemplate = template.Must(template.New("waiting").Parse(`<h2 id="waiti
 {{with .NeverRan}}<p>Pods that never ran:</p>
 <ul id="never-ran">{{range .}}<li>{{.}}</li>
 {{end}}</ul>{{end}}
-{{range .Tables}}<h3>{{.Title}}</h3>
+{{range .Tables}}{{if .Rows}}<h3>{{.Title}}</h3>
 <table><tr>{{range $i, $h := .Header}}<th{{if lt $i 1}} class="l"{{end}}>{{$h}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
-{{end}}{{end}}`))
+{{end}}{{end}}{{end}}`))
 
 // waitingHTML renders the HTML section on the demand that waited.
 func waitingHTML(r *Report) (template.HTML, error) {
@@ -230,7 +235,7 @@ func waitingHTML(r *Report) (template.HTML, error) {
 	}{W: w, Headline: waitingHeadline(w), Shown: w.Measured && w.Pods > 0, GPUHours: hours(w.GPUHours), P50: hours(w.P50WaitHours), P95: hours(w.P95WaitHours),
 		Fragmented: hours(w.FragmentedGPUHours), IdleEUR: eur(w.IdleWhileWaitingEUR), Chart: waitingChart(w.Timeline), NeverRan: never,
 		Tables: []table{{"Waiting by namespace", waitGroupHeader, waitGroupRows(w.ByNamespace)}, {"Waiting by team", waitGroupHeader, waitGroupRows(w.ByTeam)},
-			{waitPodsTitle(w), waitPodHeader, waitRows(w.PodsWaited)}}}
+			{waitPodsTitle(w), waitPodHeader, waitRows(w.PodsWaited)}, {waitAdviceTitle, waitAdviceHeader, waitAdviceRows(r.WaitingAdvice)}}}
 	var b strings.Builder
 	if err := waitingTemplate.Execute(&b, data); err != nil {
 		return "", fmt.Errorf("render html: waiting: %w", err)
@@ -254,7 +259,7 @@ func csvWaitingRows(r *Report) [][]string {
 		cells[csvFragmented], cells[csvIdleWhileWaiting] = f64(t.FragmentedGPUHours), f64(t.IdleWhileWaitingEUR)
 		return cells
 	}
-	rows := [][]string{group("waiting", "fleet", w.WaitTotals)}
+	rows := append([][]string{group("waiting", "fleet", w.WaitTotals)}, csvWaitAdviceRows(r)...)
 	for _, s := range []struct {
 		section string
 		gs      []analysis.WaitGroup
@@ -274,6 +279,42 @@ func csvWaitingRows(r *Report) [][]string {
 		case p.Deleted != nil:
 			cells[csvTo] = p.Deleted.Format(time.RFC3339)
 		}
+		rows = append(rows, cells)
+	}
+	return rows
+}
+
+// The headings of the scheduler configuration to apply, and of what the
+// waiting calls for.
+const (
+	waitAdviceTitle = "What the waiting calls for (it frees no GPU: not in the headline; the configuration is under Configuration to apply)"
+	volcanoTitle    = "Volcano (scheduling.volcano.sh/v1beta1: a Queue per team for the capacity plugin, Namespaces that pick them)"
+	schedulerTitle  = "kube-scheduler (a profile that packs GPU pods: NodeResourcesFit, MostAllocated)"
+)
+
+// waitAdviceHeader and waitAdviceRows are the table of what the waiting
+// calls for.
+var waitAdviceHeader = []string{"change", "target", "EUR it is about", "EUR/month", "GPU-hours waited", "evidence"}
+
+func waitAdviceRows(ws []advice.WaitAdvice) [][]string {
+	rows := make([][]string, 0, len(ws))
+	for _, w := range ws {
+		rows = append(rows, []string{w.Kind, clusterTarget(w.Cluster, w.Target), eur(w.EUR), eur(w.EURPerMonth), hours(w.GPUHours), w.Evidence})
+	}
+	return rows
+}
+
+// csvWaitAdviceRows are a "waiting_advice" row per WaitAdvice: kind, target,
+// evidence, cluster; its EUR over the range in cost_eur, per month in
+// freed_eur_per_month (it frees nothing: the headline row excludes it), and
+// the GPU-hours waited it addresses in gpu_hours.
+func csvWaitAdviceRows(r *Report) [][]string {
+	var rows [][]string
+	for _, w := range r.WaitingAdvice {
+		cells := make([]string, len(csvHeader))
+		cells[0], cells[1], cells[2] = "waiting_advice", w.Target, f64(w.GPUHours)
+		cells[csvKind], cells[csvCostEUR], cells[csvFreed] = w.Kind, f64(w.EUR), f64(w.EURPerMonth)
+		cells[csvEvidence], cells[csvCluster], cells[csvHoursPerMonth] = w.Evidence, w.Cluster, f64(r.HoursPerMonth)
 		rows = append(rows, cells)
 	}
 	return rows

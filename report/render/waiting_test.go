@@ -18,11 +18,12 @@ import (
 // pods waited; research 18.25 GPU-hours, 2 pods, p95 4.5 h, 14 fragmented).
 func waitingReport(t *testing.T) *Report {
 	t.Helper()
-	a, err := analysis.Analyze(hourly.WaitingStory(), hourly.Teams{}, true)
+	d := hourly.WaitingStory()
+	a, err := analysis.Analyze(d, hourly.Teams{}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewReport(a, &advice.Advice{})
+	return NewReport(a, advice.Advise(a, d, advice.Settings{Teams: hourly.Teams{}, Headroom: 1.2, ReleaseBelow: 0.05, LowDutyBelow: 0.3, DrainAbove: 0.95}))
 }
 
 // TestWaitingJSON: the JSON's `waiting` carries the fleet's figures and
@@ -96,8 +97,17 @@ func TestWaitingMarkdownAndHTML(t *testing.T) {
 				t.Errorf("%s lacks %q", format, want)
 			}
 		}
-		if n := strings.Count(text, "research/train"); n != 1 {
-			t.Errorf("%s names research/train %d times, want once (one row per pod)", format, n)
+		row := map[string]string{FormatMarkdown: "| research/train |", FormatHTML: "<td>research/train</td>"}[format]
+		if n := strings.Count(text, row); n != 1 {
+			t.Errorf("%s names research/train %d times as a row, want once (one row per pod)", format, n)
+		}
+		// What the waiting calls for (report/advice's TestBinPackingProfile):
+		// queues about 191 EUR, bin-packing about 7,515 EUR, and the
+		// kube-scheduler profile under the configuration to apply.
+		for _, want := range []string{waitAdviceTitle, "7515.00", "191.00", schedulerTitle, "type: MostAllocated"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s lacks %q", format, want)
+			}
 		}
 		if !strings.Contains(text, "4 × nvidia.com/gpu") {
 			t.Errorf("%s lacks train's request of 4", format)
@@ -140,7 +150,7 @@ func TestWaitingCSV(t *testing.T) {
 			t.Errorf("nb-1 row %q", row)
 		}
 	}
-	if count["waiting"] != 1 || count["waiting_namespace"] != 3 || count["waiting_team"] != 3 || count["waiting_cluster"] != 1 || count["waiting_pod"] != 5 {
+	if count["waiting_advice"] != 2 || count["waiting"] != 1 || count["waiting_namespace"] != 3 || count["waiting_team"] != 3 || count["waiting_cluster"] != 1 || count["waiting_pod"] != 5 {
 		t.Errorf("rows per section %v", count)
 	}
 	if rows[0][csvOutcome] != "outcome" || len(rows[0]) != csvOutcome+1 {
