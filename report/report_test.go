@@ -108,7 +108,7 @@ func TestRecommendationsHandComputed(t *testing.T) {
 	// dev kept 3 GPUs busy at once: 3 × 1.2 → 4. research kept none busy: the
 	// floor of 1, and a comment that says so.
 	for _, s := range []string{"mig-devices:\n        1g.10gb: 1", "replicas: 3", "name: dev\n", "nominalQuota: 4",
-		"#   nvidia.com/gpu: no device was busy in any interval; 1 is a floor so its jobs can still be admitted\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: research\n"} {
+		"#   nvidia.com/gpu: no device was busy or waited for in any interval; 1 is a floor so its jobs can still be admitted\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: research\n"} {
 		if !strings.Contains(r.Apply.MIGParted+r.Apply.TimeSlicing+r.Apply.Kueue, s) {
 			t.Errorf("configuration to apply lacks %q:\n%s\n%s\n%s", s, r.Apply.MIGParted, r.Apply.TimeSlicing, r.Apply.Kueue)
 		}
