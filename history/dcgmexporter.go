@@ -39,7 +39,8 @@ const (
 //     last XID, 79, where dcgm-exporter reads the blank fields as absent;
 //   - kube-state-metrics' kube_pod_container_resource_requests,
 //     kube_pod_status_phase and kube_pod_labels of the running pods that
-//     request a device plugin resource, and kube_node_status_capacity of the
+//     request a device plugin resource (and the pods' lifecycle series,
+//     kubestate.go), and kube_node_status_capacity of the
 //     node's resources (time-sliced GPUs as their replicas, and pods), from what the
 //     simulated API server knows at the scrape — not from the exporter's
 //     attribution, so a kubelet outage does not hide them;
@@ -57,6 +58,7 @@ type dcgmExporterSink struct {
 	node    string
 	opts    DCGMExporterOptions
 	pairs   map[[2]string]*dto.LabelPair // interned, so a series has the same pairs in every scrape
+	ksm     *kubeStateWriter             // the pods' lifecycle series (kubestate.go)
 }
 
 // DCGMExporterOptions leave out of the dcgm-exporter flavour what clusters
@@ -74,7 +76,8 @@ type DCGMExporterOptions struct {
 }
 
 func newDCGMExporterSink(sink Sink, backend *sim.Backend, opts DCGMExporterOptions) *dcgmExporterSink {
-	return &dcgmExporterSink{sink: sink, backend: backend, node: backend.Hostname(), opts: opts, pairs: map[[2]string]*dto.LabelPair{}}
+	return &dcgmExporterSink{sink: sink, backend: backend, node: backend.Hostname(), opts: opts, pairs: map[[2]string]*dto.LabelPair{},
+		ksm: newKubeStateWriter(backend, false)}
 }
 
 // pair returns the interned label pair name=value.
@@ -134,7 +137,7 @@ func (s *dcgmExporterSink) AddScrape(mfs []*dto.MetricFamily, t time.Time) error
 		}
 	}
 	if !s.opts.NoKubeStateMetrics {
-		out = append(out, s.kubeState(requests, capacity)...)
+		out = mergeFamilies(out, append(s.kubeState(requests, capacity), s.ksm.families(t)...))
 	}
 	return s.sink.AddScrape(out, t)
 }

@@ -111,8 +111,11 @@ func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 		return Result{}, err
 	}
 	defer node.close()
-	if opts.Flavor == FlavorDCGMExporter {
+	switch {
+	case opts.Flavor == FlavorDCGMExporter:
 		sink = newDCGMExporterSink(sink, node.backend, opts.DCGMExporter)
+	case opts.Scenario.Waits():
+		sink = &kubeStateSink{sink: sink, ksm: newKubeStateWriter(node.backend, true)}
 	}
 	if opts.ScrapeJitter > 0 {
 		sink = &jitterSink{sink: sink, most: opts.ScrapeJitter, seed: cmp.Or(opts.Seed, opts.Scenario.Seed)}

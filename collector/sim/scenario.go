@@ -46,6 +46,7 @@
 //	    pids: [4242]                  # optional; one PID derived from the seed otherwise
 //	    start: 2h                     # optional: the pod runs from this long after the start …
 //	    end: 30h                      # … until this long after it (default: the whole run)
+//	    created: 1h                   # optional, ≤ start: created then, it waits for a node until start
 //	jobs:                             # a pod every `every`, running for `run` of it
 //	  - namespace: ci
 //	    name: build                   # pods build-0, build-1, … (UIDs and PIDs from the seed)
@@ -55,6 +56,8 @@
 //	    workload: ci-build
 //	    every: 10m                    # pod n runs from n×every to n×every+run
 //	    run: 2m                       # 0 < run ≤ every
+//	pending:                          # pods no node takes (pending.go); scheduler: their schedulerName
+//	  - {namespace: nb, pod: nb-1, resource: nvidia.com/gpu, count: 2, created: 1h, deleted: 5h}
 //	events:                           # `at` is a duration after the start
 //	  - {at: 2h, gpu: 3, xid: 13}     # an XID error
 //	  - {at: 26h, gpu: 5, lost: true} # the GPU falls off the bus (XID 79)
@@ -129,6 +132,10 @@ type Scenario struct {
 	Pods      []Pod      `yaml:"pods"`
 	Jobs      []Job      `yaml:"jobs"`
 	Events    []Event    `yaml:"events"`
+	// Pending are pods no node takes, and Scheduler the GPU pods'
+	// schedulerName (pending.go).
+	Pending   []PendingPod `yaml:"pending"`
+	Scheduler string       `yaml:"scheduler"`
 
 	name  string         // file name for error messages
 	lines map[string]int // field path → line, for parsed scenarios
@@ -203,6 +210,9 @@ type Pod struct {
 	// start: from Start (0: the start) until End (0: the end of the run).
 	Start time.Duration `yaml:"start"`
 	End   time.Duration `yaml:"end"`
+	// Created (optional, at most Start) is when the pod was created: it
+	// waits for a node, pending, from then until Start (pending.go).
+	Created *time.Duration `yaml:"created"`
 }
 
 // Job is a pod created every Every that runs for Run (0 < Run ≤ Every): pod n

@@ -111,6 +111,9 @@ func (sc *Scenario) check() ([]gpuFacts, error) {
 	if err := sc.validateJobs(gpus, workloads, held); err != nil {
 		return nil, err
 	}
+	if err := sc.validateWaiting(held); err != nil {
+		return nil, err
+	}
 	return gpus, nil
 }
 
