@@ -57,6 +57,7 @@ func RecordingRuleNames() []string {
 	return []string{
 		RuleDeviceActivity, RuleFramebufferUsed, RuleCostEURPerHour, RuleGPUsByState,
 		RuleBusyRatio, RuleAllocatedGPUs, RuleHourlyCostEUR, RuleHealthyGPUs,
+		RulePodWaitingGPUs, RuleFreeGPUs, RuleFragmentedGPUs, RuleIdleEURByResource,
 		RuleNamespaceTeam, RulePodTeamLabel, RulePodTeam,
 		RuleBudgetMonthly, RuleIdleLimitDaily, RuleSpendPerStep, RuleSpendMonthToDate, RuleSpendForecast,
 	}
@@ -114,9 +115,10 @@ func Build(opts Options) (File, error) {
 	}
 	f := File{Groups: []Group{
 		{Name: "gputally.recording", Rules: recordingRules()},
+		{Name: "gputally.waiting", Rules: waitingRules()},
 		{Name: "gputally.teams", Rules: teamRules(opts)},
 		{Name: "gputally.budgets", Interval: dur(opts.BudgetStep), Rules: budgetRules(opts)},
-		{Name: "gputally.alerts", Rules: append(alertingRules(opts), faultRules(opts)...)},
+		{Name: "gputally.alerts", Rules: append(append(alertingRules(opts), faultRules(opts)...), waitingAlert(opts))},
 	}}
 	base := strings.TrimSuffix(opts.RunbookBaseURL, "/")
 	for _, g := range f.Groups {
