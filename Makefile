@@ -46,7 +46,7 @@ bench: ## benchmarks of the scrape, the sample tick, the ledger and attribution
 FUZZTIME ?= 20s
 FUZZ_TARGETS := ./cost:FuzzParse ./collector/sim:FuzzParse \
                 ./attribution:FuzzKubeletAnswer ./attribution:FuzzParseCgroupLine ./attribution:FuzzParseDeviceID ./attribution:FuzzResourceSlice \
-                ./report:FuzzPrometheusAnswer ./report/source:FuzzLedgerAnswers ./report/source:FuzzDecodeAnswer ./report/source:FuzzLoadOpenMetrics ./team:FuzzParseMap ./alerts:FuzzParseBudgets \
+                ./report:FuzzPrometheusAnswer ./report/source/ledger:FuzzLedgerAnswers ./report/engine:FuzzDecodeAnswer ./report/engine:FuzzLoadOpenMetrics ./team:FuzzParseMap ./alerts:FuzzParseBudgets \
                 ./collector/dcgm:FuzzClassify ./dashboards:FuzzExpandVariables ./dashboards:FuzzLabelValuesSelector
 
 fuzz: ## run each fuzz target for FUZZTIME (default 20s): price book, scenario, kubelet answers, Prometheus answers, …

@@ -1,6 +1,8 @@
 package alerts
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +59,40 @@ func equalBudgets(a, b Budgets) bool {
 		return true
 	}
 	return eq(a.Teams, b.Teams) && eq(a.Namespaces, b.Namespaces)
+}
+
+// TestBudgetConstantsSetOnly: a budget's constants are the amounts it sets,
+// and no other. Team ml sets an idle limit only (150 EUR/day): it gets no
+// monthly budget series — a budget of 0 EUR would fire its 100 % alert
+// (month to date >= budget) all month. research sets a budget only (20,000
+// EUR), namespace sandbox both (500 EUR, 5 EUR/day).
+func TestBudgetConstantsSetOnly(t *testing.T) {
+	o := DefaultOptions()
+	o.Budgets = Budgets{
+		Teams:      map[string]Budget{"ml": {IdleEURPerDay: 150}, "research": {MonthlyEUR: 20000}},
+		Namespaces: map[string]Budget{"sandbox": {MonthlyEUR: 500, IdleEURPerDay: 5}},
+	}
+	f, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Record == RuleBudgetMonthly || r.Record == RuleIdleLimitDaily {
+				got = append(got, fmt.Sprintf("%s %v %s", r.Record, r.Labels, r.Expr))
+			}
+		}
+	}
+	want := []string{
+		RuleIdleLimitDaily + " map[team:ml] vector(150)",
+		RuleBudgetMonthly + " map[team:research] vector(20000)",
+		RuleBudgetMonthly + " map[namespace:sandbox] vector(500)",
+		RuleIdleLimitDaily + " map[namespace:sandbox] vector(5)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("budget constants\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 func FuzzParseBudgets(f *testing.F) {

@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/gputally/gputally/memlimit"
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/internal/hugeanswer"
-	"github.com/gputally/gputally/report/source"
 )
 
 // TestAnswerCap: the flag wins; without it a quarter of the memory limit
@@ -72,7 +72,7 @@ func TestHugeAnswerRefusedWithinCap(t *testing.T) {
 	}
 	var log bytes.Buffer
 	err := Run(context.Background(), cfg, slog.New(slog.NewTextHandler(&log, nil)))
-	var tooLarge *source.AnswerTooLargeError
+	var tooLarge *engine.AnswerTooLargeError
 	if !errors.As(err, &tooLarge) || tooLarge.Limit != 8<<20 ||
 		!strings.Contains(err.Error(), "larger than 8388608 bytes (8.0 MiB, --query.max-answer-bytes), even for the one step") {
 		t.Errorf("%v, want the *AnswerTooLargeError of the 8 MiB cap at one step, naming the flag", err)

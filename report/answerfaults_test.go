@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/internal/faultengine"
-	"github.com/gputally/gputally/report/source"
 )
 
 // The answers issue 30 found the report trusting, each served by a
@@ -34,9 +34,9 @@ import (
 // between the last scrape and the restart are lost to every reader. So
 // 21,590 device-seconds each, 21,590 × 1.5 / 3,600 = 8.9958333 EUR for GPU-0
 // and 21,590 × 2.5 / 3,600 = 14.9930556 EUR for GPU-1: 23.9888889 EUR in all.
-func restartedNode(t *testing.T) *source.Store {
+func restartedNode(t *testing.T) *engine.Store {
 	t.Helper()
-	b := source.NewStoreBuilder()
+	b := engine.NewStoreBuilder()
 	restart := faultStart.Add(2*time.Hour + 30*time.Minute + 10*time.Second)
 	gpus := []struct {
 		labels []string
@@ -72,7 +72,7 @@ const restartedEUR = 21590 * (1.5 + 2.5) / 3600
 // faultyEngine serves restartedNode with faults.
 func faultyEngine(t *testing.T, faults ...faultengine.Fault) *faultengine.Server {
 	t.Helper()
-	srv := faultengine.New(source.NewEngineQuerier(restartedNode(t), time.Minute, discard()), faults...)
+	srv := faultengine.New(engine.NewEmbeddedQuerier(restartedNode(t), time.Minute, discard()), faults...)
 	t.Cleanup(srv.Close)
 	return srv
 }

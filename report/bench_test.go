@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gputally/gputally/report/source"
+	"github.com/gputally/gputally/report/engine"
 )
 
 // BenchmarkReport1000GPUs7Days generates a report over 1,000 GPUs × 7 days of
@@ -72,7 +72,7 @@ func benchReport(b *testing.B, gpus int, scrape time.Duration, days int) {
 
 	cfg := DefaultConfig()
 	cfg.End, cfg.Range = start.Add(rng), rng
-	q := source.NewEngineQuerier(st, 10*time.Minute, discard())
+	q := engine.NewEmbeddedQuerier(st, 10*time.Minute, discard())
 	done, peak := sampleHeapPeak()
 	b.ResetTimer()
 	for b.Loop() {

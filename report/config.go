@@ -13,6 +13,7 @@ import (
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/memlimit"
 	"github.com/gputally/gputally/report/advice"
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/source"
 )
 
@@ -41,7 +42,7 @@ type Config struct {
 	PrometheusURL string // base URL of the Prometheus-compatible API, with its path prefix (Run only)
 	// HTTPConfigFile (optional) is an HTTP client config file in
 	// prometheus/common's format: auth, TLS, proxy, headers such as
-	// X-Scope-OrgID (Run only; see source.LoadHTTPClient).
+	// X-Scope-OrgID (Run only; see engine.LoadHTTPClient).
 	HTTPConfigFile string
 	Range          time.Duration // length of the period reported on, e.g. 7 × 24h
 	// End is the end of the period; zero means now truncated to Step (Run) or
@@ -147,7 +148,7 @@ const MaxPointsPerSeries = 11_000
 // AnswerCap is the most bytes one answer is read to: maxAnswerBytes when
 // set (> 0), else a quarter of the memory limit (GOMEMLIMIT, else the
 // cgroup's; 0: none) shared by the answers in flight (inFlight, ≥ 1), at most
-// source.DefaultMaxAnswerBytes, which is also the cap without a limit. An
+// engine.DefaultMaxAnswerBytes, which is also the cap without a limit. An
 // answer read to its cap holds about 0.9 bytes per byte of its text
 // (BenchmarkDecodeAnswer), so the answers in flight take at most about a
 // quarter of the limit, and the rest is left to what the report keeps.
@@ -156,9 +157,9 @@ func AnswerCap(maxAnswerBytes int64, limit memlimit.Limit, inFlight int) int64 {
 		return maxAnswerBytes
 	}
 	if limit.Bytes <= 0 {
-		return source.DefaultMaxAnswerBytes
+		return engine.DefaultMaxAnswerBytes
 	}
-	return min(limit.Bytes/answersShare/int64(max(1, inFlight)), source.DefaultMaxAnswerBytes)
+	return min(limit.Bytes/answersShare/int64(max(1, inFlight)), engine.DefaultMaxAnswerBytes)
 }
 
 // answersShare is the part of the memory limit the answers in flight may

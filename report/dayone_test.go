@@ -21,8 +21,8 @@ import (
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/history"
 	"github.com/gputally/gputally/report/advice"
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/render"
-	"github.com/gputally/gputally/report/source"
 )
 
 // The day-one tests (issue 29) run `report --source=dcgm-exporter` over the
@@ -173,7 +173,7 @@ func dayOneReport(t testing.TB, st *Store, cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return Generate(context.Background(), cfg, cfg.source(source.NewEngineQuerier(st, time.Minute, discard())), discard())
+	return Generate(context.Background(), cfg, cfg.source(engine.NewEmbeddedQuerier(st, time.Minute, discard())), discard())
 }
 
 // sinkFunc is a history.Sink of a function.

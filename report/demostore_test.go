@@ -12,7 +12,7 @@ import (
 
 	"github.com/gputally/gputally/collector/sim"
 	"github.com/gputally/gputally/history"
-	"github.com/gputally/gputally/report/source"
+	"github.com/gputally/gputally/report/engine"
 )
 
 // demoScenario is the scenario of the demo-store tests; the file says what it plays.
@@ -34,7 +34,7 @@ func TestScrapesReportAsTheirText(t *testing.T) {
 	if _, err := history.WriteFleet(context.Background(), &text, opts, []*sim.Scenario{sc}); err != nil {
 		t.Fatal(err)
 	}
-	fromText, err := source.LoadOpenMetrics(&text)
+	fromText, err := engine.LoadOpenMetrics(&text)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +47,11 @@ func TestScrapesReportAsTheirText(t *testing.T) {
 	cfg.Range, cfg.Now = 5*time.Hour, func() time.Time { return opts.Start }
 	cfg.End = opts.Start.Add(5 * time.Hour)
 	cfg.AllowPartial = true
-	rText, err := generateFrom(context.Background(), cfg, source.NewEngineQuerier(fromText, time.Minute, discard()), discard())
+	rText, err := generateFrom(context.Background(), cfg, engine.NewEmbeddedQuerier(fromText, time.Minute, discard()), discard())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rDirect, err := generateFrom(context.Background(), cfg, source.NewEngineQuerier(direct, time.Minute, discard()), discard())
+	rDirect, err := generateFrom(context.Background(), cfg, engine.NewEmbeddedQuerier(direct, time.Minute, discard()), discard())
 	if err != nil {
 		t.Fatal(err)
 	}

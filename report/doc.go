@@ -13,28 +13,37 @@
 // charts, Markdown, CSV and JSON, and can post the Markdown to a
 // Slack/Mattermost webhook.
 //
-// The report is a pipeline of packages, each importing only those below it:
+// The report is a pipeline of packages, data flowing from the engine to the
+// renderers (engine → sources → model → analysis → advice → follow-up →
+// render), each package importing only those upstream of it:
 //
-//	report           Config, Run, RunDemoStore, Generate: wires the others;
-//	                 ConfigError; the output file, every figure finite;
-//	                 Progress
-//	report/source    where data comes from: the Source seam, the ledger reader
-//	                 and the dcgm-exporter source (every PromQL query), the
-//	                 checks every answer passes, the Prometheus and
-//	                 embedded-engine queriers, the demo Store
-//	report/render    Markdown, HTML (charts), CSV, JSON, the webhook
-//	report/followup  the baseline: its recommendations followed up (status,
-//	                 freed EUR promised and realized), before and after, the
-//	                 kept reports (--baseline, --baseline.keep)
-//	report/advice    savings (freed vs reclaimable), drain, release,
-//	                 time-slicing, MIG and the configuration to apply
-//	report/analysis  totals, usage statistics, coverage, faults
-//	report/model     the Dataset a source returns, units and their formatting
+//	report                      Config, Run, RunDemoStore, Generate: wires the
+//	                            others; ConfigError; the output file, every
+//	                            figure finite; Progress
+//	report/engine               the engine client: the Querier seam, the HTTP and
+//	                            embedded-engine queriers, the demo Store, request
+//	                            planning and the checks every answer passes; it
+//	                            knows no GPU, ledger or DCGM name
+//	report/source               the Source seam and what the sources read alike
+//	                            (cluster identity, dedupe labels, kube_pod_labels)
+//	report/source/ledger        gputally's ledger counters, read exactly
+//	report/source/dcgmexporter  dcgm-exporter and kube-state-metrics, on a grid
+//	report/model                the Dataset a source returns, units and their
+//	                            formatting
+//	report/analysis             totals, usage statistics, coverage, faults
+//	report/advice               savings (freed vs reclaimable), drain, release,
+//	                            time-slicing, MIG and the configuration to apply
+//	report/followup             the baseline: its recommendations followed up
+//	                            (status, freed EUR promised and realized), before
+//	                            and after, the kept reports (--baseline)
+//	report/render               Markdown, HTML (charts), CSV, JSON, the webhook
 //
-// Of the report's packages source imports only model (and, outside them,
-// cost, mig, team and smallfile); render reads followup, advice and analysis;
-// followup reads advice, analysis and model; advice reads analysis and model;
-// analysis reads model; model imports none of them.
+// engine imports none of the report's packages; source imports engine and
+// model; the two sources import engine, source and model (and, outside the
+// report, cost, mig and team), never each other; analysis reads model; advice
+// reads analysis and model; followup reads advice, analysis and model; render
+// reads followup, advice and analysis; model imports none of them
+// (TestReportImportsDown holds it).
 // Generate knows of its data only the Source it is given: Run reads the
 // Prometheus HTTP API, RunDemoStore Prometheus' PromQL engine over an
 // in-memory Store filled straight from a simulation's scrapes. Every query

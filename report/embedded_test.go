@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gputally/gputally/report/source"
+	"github.com/gputally/gputally/report/engine"
 )
 
 // TestDemoTotalsMatchLedger runs the report through the embedded engine over
@@ -27,7 +27,7 @@ func TestDemoTotalsMatchLedger(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Format = FormatJSON
 	cfg.Out = filepath.Join(t.TempDir(), "demo.json")
-	st, err := source.LoadOpenMetrics(&om)
+	st, err := engine.LoadOpenMetrics(&om)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestDemoTotalsMatchLedger(t *testing.T) {
 // TestDemoOnEmptyHistory: the demo over history without samples fails with
 // no GPU data.
 func TestDemoOnEmptyHistory(t *testing.T) {
-	st, err := source.LoadOpenMetrics(strings.NewReader("# EOF\n"))
+	st, err := engine.LoadOpenMetrics(strings.NewReader("# EOF\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

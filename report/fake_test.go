@@ -11,9 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/prometheus/common/model"
-
-	"github.com/gputally/gputally/report/source"
 )
 
 // fakeSeries is one series a fake Prometheus answers with: at gives its value
@@ -304,6 +303,6 @@ func fleetQuerier(gpus []fakeGPU, step time.Duration) *fakeQuerier {
 
 // generateFrom is Generate over the ledger reader on q, wired from cfg as Run
 // wires it.
-func generateFrom(ctx context.Context, cfg Config, q source.Querier, logger *slog.Logger) (*Report, error) {
+func generateFrom(ctx context.Context, cfg Config, q engine.Querier, logger *slog.Logger) (*Report, error) {
 	return Generate(ctx, cfg, cfg.ledger(q), logger)
 }

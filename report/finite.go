@@ -9,7 +9,7 @@ import (
 
 // checkFinite returns an error naming the first number of r that is not
 // finite (NaN or ±Inf), by its JSON path: a figure no format may print. The
-// sources refuse the values that would make one (report/source check.go);
+// sources refuse the values that would make one (report/engine/check.go, report/source/ledger/check.go);
 // this holds every format to it whatever source and analysis made r.
 func checkFinite(r *Report) error {
 	return finiteIn(reflect.ValueOf(r).Elem(), "report")

@@ -14,13 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gputally/gputally/report/engine"
 	pmodel "github.com/prometheus/common/model"
-
-	"github.com/gputally/gputally/report/source"
 )
 
 // fakePrometheus serves /api/v1/query_range from q, as Prometheus' HTTP API does.
-func fakePrometheus(t *testing.T, q source.Querier) *httptest.Server {
+func fakePrometheus(t *testing.T, q engine.Querier) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/v1/query_range" {
@@ -129,7 +128,7 @@ func TestRunErrorsOverHTTP(t *testing.T) {
 // warnOn adds an engine warning to the answers of the queries that contain
 // match, as Thanos does when a store did not answer.
 type warnOn struct {
-	source.Querier
+	engine.Querier
 	match, warning string
 }
 

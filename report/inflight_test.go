@@ -10,14 +10,14 @@ import (
 
 	pmodel "github.com/prometheus/common/model"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
-	"github.com/gputally/gputally/report/source"
 )
 
 // inFlightCounter is a Querier that counts the requests in flight at once
 // and remembers the most. It is safe for concurrent use.
 type inFlightCounter struct {
-	source.Querier
+	engine.Querier
 	mu        sync.Mutex
 	now, most int
 }
@@ -50,7 +50,7 @@ func TestQueriesInFlightSameFigures(t *testing.T) {
 	if err := appendFleet(sb, fams, start, scrape, ticks); err != nil {
 		t.Fatal(err)
 	}
-	q := source.NewEngineQuerier(sb.Store(), time.Minute, discard())
+	q := engine.NewEmbeddedQuerier(sb.Store(), time.Minute, discard())
 	datasets := map[int]*model.Dataset{}
 	for _, n := range []int{1, 4} {
 		cfg := DefaultConfig()

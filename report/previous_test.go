@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/prometheus/prometheus/model/labels"
-
-	"github.com/gputally/gputally/report/source"
 )
 
 // TestNoPreviousPeriodFromOneSample: history whose first scrape falls on the
@@ -40,7 +39,7 @@ func TestNoPreviousPeriodFromOneSample(t *testing.T) {
 	truth := end.Sub(start).Seconds()
 	cfg := DefaultConfig()
 	cfg.Range, cfg.End = 24*time.Hour, end
-	r, err := generateFrom(context.Background(), cfg, source.NewEngineQuerier(b.Store(), time.Minute, discard()), discard())
+	r, err := generateFrom(context.Background(), cfg, engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard()), discard())
 	if err != nil {
 		t.Fatal(err)
 	}

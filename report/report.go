@@ -12,9 +12,11 @@ import (
 	"github.com/gputally/gputally/memlimit"
 	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
 	"github.com/gputally/gputally/report/render"
 	"github.com/gputally/gputally/report/source"
+	"github.com/gputally/gputally/report/source/ledger"
 	"github.com/gputally/gputally/team"
 )
 
@@ -27,12 +29,12 @@ import (
 type (
 	Report       = render.Report
 	Source       = source.Source
-	Store        = source.Store
-	StoreBuilder = source.StoreBuilder
+	Store        = engine.Store
+	StoreBuilder = engine.StoreBuilder
 )
 
-// NewStoreBuilder returns an empty builder of a Store (source.NewStoreBuilder).
-func NewStoreBuilder() *StoreBuilder { return source.NewStoreBuilder() }
+// NewStoreBuilder returns an empty builder of a Store (engine.NewStoreBuilder).
+func NewStoreBuilder() *StoreBuilder { return engine.NewStoreBuilder() }
 
 // Formats the report renders (render.Format*).
 const (
@@ -56,18 +58,18 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return badConfig(err)
 	}
 	limit := memlimit.Find()
-	opts := source.HTTPOptions{Timeout: cfg.Timeout, MaxAnswerBytes: AnswerCap(cfg.MaxAnswerBytes, limit, cfg.QueriesInFlight)}
+	opts := engine.HTTPOptions{Timeout: cfg.Timeout, MaxAnswerBytes: AnswerCap(cfg.MaxAnswerBytes, limit, cfg.QueriesInFlight)}
 	if cfg.MaxAnswerBytes == 0 {
 		logger.Info("answers read up to a share of the memory limit", "max_answer_bytes", opts.MaxAnswerBytes, "limit", limit.String(), "query_concurrency", cfg.QueriesInFlight)
 	}
 	if cfg.HTTPConfigFile != "" {
-		client, err := source.LoadHTTPClient(cfg.HTTPConfigFile)
+		client, err := engine.LoadHTTPClient(cfg.HTTPConfigFile)
 		if err != nil {
 			return badConfig(err)
 		}
 		opts.Client = client
 	}
-	q, err := source.NewPrometheusQuerier(cfg.PrometheusURL, opts)
+	q, err := engine.NewHTTPQuerier(cfg.PrometheusURL, opts)
 	if err != nil {
 		return badConfig(err)
 	}
@@ -116,7 +118,7 @@ func RunDemoStore(ctx context.Context, cfg Config, st *Store, logger *slog.Logge
 		}
 		cfg.Range = span
 	}
-	return generateAndWrite(ctx, cfg, cfg.source(source.NewEngineQuerier(st, cfg.Timeout, logger)), cfg.sourceName("simulated history (embedded PromQL engine)"), logger)
+	return generateAndWrite(ctx, cfg, cfg.source(engine.NewEmbeddedQuerier(st, cfg.Timeout, logger)), cfg.sourceName("simulated history (embedded PromQL engine)"), logger)
 }
 
 // Generate collects cfg's range, (cfg.End − cfg.Range, cfg.End], from src,
@@ -156,8 +158,8 @@ func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) 
 
 // ledger returns the Source that reads gputally's metrics through q with
 // cfg's team label, request bounds and progress writer.
-func (c *Config) ledger(q source.Querier) Source {
-	return source.NewLedger(q, source.LedgerOptions{TeamLabel: c.TeamLabel, MaxPointsPerQuery: c.MaxPointsPerQuery,
+func (c *Config) ledger(q engine.Querier) Source {
+	return ledger.New(q, ledger.Options{TeamLabel: c.TeamLabel, MaxPointsPerQuery: c.MaxPointsPerQuery,
 		MaxSamplesPerQuery: c.MaxSamplesPerQuery, QueriesInFlight: c.QueriesInFlight, DedupeLabels: c.DedupeLabels, ClusterLabel: c.ClusterLabel, Progress: NewProgress(c.Progress)})
 }
 

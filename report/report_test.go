@@ -19,9 +19,9 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/internal/applyspec"
 	"github.com/gputally/gputally/report/render"
-	"github.com/gputally/gputally/report/source"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -263,14 +263,14 @@ type rangeCall struct {
 
 // rangeRecorder records each request; it is safe for concurrent use.
 type rangeRecorder struct {
-	source.Querier
+	engine.Querier
 	mu    sync.Mutex
 	calls []rangeCall
 }
 
 func (r *rangeRecorder) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) (model.Matrix, []string, error) {
 	// The ledger asks for 1 ms past the end of each request it plans
-	// (source's inclusiveEnd); the calls record the requests as planned.
+	// (source's InclusiveEnd); the calls record the requests as planned.
 	r.mu.Lock()
 	r.calls = append(r.calls, rangeCall{q, start, end.Add(-time.Millisecond), step})
 	r.mu.Unlock()

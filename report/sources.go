@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gputally/gputally/report/source"
+	"github.com/gputally/gputally/report/engine"
+	"github.com/gputally/gputally/report/source/dcgmexporter"
 )
 
 // The sources a report reads (Config.Source).
@@ -35,9 +36,9 @@ func (c *Config) validateSource() error {
 // source returns the Source cfg names, reading through q with cfg's team
 // label, request bounds and progress writer: the same Querier, so the same
 // HTTP client, for every source.
-func (c *Config) source(q source.Querier) Source {
+func (c *Config) source(q engine.Querier) Source {
 	if c.Source == SourceDCGMExporter {
-		return source.NewDCGMExporter(q, source.DCGMExporterOptions{Book: c.PriceBook, Grid: c.Grid, TeamLabel: c.TeamLabel,
+		return dcgmexporter.New(q, dcgmexporter.Options{Book: c.PriceBook, Grid: c.Grid, TeamLabel: c.TeamLabel,
 			MaxPointsPerQuery: c.MaxPointsPerQuery, MaxSamplesPerQuery: c.MaxSamplesPerQuery, QueriesInFlight: c.QueriesInFlight, DedupeLabels: c.DedupeLabels, ClusterLabel: c.ClusterLabel, Progress: NewProgress(c.Progress)})
 	}
 	return c.ledger(q)

@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gputally/gputally/report/engine"
 	"github.com/prometheus/common/model"
-
-	"github.com/gputally/gputally/report/source"
 )
 
 // seriesRecorder records each request and how many series its answer held.
 type seriesRecorder struct {
-	source.Querier
+	engine.Querier
 	calls  []rangeCall
 	series []int
 }
@@ -23,14 +22,14 @@ type seriesRecorder struct {
 func (r *seriesRecorder) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) (model.Matrix, []string, error) {
 	m, w, err := r.Querier.QueryRange(ctx, q, start, end, step)
 	// The ledger asks for 1 ms past the end of each request it plans
-	// (source's inclusiveEnd); the calls record the requests as planned.
+	// (source's InclusiveEnd); the calls record the requests as planned.
 	r.calls = append(r.calls, rangeCall{q, start, end.Add(-time.Millisecond), step})
 	r.series = append(r.series, len(m))
 	return m, w, err
 }
 
 // TestRequestsSizedBySamples checks that with MaxSamplesPerQuery the first
-// request is a probe of source.ProbeSteps steps, that every later request keeps the
+// request is a probe of engine.ProbeSteps steps, that every later request keeps the
 // previous answer's series × its steps within the bound (or asks for one
 // step), that the split still covers the range exactly once, and that the
 // progress count ends at the requests made.
@@ -62,8 +61,8 @@ func TestRequestsSizedBySamples(t *testing.T) {
 					t.Errorf("request %s from %s asks for %d steps without a sample bound, want 50 or up to the day's end", c.query, c.start, n)
 				case c.start.UTC().Truncate(24*time.Hour) != c.end.UTC().Truncate(24*time.Hour):
 					t.Errorf("request %s from %s to %s spans two UTC days", c.query, c.start, c.end)
-				case maxSamples > 0 && i == 0 && n > source.ProbeSteps:
-					t.Errorf("first request asks for %d steps, want a probe of at most %d", n, source.ProbeSteps)
+				case maxSamples > 0 && i == 0 && n > engine.ProbeSteps:
+					t.Errorf("first request asks for %d steps, want a probe of at most %d", n, engine.ProbeSteps)
 				case maxSamples > 0 && i > 0 && n > 1 && rec.series[i-1]*n > maxSamples:
 					t.Errorf("request %s from %s asks for %d steps after an answer of %d series: over %d samples",
 						c.query, c.start, n, rec.series[i-1], maxSamples)

@@ -18,6 +18,7 @@ import (
 	"github.com/gputally/gputally/history"
 	"github.com/gputally/gputally/report"
 	"github.com/gputally/gputally/report/advice"
+	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/source"
 )
 
@@ -72,7 +73,7 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("webhook.url-file", "File holding a Slack/Mattermost incoming-webhook URL; the Markdown report is POSTed to it.").StringVar(&c.cfg.WebhookURLFile)
 	c.timeout = durationFlag(cmd.Flag("query.timeout", "Limit of each query and of the webhook POST."), "2m")
 	c.totalTimeout = durationFlag(cmd.Flag("query.total-timeout", "Limit of all the report's queries together, retries included; 0: none."), "1h")
-	cmd.Flag("query.max-answer-bytes", fmt.Sprintf("Largest answer read, in bytes; a larger one is asked again in smaller requests, down to one step, and one step over it is an error. 0: a quarter of the memory limit (GOMEMLIMIT, else the cgroup's memory.max) divided by --query.concurrency, at most %d (256 MiB), which is also the cap without a limit.", source.DefaultMaxAnswerBytes)).
+	cmd.Flag("query.max-answer-bytes", fmt.Sprintf("Largest answer read, in bytes; a larger one is asked again in smaller requests, down to one step, and one step over it is an error. 0: a quarter of the memory limit (GOMEMLIMIT, else the cgroup's memory.max) divided by --query.concurrency, at most %d (256 MiB), which is also the cap without a limit.", engine.DefaultMaxAnswerBytes)).
 		Default("0").Int64Var(&c.cfg.MaxAnswerBytes)
 	cmd.Flag("query.max-points", "Most steps one range query asks for; longer ranges are split.").Default("1000").IntVar(&c.cfg.MaxPointsPerQuery)
 	cmd.Flag("query.max-samples", "About the most samples (series × steps) one range query's answer holds; requests are sized by the series of the previous answer; 0: no bound.").Default("1000000").IntVar(&c.cfg.MaxSamplesPerQuery)

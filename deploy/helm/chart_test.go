@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gputally/gputally/alerts"
-	"github.com/gputally/gputally/report/source"
+	"github.com/gputally/gputally/report/engine"
 )
 
 // valueSets are the values every structural check runs against.
@@ -625,7 +625,7 @@ func TestReportHTTPConfig(t *testing.T) {
 			if err := os.WriteFile(path, []byte(found.StringData["http-config.yml"]), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := source.LoadHTTPClient(path); err != nil {
+			if _, err := engine.LoadHTTPClient(path); err != nil {
 				t.Errorf("gputally does not load the rendered config: %v\n%s", err, found.StringData["http-config.yml"])
 			}
 		})

@@ -29,8 +29,8 @@ type Coverage struct {
 	// Ratio is SeenHours ÷ ExpectedHours, 0–1: above 1 only by scrape
 	// timing (a GPU's hours run from its last sample before the range to its
 	// last in it, up to one scrape interval more than the range), never
-	// clamped: the source refuses series counted twice (report/source
-	// check.go).
+	// clamped: the ledger source refuses series counted twice
+	// (report/source/ledger/check.go).
 	Ratio         float64 `json:"ratio"`
 	ExpectedHours float64 `json:"expected_hours"` // each GPU seen, from when it is first seen to the range's end
 	SeenHours     float64 `json:"seen_hours"`     // device-hours recorded, all states

@@ -113,6 +113,42 @@ func TestYoungBaseline(t *testing.T) {
 	}
 }
 
+// TestBaselineOfItsWholeRange: a baseline that covers exactly the range it
+// was asked for (168 h of 1w) gets no note on its hours; one an hour short
+// (its history began an hour into it) does: 167.0 h of its 1w.
+func TestBaselineOfItsWholeRange(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start time.Time
+		note  string // "": no note
+	}{
+		{"exactly its range", week1, ""},
+		{"an hour short", week1.Add(time.Hour), "the baseline covers 167.0 h of its 1w"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := baselineJSON(t, t.TempDir(), "baseline.json", nil, map[string]any{"range": "1w", "start": tc.start})
+			b, err := followup.Open(path, followup.Period{Start: week2, End: end})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, d := period(t, []gpu{{"GPU-A", "node-a", "0", 1}}, []use{{gpu: "GPU-A", holder: "ml/t/main", to: 6, busy: 1}})
+			res, err := b.Follow(r, &advice.Advice{}, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var notes []string
+			for _, n := range res.Comparison.Notes {
+				if strings.Contains(n, " h of its ") {
+					notes = append(notes, n)
+				}
+			}
+			if tc.note == "" && len(notes) != 0 || tc.note != "" && (len(notes) != 1 || !strings.HasPrefix(notes[0], tc.note)) {
+				t.Errorf("notes on the baseline's hours %q, want %q", notes, tc.note)
+			}
+		})
+	}
+}
+
 // TestDirectory: in a directory of kept reports the newest earlier report
 // that fits is followed up; earlier ones that fit are the weeks before it;
 // this period's own report (a later one) and files that are not reports

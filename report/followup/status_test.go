@@ -35,6 +35,10 @@ func TestRelease(t *testing.T) {
 	}{
 		{"left on day 3, unallocated since", []use{{gpu: "GPU-A", holder: "ml/nb-0/main", from: 0, to: 2}, {gpu: "GPU-A", from: 3, to: 6}, busyB},
 			followup.Applied, 1461, day(3), "unallocated", 96, 0},
+		// It held the GPU in the period's first step only: free since that
+		// step's end, day 1 — not since before the period began.
+		{"left in the first step", []use{{gpu: "GPU-A", holder: "ml/nb-0/main", from: 0, to: 0}, {gpu: "GPU-A", from: 1, to: 6}, busyB},
+			followup.Applied, 1461, day(1), "unallocated", 144, 0},
 		// It held the GPU up to the period's last day, not in it: at the
 		// end it no longer holds it (the last bucket is the boundary).
 		{"left in the last step", []use{{gpu: "GPU-A", holder: "ml/nb-0/main", from: 0, to: 5}, {gpu: "GPU-A", from: 6, to: 6}, busyB},
@@ -75,6 +79,10 @@ func TestRelease(t *testing.T) {
 			if f.UUID != "GPU-A" || !f.Promised || f.Went != tc.went || !near(f.UnallocatedHours, tc.unalloc) || !near(f.OtherHeldHours, tc.other) ||
 				f.FreeBeforePeriod != tc.since.IsZero() || !tc.since.IsZero() && !f.FreeSince.Equal(tc.since) {
 				t.Errorf("freed %+v; want GPU-A promised, went %s, %.0f h unallocated, %.0f h other work, free since %v", f, tc.went, tc.unalloc, tc.other, tc.since)
+			}
+			if since := tc.since.Format(time.RFC3339); !tc.since.IsZero() && (!strings.Contains(it.Evidence, "no longer holds GPU node-a/0 (GPU-A), since "+since) ||
+				!strings.Contains(it.Evidence, "GPU-A) free since "+since)) {
+				t.Errorf("evidence %q does not say the GPU is left and free since %s", it.Evidence, since)
 			}
 			if tc.unalloc > 0 != strings.Contains(it.Evidence, "sat unallocated") || tc.unalloc > 0 != strings.Contains(it.Evidence, "money still burning") ||
 				tc.other > 0 != strings.Contains(it.Evidence, "taken by other work") {
@@ -247,5 +255,25 @@ func TestDrain(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGoneTargetLastStep: a target not there at the end is gone, and the
+// evidence names the end of the last step it held a device in — its last
+// over all its devices, not the first it held one in, nor the first device's
+// last. dev/a held G1 on days 0–1 and G2 on days 2–4 of the period that
+// begins 2026-01-12: its last step is day 4, which ends on 2026-01-17.
+func TestGoneTargetLastStep(t *testing.T) {
+	rec := advice.Recommendation{Kind: "time-slicing", Target: "dev", Holdings: []string{"dev/a/main"},
+		GPUs: []string{"G1"}, FreedGPUs: []string{"G1"}, FreedEURPerMonth: 730.5, Replicas: 2}
+	gpus := []gpu{{"G1", "n", "1", 1.00}, {"G2", "n", "2", 1.50}}
+	uses := []use{
+		{gpu: "G1", holder: "dev/a/main", from: 0, to: 1, busy: 0.1}, {gpu: "G1", from: 2, to: 6},
+		{gpu: "G2", holder: "ml/x/main", from: 0, to: 1, busy: 0.5}, {gpu: "G2", holder: "dev/a/main", from: 2, to: 4, busy: 0.1}, {gpu: "G2", from: 5, to: 6},
+	}
+	it := follow(t, []advice.Recommendation{rec}, gpus, uses).Items[0]
+	want := "dev/a/main is not there at the end of this period (last held a device in the step ending 2026-01-17T00:00:00Z)"
+	if it.Status != followup.Gone || len(it.Parts) != 1 || it.Parts[0].State != "gone" || it.Parts[0].Evidence != want {
+		t.Errorf("status %s, parts %+v; want gone, one part gone: %q", it.Status, it.Parts, want)
 	}
 }

@@ -1,99 +1,10 @@
 package source
 
-import (
-	"context"
-	"fmt"
-	"slices"
-	"strings"
-
-	pmodel "github.com/prometheus/common/model"
-
-	"github.com/gputally/gputally/report/model"
-)
-
-// DefaultDedupeLabels are the labels by which copies of one ledger series
-// differ when an engine delivers it more than once: the replica labels of an
+// DefaultDedupeLabels are the labels by which copies of one series differ
+// when an engine delivers it more than once: the replica labels of an
 // HA Prometheus pair without deduplication (Thanos' and Cortex' usual
 // `prometheus_replica`, `replica`, `__replica__`) and the job of a second
 // scrape job on the same exporter. `instance` is not among them: an exporter
 // that restarted in a new pod has a new instance, and its series follow the
 // old ones in time — both count.
 var DefaultDedupeLabels = []string{"prometheus_replica", "replica", "__replica__", "job"}
-
-// deduper counts each ledger series once: its reads take the max over the
-// copies of a series that differ only in its labels (copies of one counter
-// scraped twice differ by at most one scrape's increment, and their max is a
-// counter too). The zero value (no labels) reads every series as it is.
-type deduper struct {
-	labels []string
-}
-
-// read wraps a selector expression of the ledger's counters.
-func (d deduper) read(expr string) string {
-	if len(d.labels) == 0 {
-		return expr
-	}
-	return fmt.Sprintf("max without (%s) (%s)", strings.Join(d.labels, ", "), expr)
-}
-
-// kept returns the first of the labels read aggregates away that series m
-// still carries, or "": an engine never answers `max without (l)` with l.
-func (d deduper) kept(m pmodel.Metric) string {
-	for _, l := range d.labels {
-		if m[pmodel.LabelName(l)] != "" {
-			return l
-		}
-	}
-	return ""
-}
-
-// copies finds ledger series delivered more than once over (r.Start, r.End]
-// and says so in d.Notes, naming the labels by which the copies differ and
-// their values: one query at the range's step, and a second when it finds
-// copies.
-func (dd deduper) copies(ctx context.Context, run *rangeRunner, d *model.Dataset, r model.Range) error {
-	if len(dd.labels) == 0 {
-		return nil
-	}
-	labels := strings.Join(dd.labels, ", ")
-	values := map[string]map[string]bool{} // label → values seen on copies
-	copies := 0
-	err := run.run(ctx, "duplicate ledger series", fmt.Sprintf(
-		"count without (%s) (last_over_time(gputally_gpu_seconds_total[%s])) > 1",
-		labels, pmodel.Duration(r.Step)), r.Start.Add(r.Step), r.End, r.Step, func(m pmodel.Matrix) {
-		copies = max(copies, len(m))
-	})
-	if err != nil || copies == 0 {
-		return err
-	}
-	run.total += run.requests(r.Start.Add(r.Step), r.End, r.Step) // not in the plan: only when there are copies
-	err = run.run(ctx, "labels of duplicate ledger series", fmt.Sprintf(
-		"group by (%s) (last_over_time(gputally_gpu_seconds_total[%s]))", labels, pmodel.Duration(r.Step)),
-		r.Start.Add(r.Step), r.End, r.Step, func(m pmodel.Matrix) {
-			for _, s := range m {
-				for _, l := range dd.labels {
-					if values[l] == nil {
-						values[l] = map[string]bool{}
-					}
-					values[l][string(s.Metric[pmodel.LabelName(l)])] = true
-				}
-			}
-		})
-	if err != nil {
-		return err
-	}
-	var differ []string
-	for _, l := range dd.labels {
-		if len(values[l]) > 1 {
-			vs := make([]string, 0, len(values[l]))
-			for v := range values[l] {
-				vs = append(vs, fmt.Sprintf("%q", v))
-			}
-			slices.Sort(vs)
-			differ = append(differ, l+" "+strings.Join(vs, ", "))
-		}
-	}
-	d.Notes = append(d.Notes, fmt.Sprintf("the engine delivered up to %d ledger series more than once, differing in %s (an HA pair without deduplication, or a second scrape job): each counted once",
-		copies, strings.Join(differ, "; ")))
-	return nil
-}

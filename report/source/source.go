@@ -1,21 +1,7 @@
-// Package source is where the report's data comes from: the Source seam and
-// its implementations. Ledger reads gputally's metrics through a Querier —
-// every PromQL query the report makes is made here: the ledger counters read
-// exactly (increase.go), the inputs of coverage, allocations, MIG modes, the
-// pods' team labels (kube_pod_labels) and the activity and framebuffer
-// samples — and returns them as a model.Dataset. The queriers are the
-// Prometheus HTTP API (PrometheusQuerier) and Prometheus' own PromQL engine
-// over an in-memory Store (EngineQuerier), loaded from OpenMetrics or, for
-// report --demo, filled straight from a simulation's scrapes (StoreBuilder).
-//
-// It imports, of the report's packages, only model.
 package source
 
 import (
 	"context"
-	"time"
-
-	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/report/model"
 )
@@ -28,22 +14,4 @@ type Source interface {
 	// and state in buckets of r.Step over (r.Start, r.End], and activity and
 	// framebuffer in steps of r.Resolution. An error says what failed.
 	Collect(ctx context.Context, r model.Range) (*model.Dataset, error)
-}
-
-// Querier runs PromQL range queries. Implementations must be safe for
-// concurrent use when the source has more than one query in flight
-// (LedgerOptions.QueriesInFlight); PrometheusQuerier and EngineQuerier are.
-type Querier interface {
-	// QueryRange evaluates query at every step from start to end inclusive and
-	// returns the resulting series. Warnings are annotations the server returned
-	// alongside a successful result.
-	QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (pmodel.Matrix, []string, error)
-}
-
-// Progress receives a progress line per request a source makes, and End
-// when the source is done; the report's Progress is one. It is called from
-// the goroutine that called Collect, whatever the queries in flight.
-type Progress interface {
-	Update(line string)
-	End()
 }

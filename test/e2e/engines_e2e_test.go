@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// reportFamilies are the metric families the report queries (report/source:
+// reportFamilies are the metric families the report queries (report/source/ledger:
 // the ledger counters, allocations, MIG modes, team labels, activity and
 // framebuffer). The engine agreement test backfills only these: the other
 // DCGM and gputally families would double the text to load and are read by

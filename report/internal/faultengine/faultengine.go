@@ -6,7 +6,7 @@
 // copies) or into its transport (a status, an HTML page, an answer cut off
 // with or without framing, an answer that trickles).
 //
-// It imports no report package; the tests of report and report/source use
+// It imports no report package; the tests of report, report/engine and the sources use
 // it.
 package faultengine
 
@@ -25,7 +25,7 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Querier answers range queries; report/source's queriers are Queriers.
+// Querier answers range queries; report/engine's queriers are Queriers.
 type Querier interface {
 	QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (model.Matrix, []string, error)
 }
