@@ -91,7 +91,7 @@ func (sc *Scenario) validateJobs(gpus []gpuFacts, workloads map[string]*Workload
 		if err != nil {
 			return err
 		}
-		if err := sc.take(held, p, key, false, w, gpus, full); err != nil {
+		if err := sc.take(held, p, key, false, w, gpus, full, jobWindow(j)); err != nil {
 			return err
 		}
 		if j.Every < minJobEvery || j.Every > maxEventOffset {

@@ -220,3 +220,22 @@ func (b *Backend) Pods(t time.Time) []PodState {
 	})
 	return out
 }
+
+// inTurn reports whether a pod entry holding whole GPU key (no replica, MIG
+// instance or DRA claim) in win takes its turn on it after others: every
+// holder so far is a pod entry whose window win does not overlap — a pod
+// that waited is bound to a GPU another pod freed. It records the windows
+// of a whole GPU's pod entries; the first holder is take's as any other.
+func (h *heldDevices) inTurn(key devKey, dra bool, win window) bool {
+	if key.replica >= 0 || key.instance >= 0 || dra || win.every > 0 {
+		return false
+	}
+	turns, inTurns := h.turns[key] // jobs come after pods and never take turns
+	for _, t := range turns {
+		if win.from < t.to && t.from < win.to {
+			return false
+		}
+	}
+	h.turns[key] = append(turns, win)
+	return inTurns
+}

@@ -133,3 +133,50 @@ func TestWaitingErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPodsInTurn: pod entries may hold a whole GPU one after another — a
+// pod that waited is bound to the GPUs another freed — but not at once, nor
+// beside a job.
+func TestPodsInTurn(t *testing.T) {
+	const base = `seed: 3
+gpus:
+  - model: NVIDIA H100 80GB HBM3
+    count: 2
+workloads:
+  - {name: w, pattern: idle, fb_mib: 1000}
+pods:
+  - {namespace: nb, pod: old, container: main, resource: nvidia.com/gpu, device: {gpu: 0}, workload: w, end: 8h}
+  - {namespace: ml, pod: train, container: main, resource: nvidia.com/gpu, device: {gpu: 0}, workload: w, created: 2h, start: 8h}
+`
+	sc, err := Parse([]byte(base), "turn.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	b, err := New(sc, Options{Start: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		h    float64
+		want string
+	}{{7, "ml/train: node=\"\"; nb/old: node=\"sim-node-0\""}, {9, "ml/train: node=\"sim-node-0\""}} {
+		var got []string
+		for _, s := range b.Pods(start.Add(time.Duration(c.h * float64(time.Hour)))) {
+			got = append(got, fmt.Sprintf("%s/%s: node=%q", s.Namespace, s.Pod, s.Node))
+		}
+		if strings.Join(got, "; ") != c.want {
+			t.Errorf("at %g h: %s, want %s", c.h, strings.Join(got, "; "), c.want)
+		}
+	}
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"overlapping", "end: 8h}", "end: 9h}", "pods[1].device: GPU 0 is already held by pods[0]"},
+		{"beside a job", "pods:\n  - {namespace: nb, pod: old, container: main, resource: nvidia.com/gpu, device: {gpu: 0}, workload: w, end: 8h}",
+			"jobs:\n  - {namespace: ci, name: b, container: main, resource: nvidia.com/gpu, device: {gpu: 0}, workload: w, every: 1h, run: 10m}\npods:", "jobs[0].device: GPU 0 is already held by pods[0]"},
+	} {
+		_, err := Parse([]byte(strings.Replace(base, tc.old, tc.new, 1)), "bad.yaml")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}

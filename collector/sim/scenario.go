@@ -80,7 +80,8 @@
 // layout of the last `mig` event at or before it) and the resource must name that
 // instance's profile.
 // A device is held by one pod entry or one job for the whole run, whatever their
-// start and end; a pod outside its window, and a job between two runs, leave their
+// start and end — except that pod entries may hold a whole GPU one after another,
+// in windows that do not overlap; a pod outside its window, and a job between two runs, leave their
 // device unallocated and idle, and are absent from the kubelet's answer and from
 // the process table.
 //

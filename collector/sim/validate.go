@@ -245,11 +245,20 @@ type heldDevices struct {
 	dra    map[devKey]bool   // devices held through DRA claims
 	fbMiB  map[devKey]int    // device (replicas collapsed) → framebuffer its holders need
 	pods   map[string]int    // namespace/pod → the first pod entry naming it
+	// turns are, per whole GPU held by pod entries one after another, the
+	// windows of its holders (pending.go).
+	turns map[devKey][]window
 }
 
 // take records that entry p holds key with workload w, through a DRA claim
 // when dra, or says why it cannot.
-func (sc *Scenario) take(h *heldDevices, p string, key devKey, dra bool, w *Workload, gpus []gpuFacts, name string) error {
+func (sc *Scenario) take(h *heldDevices, p string, key devKey, dra bool, w *Workload, gpus []gpuFacts, name string, win window) error {
+	if h.inTurn(key, dra, win) {
+		if usable := usableMiB(gpus[key.gpu], key.instance); w.FBMiB > usable {
+			return sc.errAt(p+".workload", "workload %q needs %d MiB, but %s has %d MiB", w.Name, w.FBMiB, describeDevice(key, gpus), usable)
+		}
+		return nil
+	}
 	if other, held := h.holder[key]; held && !sharedDRA(key, dra, h.dra[key]) {
 		return sc.errAt(p+".device", "%s is already held by %s", describeDevice(key, gpus), other)
 	} else if !held {
@@ -270,7 +279,7 @@ func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload
 	if len(sc.Pods) > maxPods {
 		return nil, sc.errAt("pods", "more than %d pods", maxPods)
 	}
-	held := &heldDevices{holder: map[devKey]string{}, dra: map[devKey]bool{}, fbMiB: map[devKey]int{}, pods: map[string]int{}}
+	held := &heldDevices{holder: map[devKey]string{}, dra: map[devKey]bool{}, fbMiB: map[devKey]int{}, pods: map[string]int{}, turns: map[devKey][]window{}}
 	uidOf := map[string]string{}    // namespace/pod → UID
 	podOfUID := map[string]string{} // UID → namespace/pod
 	pids := map[int]int{}           // PID → pod entry
@@ -311,7 +320,7 @@ func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload
 		if err != nil {
 			return nil, err
 		}
-		if err := sc.take(held, p, key, pod.Resource == resourceDRA, w, gpus, full); err != nil {
+		if err := sc.take(held, p, key, pod.Resource == resourceDRA, w, gpus, full, podWindow(pod)); err != nil {
 			return nil, err
 		}
 		if err := sc.checkWindow(p, pod.Start, pod.End); err != nil {
