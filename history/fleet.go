@@ -51,6 +51,7 @@ func RunFleet(ctx context.Context, opts Options, nodes []*sim.Scenario, sink Sin
 		return Result{}, err
 	}
 	opts.Scenario = nodes[0]
+	opts.KubeStateMetrics = opts.KubeStateMetrics || slices.ContainsFunc(nodes, (*sim.Scenario).Waits)
 	if len(nodes) == 1 {
 		return Run(ctx, opts, sink)
 	}

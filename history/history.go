@@ -53,6 +53,11 @@ type Options struct {
 	// DCGMExporter leaves out of the dcgm-exporter flavour what clusters
 	// often lack (FlavorDCGMExporter only).
 	DCGMExporter DCGMExporterOptions
+	// KubeStateMetrics writes kube-state-metrics' pod and node series
+	// (kubestate.go) in the gputally flavour too, as it does by itself for a
+	// scenario whose pods wait; RunFleet sets it for every node of a fleet
+	// in which one node's pods wait: kube-state-metrics sees the cluster.
+	KubeStateMetrics bool
 	// ScrapeJitter, when not 0, stores some scrapes late by up to it, as a
 	// loaded scrape loop does (jitter.go); at least 1ms and under half the
 	// scrape interval.
@@ -114,7 +119,7 @@ func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 	switch {
 	case opts.Flavor == FlavorDCGMExporter:
 		sink = newDCGMExporterSink(sink, node.backend, opts.DCGMExporter)
-	case opts.Scenario.Waits():
+	case opts.KubeStateMetrics || opts.Scenario.Waits():
 		sink = &kubeStateSink{sink: sink, ksm: newKubeStateWriter(node.backend, true)}
 	}
 	if opts.ScrapeJitter > 0 {

@@ -167,3 +167,37 @@ func TestNoKubeStateWithoutWaiting(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetKubeStateOnEveryNode: in gputally's flavour, a fleet with one
+// node whose pods wait writes kube-state-metrics' node series for every
+// node — the free GPUs of the others are what a waiting pod is measured
+// against.
+func TestFleetKubeStateOnEveryNode(t *testing.T) {
+	waits, err := sim.Parse([]byte(waitScenario), "wait.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := sim.Default() // no pod of it waits
+	other.Node.Hostname, other.Seed = "other", 99
+	nodes := map[string]bool{}
+	sink := sinkOf(func(mfs []*dto.MetricFamily) {
+		for labels := range series(mfs, "kube_node_status_allocatable", "resource=nvidia_com_gpu") {
+			for _, l := range strings.Split(labels, ",") {
+				if n, ok := strings.CutPrefix(l, "node="); ok {
+					nodes[n] = true
+				}
+			}
+		}
+	})
+	if _, err := RunFleet(context.Background(), Options{Start: start, Duration: 10 * time.Minute, ScrapeInterval: time.Minute}, []*sim.Scenario{waits, other}, sink); err != nil {
+		t.Fatal(err)
+	}
+	if !nodes["sim-node-0"] || !nodes["other"] || len(nodes) != 2 {
+		t.Errorf("allocatable of nodes %v, want sim-node-0 and other", nodes)
+	}
+}
+
+// sinkOf is a Sink that hands each scrape's families to f.
+type sinkOf func([]*dto.MetricFamily)
+
+func (f sinkOf) AddScrape(mfs []*dto.MetricFamily, _ time.Time) error { f(mfs); return nil }

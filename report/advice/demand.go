@@ -8,21 +8,30 @@ import (
 )
 
 // waitDemand is what a team's pods waited for, per resource: the devices
-// waiting in each interval of the concurrency reading and in each step
-// bucket.
+// waiting at the end of each interval of the concurrency reading and of
+// each step bucket, and the largest request of one pod that waited.
 type waitDemand struct {
 	perInterval map[quotaTarget][]float64
 	perBucket   map[quotaTarget][]float64
+	largest     map[quotaTarget]podRequest
+}
+
+// podRequest is one pod's request of a resource.
+type podRequest struct {
+	pod   string // namespace/pod
+	count float64
 }
 
 // waitingDemand reads the pods of d that waited (analysis.WaitSpan) into the
 // demand of their teams' resources, and adds their namespaces and resources
 // to h: a team whose pods only waited still gets a quota, and a queue
-// covers every resource its pods requested. A pod waits in a stretch (t −
-// interval, t] — a concurrency interval or a step bucket — when any of its
-// wait lies in it.
+// covers every resource its pods requested. A pod waits in a stretch — a
+// concurrency interval or a step bucket — when it waits at the stretch's end
+// (from ≤ end < to): at the instant it is bound it is busy, not waiting too.
+// A wait between two ends is in no stretch; the largest request keeps its
+// quota from falling below it.
 func (a *adviser) waitingDemand(d *model.Dataset, h teamHoldings) waitDemand {
-	w := waitDemand{perInterval: map[quotaTarget][]float64{}, perBucket: map[quotaTarget][]float64{}}
+	w := waitDemand{perInterval: map[quotaTarget][]float64{}, perBucket: map[quotaTarget][]float64{}, largest: map[quotaTarget]podRequest{}}
 	if d.Waiting == nil {
 		return w
 	}
@@ -38,32 +47,30 @@ func (a *adviser) waitingDemand(d *model.Dataset, h teamHoldings) waitDemand {
 		for _, r := range p.Requests {
 			qt := quotaTarget{team, r.Resource}
 			h.bucketsOf(qt, d.Buckets)
-			w.perBucket[qt] = addOver(w.perBucket[qt], d.Buckets, d.Start.Add(d.Step), d.Step, from, to, r.Count)
+			if r.Count > w.largest[qt].count {
+				w.largest[qt] = podRequest{pod: p.Pod.Namespace + "/" + p.Pod.Pod, count: r.Count}
+			}
+			w.perBucket[qt] = addAtEnds(w.perBucket[qt], d.Buckets, d.Start.Add(d.Step), d.Step, from, to, r.Count)
 			if cc != nil {
 				n := int(d.End.Sub(cc.First)/cc.Interval) + 1
-				w.perInterval[qt] = addOver(w.perInterval[qt], n, cc.First, cc.Interval, from, to, r.Count)
+				w.perInterval[qt] = addAtEnds(w.perInterval[qt], n, cc.First, cc.Interval, from, to, r.Count)
 			}
 		}
 	}
 	return w
 }
 
-// addOver adds v to the stretches of s (n of them, made the first time)
-// that [from, to) overlaps: stretch i is (first + (i−1) × every, first + i ×
-// every].
-func addOver(s []float64, n int, first time.Time, every time.Duration, from, to time.Time, v float64) []float64 {
+// addAtEnds adds v to the stretches of s (n of them, made the first time)
+// whose end lies in [from, to): stretch i ends at first + i × every.
+func addAtEnds(s []float64, n int, first time.Time, every time.Duration, from, to time.Time, v float64) []float64 {
 	if s == nil {
 		s = make([]float64, n)
 	}
-	if to.Sub(first) <= -every {
-		return s
+	lo := 0 // the first stretch ending at or after from
+	if k := from.Sub(first); k > 0 {
+		lo = int((k + every - 1) / every)
 	}
-	lo := 0 // the first stretch whose end is after from
-	if k := from.Sub(first); k >= 0 {
-		lo = int(k/every) + 1
-	}
-	hi := int((to.Sub(first) + every - 1) / every) // the last whose start is before to
-	for i := max(lo, 0); i <= min(hi, n-1); i++ {
+	for i := lo; i < n && first.Add(time.Duration(i)*every).Before(to); i++ {
 		s[i] += v
 	}
 	return s

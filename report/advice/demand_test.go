@@ -31,9 +31,9 @@ func adviseStory(t *testing.T, d *model.Dataset, s advice.Settings) *advice.Advi
 // step buckets):
 //
 //   - team ml (research, notebooks): the hog busy in every bucket (1) and
-//     waiting per bucket early 1 + train 4 = 5 in bucket 0, train 4 in 1
-//     and 2, train 4 + nb-2 2 = 6 in 3 and 4, nb-2 2 in 5: most in bucket 3,
-//     1 + 6 = 7 → ⌈8.4⌉ = 9 (the busy peak alone gave 2; train alone needs 4);
+//     waiting at the buckets' ends (1 h, 2 h, …) train 4 at 1–4 h, nb-2 2
+//     at 3–5 h (early waits at none): most at 3 h and 4 h, 1 + 6 = 7 →
+//     ⌈8.4⌉ = 9 (the busy peak alone gave 2; train alone needs 4);
 //   - team data: nb-1 only waited, 1 → ⌈1.2⌉ = 2 — a queue for a team that
 //     held nothing;
 //   - team inference: serve busy, 1 → 2 of nvidia.com/gpu, and mig-1's 2
@@ -59,21 +59,21 @@ func TestQuotaFromWaitingDemand(t *testing.T) {
 	}
 }
 
-// TestQuotaWaitingAtOnce: waiting is counted at the resolution busy is.
-// notebooks/nb-3 (team data, 1 GPU) waits 3.5 → 3.75 h, after nb-1
-// (1 → 3.25 h) went: both wait in bucket 3, never in the same 30-min
-// interval. With the concurrency reading (30 min, the hog busy in all 16
-// intervals) data's demand is 1 → ⌈1.2⌉ = 2; per step bucket it would be 2
-// → 3. ml is 1 busy + 6 waiting (train and nb-2, 3–5 h) = 7 → 9 either
-// way; per interval early (0 → 0.25 h) and train (from 0.5 h) never wait
-// together, per bucket they do (5 in bucket 0, below 7).
+// TestQuotaWaitingAtOnce: waiting is counted at the resolution busy is,
+// at each interval's end, and no quota is below a waiting pod's request.
+// sprint/burst (3 GPUs, team sprint) waits 3.4 → 3.6 h: at no bucket's end
+// (3 h, 4 h), so per step bucket its team's demand is 0 — the floor of 1,
+// raised to burst's 3 — while the concurrency reading (30 min, the hog busy
+// in all 16 intervals) sees it waiting at 3.5 h: 3 → ⌈3.6⌉ = 4. The other
+// teams are as in TestQuotaFromWaitingDemand either way: ml waits 6 with 1
+// busy at 3 h–4.5 h.
 func TestQuotaWaitingAtOnce(t *testing.T) {
 	for _, concurrent := range []bool{true, false} {
 		d := hourly.WaitingStory()
-		d.Waiting.Pods = append(d.Waiting.Pods, model.PodWait{Pod: model.PodKey{Namespace: "notebooks", Pod: "nb-3"},
-			Requests: []model.Request{{Resource: "nvidia.com/gpu", Count: 1}}, Created: hourly.At(3.5), Scheduled: hourly.At(3.75), Node: "a"})
-		d.PodTeams[model.PodKey{Namespace: "notebooks", Pod: "nb-3"}] = "data"
-		want := map[string]int{"ml nvidia.com/gpu": 9, "data nvidia.com/gpu": 3, "inference nvidia.com/gpu": 2, "inference nvidia.com/mig-1g.10gb": 3}
+		d.Waiting.Pods = append(d.Waiting.Pods, model.PodWait{Pod: model.PodKey{Namespace: "sprint", Pod: "burst"},
+			Requests: []model.Request{{Resource: "nvidia.com/gpu", Count: 3}}, Created: hourly.At(3.4), Scheduled: hourly.At(3.6), Node: "a"})
+		want := map[string]int{"ml nvidia.com/gpu": 9, "data nvidia.com/gpu": 2, "inference nvidia.com/gpu": 2, "inference nvidia.com/mig-1g.10gb": 3, "sprint nvidia.com/gpu": 3}
+		says := "#   nvidia.com/gpu: at most 0 busy at once × headroom 1.20 → 1, raised to 3: pod sprint/burst waited for 3"
 		if concurrent {
 			busy := make([]int32, 16)
 			for i := range busy {
@@ -81,11 +81,15 @@ func TestQuotaWaitingAtOnce(t *testing.T) {
 			}
 			d.Concurrency = &model.Concurrency{Interval: 30 * time.Minute, Scraped: true, First: hourly.At(0.5),
 				Busy: map[model.ConcurrencyKey][]int32{{Namespace: "notebooks"}: busy, {Namespace: "inference"}: busy}}
-			want["data nvidia.com/gpu"] = 2
+			want["sprint nvidia.com/gpu"] = 4
+			says = "#   nvidia.com/gpu: at most 0 busy + 3 waited for at once × headroom 1.20 → 4"
 		}
 		adv := adviseStory(t, d, waitSettings)
 		if got := applyspec.CheckKueue(t, adv.Apply.Kueue); !maps.Equal(got, want) {
 			t.Errorf("concurrency read %v: quotas %v, want %v\n%s", concurrent, got, want, adv.Apply.Kueue)
+		}
+		if !strings.Contains(adv.Apply.Kueue, says) {
+			t.Errorf("concurrency read %v: Kueue objects lack %q:\n%s", concurrent, says, adv.Apply.Kueue)
 		}
 	}
 }

@@ -21,9 +21,13 @@ type quota struct {
 	team, resource string
 	// busy and waiting are the devices busy and waited for in the interval
 	// of the most demand (busy + waiting).
-	busy       int
-	waiting    float64
-	devices    int      // the quota: demand × headroom rounded up, at least 1
+	busy    int
+	waiting float64
+	// largest is the largest request of one of its pods that waited, and
+	// largestPod that pod (namespace/pod); 0 and "" when none waited.
+	largest    float64
+	largestPod string
+	devices    int      // the quota: demand × headroom rounded up, at least largest and 1
 	namespaces []string // of the team, sorted
 	// whole names the namespaces whose count the peak takes whole although
 	// other teams or resources share them (the reading is per namespace and
@@ -42,8 +46,8 @@ type quotaTarget struct{ team, resource string }
 
 // quotas returns per team and resource the most devices it kept busy and
 // waited for at the same time, and the quota that leaves headroom above it
-// (so admits each of its pods that waited); and how the peak was read (the
-// resolution), for the comments. The busy part is read from d.Concurrency
+// and is at least the largest request of one of its pods that waited; and
+// how the peak was read (the resolution), for the comments. The busy part is read from d.Concurrency
 // at the scrape interval: per namespace and MIG profile, the devices busy
 // in each interval, summed over the team's namespaces interval by interval
 // — for a namespace other teams or resources share, at most the team's
@@ -61,7 +65,8 @@ func (a *adviser) quotas(d *model.Dataset) ([]quota, string) {
 		} else {
 			h.perBucketPeak(qt, w.perBucket[qt], &q)
 		}
-		q.devices = quotaOf(q.demand(), a.headroom)
+		q.largest, q.largestPod = w.largest[qt].count, w.largest[qt].pod
+		q.devices = max(quotaOf(q.demand(), a.headroom), int(math.Ceil(q.largest)))
 		out = append(out, q)
 	}
 	return out, quotaReading(d)
@@ -221,7 +226,7 @@ func quotaOf(demand, headroom float64) int {
 }
 
 // quotaWhy are the comment lines that say where quota q comes from, and
-// why when the floor of 1 applies.
+// why when a floor applies: the largest waiting pod's request, or 1.
 func quotaWhy(q quota, headroom float64) []string {
 	var why []string
 	demand := fmt.Sprintf("at most %d busy at once", q.busy)
@@ -229,6 +234,9 @@ func quotaWhy(q quota, headroom float64) []string {
 		demand = fmt.Sprintf("at most %d busy + %s waited for at once", q.busy, formatCount(q.waiting))
 	}
 	switch {
+	case int(math.Ceil(q.largest)) == q.devices && quotaOf(q.demand(), headroom) < q.devices:
+		why = append(why, fmt.Sprintf("#   %s: %s × headroom %.2f → %d, raised to %d: pod %s waited for %s", q.resource, demand, headroom,
+			quotaOf(q.demand(), headroom), q.devices, q.largestPod, formatCount(q.largest)))
 	case q.demand() == 0:
 		why = append(why, fmt.Sprintf("#   %s: no device was busy or waited for in any interval; 1 is a floor so its jobs can still be admitted", q.resource))
 	default:

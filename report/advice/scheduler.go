@@ -30,7 +30,7 @@ const volcanoSchedulerName = "volcano"
 
 // schedulerOf returns the scheduler whose queues d's cluster gets, and a
 // sentence saying how that was decided: the setting, or the GPU pods'
-// schedulerName, never a guess — a cluster whose schedulerName was not read
+// schedulerName (model.Waiting.Schedulers), never a guess — a cluster whose schedulerName was not read
 // gets Kueue's objects, and the sentence says so and names the flag.
 func (a *adviser) schedulerOf(d *model.Dataset) (string, string) {
 	if a.scheduler == SchedulerKueue || a.scheduler == SchedulerVolcano {
@@ -39,14 +39,13 @@ func (a *adviser) schedulerOf(d *model.Dataset) (string, string) {
 	read, volcano := 0, 0
 	names := map[string]bool{}
 	if d.Waiting != nil {
-		for _, p := range d.Waiting.Pods {
-			if p.Scheduler == "" {
-				continue
-			}
-			read++
-			names[p.Scheduler] = true
-			if p.Scheduler == volcanoSchedulerName {
-				volcano++
+		for _, byName := range d.Waiting.Schedulers {
+			for name, n := range byName {
+				read += n
+				names[name] = true
+				if name == volcanoSchedulerName {
+					volcano += n
+				}
 			}
 		}
 	}

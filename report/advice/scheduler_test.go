@@ -68,27 +68,27 @@ func TestVolcanoDeservedWithinCapacity(t *testing.T) {
 }
 
 // TestSchedulerFromTheData: without the setting, the GPU pods'
-// schedulerName decides per cluster: one pod of the six naming volcano
-// makes it Volcano's queues; all naming default-scheduler Kueue's; none read
-// Kueue's, with a sentence that says the scheduler was not read. A setting
-// overrides the data.
+// schedulerName (kube_pod_scheduler) decides per cluster: one pod of two
+// naming volcano makes it Volcano's queues; six naming default-scheduler
+// Kueue's; none read Kueue's, with a sentence that says the scheduler was
+// not read. A setting overrides the data.
 func TestSchedulerFromTheData(t *testing.T) {
 	for _, c := range []struct {
 		name       string
-		schedulers []string // of the story's six pods, in order
+		schedulers map[string]int // GPU pods per schedulerName
 		setting    string
 		volcano    bool
 		says       string
 	}{
-		{"one pod on volcano", []string{"volcano", "default-scheduler", "", "", "", ""}, "", true, "# Scheduler: 1 of the 2 GPU pods whose scheduler was read name volcano (kube_pod_scheduler)."},
-		{"default-scheduler", []string{"default-scheduler", "default-scheduler", "default-scheduler", "default-scheduler", "default-scheduler", "default-scheduler"}, "", false,
+		{"one pod on volcano", map[string]int{"volcano": 1, "default-scheduler": 1}, "", true, "# Scheduler: 1 of the 2 GPU pods whose scheduler was read name volcano (kube_pod_scheduler)."},
+		{"default-scheduler", map[string]int{"default-scheduler": 6}, "", false,
 			"# Scheduler: none of the 6 GPU pods whose scheduler was read names volcano (default-scheduler, kube_pod_scheduler): Kueue objects."},
-		{"not read", []string{"", "", "", "", "", ""}, advice.SchedulerAuto, false, "# Scheduler: not read (no kube_pod_scheduler series of the GPU pods): Kueue objects; pass --scheduler=volcano"},
-		{"setting over the data", []string{"volcano", "volcano", "volcano", "volcano", "volcano", "volcano"}, advice.SchedulerKueue, false, "# Scheduler: --scheduler=kueue."},
+		{"not read", nil, advice.SchedulerAuto, false, "# Scheduler: not read (no kube_pod_scheduler series of the GPU pods): Kueue objects; pass --scheduler=volcano"},
+		{"setting over the data", map[string]int{"volcano": 6}, advice.SchedulerKueue, false, "# Scheduler: --scheduler=kueue."},
 	} {
 		d := hourly.WaitingStory()
-		for i, s := range c.schedulers {
-			d.Waiting.Pods[i].Scheduler = s
+		if c.schedulers != nil {
+			d.Waiting.Schedulers = map[string]map[string]int{"": c.schedulers}
 		}
 		s := waitSettings
 		s.Scheduler = c.setting

@@ -30,6 +30,9 @@ type Waiting struct {
 	// or Running): devices (whole GPUs, MIG instances or replicas).
 	Capacity map[NodeResource][]Level
 	Bound    map[NodeResource][]Level
+	// Schedulers counts, per cluster and schedulerName
+	// (kube_pod_scheduler), the GPU pods of the range; nil when not read.
+	Schedulers map[string]map[string]int
 }
 
 // NodeResource is one extended resource of a node in its cluster.
@@ -76,9 +79,6 @@ type PodWait struct {
 	Deleted time.Time
 	// Node is the node it was bound to; empty while it was not.
 	Node string
-	// Scheduler is the scheduler that places it (kube_pod_scheduler's
-	// name, the pod's spec.schedulerName); empty when not read.
-	Scheduler string
 }
 
 // WaitEnd is when the pod stopped waiting: bound, deleted unbound, or — for
@@ -126,6 +126,7 @@ func (w *Waiting) ofCluster(c string) *Waiting {
 	inC := func(k NodeResource) bool { return k.Cluster == c }
 	out.Capacity = keep(w.Capacity, inC)
 	out.Bound = keep(w.Bound, inC)
+	out.Schedulers = keep(w.Schedulers, func(k string) bool { return k == c })
 	return &out
 }
 

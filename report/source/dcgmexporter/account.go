@@ -193,7 +193,7 @@ func (a *dcgmAccount) add(b int, dev dcgmDevice, h model.HolderKey, st int, sec,
 		d.Ledger[k] = e
 	}
 	e.Seconds[st] += sec
-	e.EUR[st] += eur
+	d.AddEUR(e, dev.key.Cluster, b, st, eur)
 	d.AddSeconds(e, d.GPU(dev.key.GPU(), e), b, st, sec)
 }
 
