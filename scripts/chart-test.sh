@@ -321,13 +321,23 @@ else
 	tail -n 20 "$work/report-volcano.log"
 	fail "report --demo --scheduler=volcano"
 fi
+# Kueue's objects for the two-day waiting story (testdata/scenarios/waiting: a 4-GPU job
+# that waited fragmented, notebooks that never ran), read from kube-state-metrics' series.
+if go run ./cmd/gputally report --demo --demo.scenario testdata/scenarios/waiting --cost.price-book testdata/prices/fleet.yaml \
+	--range 2d --format json --out "$work/waiting-report.json" --apply-dir "$work/apply-waiting" >"$work/report-waiting.log" 2>&1 &&
+	[[ -s "$work/apply-waiting/kueue.yaml" ]]; then
+	pass "report --demo on the waiting story wrote $(grep -c '^kind:' "$work/apply-waiting/kueue.yaml") Kueue objects"
+else
+	tail -n 20 "$work/report-waiting.log"
+	fail "report --demo on the waiting story"
+fi
 # The queues and Kueue objects of report/advice's waiting story (GPU pods that waited, MIG
 # instances among them; TestWaitingStoryFiles keeps them current).
 story=report/advice/testdata/waiting-story
-for ns in $(sed -n 's/^  namespace: //p' "$story/kueue.yaml" | sort -u); do
+for ns in $(sed -n 's/^  namespace: //p' "$story/kueue.yaml" "$work/apply-waiting/kueue.yaml" | sort -u); do
 	"$kubectl" get namespace "$ns" >/dev/null 2>&1 || "$kubectl" create namespace "$ns" >/dev/null
 done
-for f in "$work/apply-volcano/volcano-queues.yaml" "$story/volcano-queues.yaml" "$story/kueue.yaml"; do
+for f in "$work/apply-volcano/volcano-queues.yaml" "$story/volcano-queues.yaml" "$story/kueue.yaml" "$work/apply-waiting/kueue.yaml"; do
 	if [[ -s "$f" ]] && "$kubectl" apply --dry-run=server --validate=strict -f "$f" >"$work/apply-story.log" 2>&1; then
 		pass "API server accepts $f ($(grep -c '(server dry run)' "$work/apply-story.log") objects)"
 	else
