@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gputally/gputally/dcgmnames"
 	"github.com/gputally/gputally/team"
 )
 
@@ -38,6 +39,10 @@ type Options struct {
 	// LegacyHostnameLabel writes the rules for exporters that spell the node
 	// label `Hostname` (--collector.legacy-hostname-label); by default `hostname`.
 	LegacyHostnameLabel bool
+	// Names are the DCGM_* names the rules read (--collector.dcgm-exporter-names):
+	// dcgm-exporter 4.10's (the zero value), 4.8's, or both during a
+	// transition. The rules compute in base units either way.
+	Names dcgmnames.Reads
 	// RunbookBaseURL is the absolute http(s) URL of the runbooks' directory:
 	// every alert's runbook_url is RunbookBaseURL/<AlertName>.md.
 	RunbookBaseURL string

@@ -8,15 +8,17 @@ import (
 
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gputally/gputally/dcgmnames"
 )
 
 // Names of the recording rules. Dashboards and the report query these names, so
 // they are part of gputally's interface: rename only with them.
 const (
 	// RuleDeviceActivity is the activity of every GPU and MIG instance, ratio
-	// 0–1: DCGM_FI_PROF_GR_ENGINE_ACTIVE where the device has it, else
-	// DCGM_FI_DEV_GPU_UTIL / 100 (which MIG instances never have). Labels: those
-	// of the source series.
+	// 0–1: graphics-engine activity where the device has it, else GPU
+	// utilization (which MIG instances never have), under the names
+	// Options.Names reads (DeviceActivity). Labels: those of the source series.
 	RuleDeviceActivity = "device:gputally_gpu_activity:ratio"
 	// RuleFramebufferUsed is the used part of each device's framebuffer,
 	// FB_USED / (FB_USED + FB_FREE), ratio 0–1. Labels: those of the source series.
@@ -56,7 +58,7 @@ const CriticalXIDs = "48|62|64|74|79|95|119|120"
 func RecordingRuleNames() []string {
 	return []string{
 		RuleDeviceActivity, RuleFramebufferUsed, RuleCostEURPerHour, RuleGPUsByState,
-		RuleBusyRatio, RuleAllocatedGPUs, RuleHourlyCostEUR, RuleHealthyGPUs,
+		RuleBusyRatio, RuleAllocatedGPUs, RuleHourlyCostEUR, RuleHealthyGPUs, RuleCO2eKilogramsPerHour,
 		RulePodWaitingGPUs, RuleFreeGPUs, RuleFragmentedGPUs, RuleIdleEURByResource,
 		RuleNamespaceTeam, RulePodTeamLabel, RulePodTeam,
 		RuleBudgetMonthly, RuleIdleLimitDaily, RuleSpendPerStep, RuleSpendMonthToDate, RuleSpendForecast,
@@ -114,7 +116,7 @@ func Build(opts Options) (File, error) {
 		return File{}, err
 	}
 	f := File{Groups: []Group{
-		{Name: "gputally.recording", Rules: recordingRules()},
+		{Name: "gputally.recording", Rules: append(recordingRules(opts.Names), carbonRules()...)},
 		{Name: "gputally.waiting", Rules: waitingRules()},
 		{Name: "gputally.teams", Rules: teamRules(opts)},
 		{Name: "gputally.budgets", Interval: dur(opts.BudgetStep), Rules: budgetRules(opts)},
@@ -131,10 +133,10 @@ func Build(opts Options) (File, error) {
 	return f, nil
 }
 
-func recordingRules() []Rule {
+func recordingRules(names dcgmnames.Reads) []Rule {
 	return []Rule{
-		{Record: RuleDeviceActivity, Expr: "DCGM_FI_PROF_GR_ENGINE_ACTIVE\nor\nDCGM_FI_DEV_GPU_UTIL / 100"},
-		{Record: RuleFramebufferUsed, Expr: "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"},
+		{Record: RuleDeviceActivity, Expr: DeviceActivity(names, "")},
+		{Record: RuleFramebufferUsed, Expr: FramebufferUsed(names, "")},
 		{Record: RuleCostEURPerHour, Expr: "sum by (hostname, modelName, namespace, state) (rate(gputally_cost_eur_total[5m])) * 3600"},
 		{Record: RuleGPUsByState, Expr: "sum by (hostname, modelName, namespace, state) (rate(gputally_gpu_seconds_total[5m]))"},
 		{Record: RuleBusyRatio, Expr: strings.Join([]string{
@@ -150,6 +152,25 @@ func recordingRules() []Rule {
 		{Record: RuleHourlyCostEUR, Expr: "sum by (hostname, modelName) (gputally_gpu_hourly_cost_eur)"},
 		{Record: RuleHealthyGPUs, Expr: "count by (instance, hostname) (gputally_gpu_healthy == 1)\nor\n0 * count by (instance, hostname) (gputally_gpu_healthy)"},
 	}
+}
+
+// DeviceActivity is PromQL for the activity (ratio 0–1) of the devices that
+// match the label matchers sel, reading names: the graphics engine where a
+// device has it (MIG instances, DCGM, NVML GPM), else GPU utilization. The
+// expression of RuleDeviceActivity; the dashboards inline it so that their
+// panels work without the rules.
+func DeviceActivity(names dcgmnames.Reads, sel string) string {
+	return names.Either(sel, dcgmnames.GREngineActive, dcgmnames.GPUUtil)
+}
+
+// FramebufferUsed is PromQL for the used part (0–1) of the framebuffer of
+// the devices that match sel, reading names: used / (used + free). The
+// expression of RuleFramebufferUsed.
+func FramebufferUsed(names dcgmnames.Reads, sel string) string {
+	return names.Each(sel, func(series func(dcgmnames.Family) string) string {
+		used, free := series(dcgmnames.FBUsed), series(dcgmnames.FBFree)
+		return fmt.Sprintf("%s / (%s + %s)", used, used, free)
+	})
 }
 
 // holder lists the labels that identify one pod's hold on one device.
@@ -196,7 +217,7 @@ func alertingRules(o Options) []Rule {
 		},
 		{
 			Alert:  "GPUUncorrectableECC",
-			Expr:   fmt.Sprintf("increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[%s]) > 0", dur(o.ErrorWindow)),
+			Expr:   o.Names.Over("increase", dcgmnames.ECCDBEVolatile, "", dur(o.ErrorWindow)) + " > 0",
 			Labels: severity("critical"),
 			Annotations: annotations(
 				"GPU {{ $labels.UUID }} on {{ $labels.hostname }} had uncorrectable ECC errors",
@@ -206,9 +227,9 @@ func alertingRules(o Options) []Rule {
 		{
 			Alert: "GPUThrottling",
 			Expr: strings.Join([]string{
-				fmt.Sprintf(`label_replace(rate(DCGM_FI_DEV_POWER_VIOLATION[%s]) / 1e6 > %s, "cause", "power", "", "")`, dur(o.ThrottleWindow), num(o.ThrottleRatio)),
+				fmt.Sprintf(`label_replace(%s > %s, "cause", "power", "", "")`, o.Names.Over("rate", dcgmnames.PowerViolation, "", dur(o.ThrottleWindow)), num(o.ThrottleRatio)),
 				`or`,
-				fmt.Sprintf(`label_replace(rate(DCGM_FI_DEV_THERMAL_VIOLATION[%s]) / 1e6 > %s, "cause", "thermal", "", "")`, dur(o.ThrottleWindow), num(o.ThrottleRatio)),
+				fmt.Sprintf(`label_replace(%s > %s, "cause", "thermal", "", "")`, o.Names.Over("rate", dcgmnames.ThermalViolation, "", dur(o.ThrottleWindow)), num(o.ThrottleRatio)),
 			}, "\n"),
 			For:    dur(o.ThrottleFor),
 			Labels: severity("warning"),
@@ -219,7 +240,7 @@ func alertingRules(o Options) []Rule {
 		},
 		{
 			Alert:  "GPUTemperatureHigh",
-			Expr:   fmt.Sprintf("DCGM_FI_DEV_GPU_TEMP > %s", num(o.TemperatureCelsius)),
+			Expr:   fmt.Sprintf("%s > %s", o.Names.Value(dcgmnames.GPUTemp, ""), num(o.TemperatureCelsius)),
 			For:    dur(o.TemperatureFor),
 			Labels: severity("warning"),
 			Annotations: annotations(

@@ -14,17 +14,22 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gputally/gputally/dcgmnames"
 	"github.com/gputally/gputally/team"
 )
 
-var update = flag.Bool("update", false, "rewrite alerts/generated/gputally-rules.yaml from the code")
+var update = flag.Bool("update", false, "rewrite alerts/generated/gputally-rules.yaml (and 4.8/) from the code")
 
 const (
-	generatedFile  = "generated/gputally-rules.yaml"
-	unitTestFile   = "testdata/gputally-rules_test.yaml"
-	budgetTestFile = "testdata/budgets_test.yaml"
-	teamTestFile   = "testdata/teams_test.yaml"
-	waitTestFile   = "testdata/waiting_test.yaml"
+	generatedFile   = "generated/gputally-rules.yaml"
+	generatedFile48 = "generated/4.8/gputally-rules.yaml" // for --collector.dcgm-exporter-names=4.8
+	unitTestFile    = "testdata/gputally-rules_test.yaml"
+	unitTestFile48  = "testdata/gputally-rules-4.8_test.yaml"
+	// transitionTestFile tests the rules for Names dcgmnames.ReadsBoth.
+	transitionTestFile = "testdata/gputally-rules-transition_test.yaml"
+	budgetTestFile     = "testdata/budgets_test.yaml"
+	teamTestFile       = "testdata/teams_test.yaml"
+	waitTestFile       = "testdata/waiting_test.yaml"
 )
 
 // budgetTestOptions are the options of budgetTestFile's rules: the defaults
@@ -44,25 +49,31 @@ func budgetTestOptions(t *testing.T) Options {
 	return o
 }
 
+// TestGeneratedFileIsCurrent: the committed rules are what Generate writes
+// for the default options, under 4.10's names and (4.8/) under 4.8's.
 func TestGeneratedFileIsCurrent(t *testing.T) {
-	want, err := Generate(DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(generatedFile), 0o755); err != nil {
+	for file, names := range map[string]dcgmnames.Reads{generatedFile: dcgmnames.ReadsCurrent, generatedFile48: dcgmnames.ReadsLegacy} {
+		opts := DefaultOptions()
+		opts.Names = names
+		want, err := Generate(opts)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(generatedFile, want, 0o644); err != nil {
-			t.Fatal(err)
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	got, err := os.ReadFile(generatedFile)
-	if err != nil {
-		t.Fatalf("%v (run `go generate ./alerts`)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from what the code generates; run `go generate ./alerts`", generatedFile)
+		got, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("%v (run `go generate ./alerts`)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from what the code generates; run `go generate ./alerts`", file)
+		}
 	}
 }
 
@@ -110,13 +121,44 @@ func TestPromtoolCheckRules(t *testing.T) {
 	}
 }
 
+// TestPromtoolTestRules runs the unit tests of the committed rules: those
+// reading 4.10's names, and 4.8's.
 func TestPromtoolTestRules(t *testing.T) {
 	bin := promtool(t)
-	cmd := exec.Command(bin, "test", "rules", filepath.Base(unitTestFile))
-	cmd.Dir = filepath.Dir(unitTestFile)
-	out, err := cmd.CombinedOutput()
+	for _, file := range []string{unitTestFile, unitTestFile48} {
+		cmd := exec.Command(bin, "test", "rules", filepath.Base(file))
+		cmd.Dir = filepath.Dir(file)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("promtool test rules %s: %v\n%s", file, err, out)
+		}
+	}
+}
+
+// TestPromtoolTestTransition runs transitionTestFile against the rules that
+// read both namings, written beside a copy of it.
+func TestPromtoolTestTransition(t *testing.T) {
+	bin := promtool(t)
+	opts := DefaultOptions()
+	opts.Names = dcgmnames.ReadsBoth
+	rules, err := Generate(opts)
 	if err != nil {
-		t.Fatalf("promtool test rules %s: %v\n%s", unitTestFile, err, out)
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tests, err := os.ReadFile(transitionTestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"transition-rules.yaml": rules, filepath.Base(transitionTestFile): tests} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "test", "rules", filepath.Base(transitionTestFile))
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules %s: %v\n%s", transitionTestFile, err, out)
 	}
 }
 
@@ -259,6 +301,7 @@ func TestOptionsReachTheRules(t *testing.T) {
 	opts.IdleCostWindow = 45 * time.Minute
 	opts.IdleCostFor = 4 * time.Minute
 	opts.BudgetRatios = []float64{0.9, 1.25}
+	opts.Names = dcgmnames.ReadsLegacy
 	f, err := Build(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -290,6 +333,8 @@ func TestOptionsReachTheRules(t *testing.T) {
 	}{
 		{"GPUTemperatureHigh", alert["GPUTemperatureHigh"].Expr, "DCGM_FI_DEV_GPU_TEMP > 77"},
 		{"GPUTemperatureHigh", alert["GPUTemperatureHigh"].For, "3m"},
+		{"GPUThrottling", alert["GPUThrottling"].Expr, `(rate(DCGM_FI_DEV_THERMAL_VIOLATION[`},
+		{RuleDeviceActivity, record[RuleDeviceActivity].Expr, "DCGM_FI_DEV_GPU_UTIL / 100"},
 		{"GPUAllocatedButIdle", alert["GPUAllocatedButIdle"].Expr, `[1m30s]`},
 		{"GPUTallyExporterDown", alert["GPUTallyExporterDown"].Expr, `up{job=~"gpu-exporter"}`},
 		{RulePodTeamLabel, record[RulePodTeamLabel].Expr, `kube_pod_labels{label_app_kubernetes_io_team!=""}, "team", "$1", "label_app_kubernetes_io_team"`},

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/dcgmnames"
 )
 
 // rawCodec passes bytes through: the server below answers whatever bytes it is
@@ -62,7 +63,7 @@ func TestMalformedKubeletAnswerKeepsDeviceMetrics(t *testing.T) {
 		}
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(NewCollector(s, Node{Hostname: "node-a"}, fixedClock(t0)))
-		fb, err := testutil.GatherAndCount(reg, "DCGM_FI_DEV_FB_USED")
+		fb, err := testutil.GatherAndCount(reg, dcgmnames.FBUsed.New)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/dcgmnames"
 )
 
 // benchSampler returns a sampler of the budget node with attribution and the
@@ -43,18 +44,23 @@ func encode(b *testing.B, g prometheus.Gatherer, buf *bytes.Buffer) {
 }
 
 // BenchmarkScrape is one scrape of 8 GPUs × 7 MIG instances with 56 holders
-// and the ledger. Compare with BenchmarkScrapeConstBaseline: the same series as
-// pre-built const metrics, the least client_golang can do (budget ≤ 1.5×).
+// and the ledger, under each naming of the DCGM_* families. Compare with
+// BenchmarkScrapeConstBaseline: the same series as pre-built const metrics,
+// the least client_golang can do (budget ≤ 1.5×).
 func BenchmarkScrape(b *testing.B) {
-	s, _ := benchSampler(b)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(s, Node{Hostname: "node-a"}, fixedClock(t0)))
-	var buf bytes.Buffer
-	encode(b, reg, &buf)
-	b.ReportMetric(float64(buf.Len()), "bytes/scrape")
-	b.ResetTimer()
-	for b.Loop() {
-		encode(b, reg, &buf)
+	for _, names := range []dcgmnames.Naming{dcgmnames.Current, dcgmnames.Legacy} {
+		b.Run(names.String(), func(b *testing.B) {
+			s, _ := benchSampler(b)
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(NewCollector(s, Node{Hostname: "node-a", Names: names}, fixedClock(t0)))
+			var buf bytes.Buffer
+			encode(b, reg, &buf)
+			b.ReportMetric(float64(buf.Len()), "bytes/scrape")
+			b.ResetTimer()
+			for b.Loop() {
+				encode(b, reg, &buf)
+			}
+		})
 	}
 }
 
@@ -69,22 +75,26 @@ func (c constCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func BenchmarkScrapeConstBaseline(b *testing.B) {
-	s, _ := benchSampler(b)
-	src := NewCollector(s, Node{Hostname: "node-a"}, fixedClock(t0))
-	ch := make(chan prometheus.Metric, 4096)
-	src.Collect(ch)
-	close(ch)
-	var pre constCollector
-	for m := range ch {
-		pre = append(pre, m)
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(pre)
-	var buf bytes.Buffer
-	b.ReportMetric(float64(len(pre)), "series")
-	b.ResetTimer()
-	for b.Loop() {
-		encode(b, reg, &buf)
+	for _, names := range []dcgmnames.Naming{dcgmnames.Current, dcgmnames.Legacy} {
+		b.Run(names.String(), func(b *testing.B) {
+			s, _ := benchSampler(b)
+			src := NewCollector(s, Node{Hostname: "node-a", Names: names}, fixedClock(t0))
+			ch := make(chan prometheus.Metric, 4096)
+			src.Collect(ch)
+			close(ch)
+			var pre constCollector
+			for m := range ch {
+				pre = append(pre, m)
+			}
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(pre)
+			var buf bytes.Buffer
+			b.ReportMetric(float64(len(pre)), "series")
+			b.ResetTimer()
+			for b.Loop() {
+				encode(b, reg, &buf)
+			}
+		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gputally/gputally/attribution"
+	"github.com/gputally/gputally/dcgmnames"
 )
 
 // SnapshotSource gives the latest Snapshot; *Sampler is one.
@@ -26,7 +27,8 @@ type Collector struct {
 	labels labelScheme
 	now    func() time.Time
 
-	device   []descSet // parallel to deviceMetrics
+	device   []deviceDesc // parallel to deviceMetrics
+	capacity *descSet     // DCGM_FI_DEV_FB_CAPACITY_BYTES; nil under the legacy naming
 	info     descSet
 	healthy  descSet
 	xids     descSet
@@ -40,6 +42,7 @@ type Collector struct {
 	podMemory   descSet
 	seconds     descSet
 	eur         descSet
+	energy      descSet
 	hourly      descSet
 	attrUp      *family
 	attrSuccess *family
@@ -56,6 +59,9 @@ type Node struct {
 	// LegacyHostnameLabel spells the label `Hostname`, as dcgm-exporter did up
 	// to 4.8.2, for dashboards that still query it; by default it is `hostname`.
 	LegacyHostnameLabel bool
+	// Names is the naming of the DCGM_* families: dcgm-exporter 4.10's names
+	// in base units and its driver label (the zero value), or 4.8's.
+	Names dcgmnames.Naming
 }
 
 func (n Node) hostnameLabel() string {
@@ -102,6 +108,9 @@ func NewCollector(src SnapshotSource, node Node, now func() time.Time) *Collecto
 	c.eur = l.newDescSet("gputally_cost_eur_total",
 		"EUR accrued by state (busy, idle, unallocated, lost, unknown) and holder.",
 		"namespace", "pod", "container", "state")
+	c.energy = l.newDescSet("gputally_energy_joules_total",
+		"Facility energy by state and holder, J: measured board power x PUE x device-seconds, the energy the cost's energy component prices; absent for GPUs without a power reading or priced by a flat rate.",
+		"namespace", "pod", "container", "state")
 	c.hourly = l.newDescSet("gputally_gpu_hourly_cost_eur",
 		"The cost rate in force for the GPU, EUR per hour, by component.", "component")
 	c.attrUp = newFamily("gputally_attribution_up", "1 when the last kubelet pod-resources refresh succeeded, else 0.", nil)
@@ -109,7 +118,12 @@ func NewCollector(src SnapshotSource, node Node, now func() time.Time) *Collecto
 	c.attrUnknown = newFamily("gputally_attribution_unknown_device_ids_total", "Kubelet device IDs that named no device of this node.", nil)
 	c.procUp = newFamily("gputally_process_attribution_up", "1 when GPU processes could be mapped to pods, else 0.", nil)
 	for _, m := range deviceMetrics {
-		c.device = append(c.device, l.newDescSet(m.name, m.help, driverVersionLabel))
+		c.device = append(c.device, m.desc(l, node.Names))
+	}
+	if node.Names == dcgmnames.Current {
+		// Collected by default from 4.9 on (release notes 4.9.0).
+		capacity := l.newDescSet(dcgmnames.FBCapacity.New, dcgmnames.FBCapacity.Help, node.Names.DriverLabel())
+		c.capacity = &capacity
 	}
 	return c
 }
@@ -295,6 +309,9 @@ func (c *Collector) collectLedger(ch chan<- prometheus.Metric, snap *Snapshot) {
 		holder := []string{t.Holder.Namespace, t.Holder.Pod, t.Holder.Container, t.State.String()}
 		ch <- c.metric(c.seconds[set], prometheus.CounterValue, t.Seconds, id, holder...)
 		ch <- c.metric(c.eur[set], prometheus.CounterValue, t.EUR, id, holder...)
+		if t.Metered {
+			ch <- c.metric(c.energy[set], prometheus.CounterValue, t.Joules, id, holder...)
+		}
 	}
 	for _, r := range snap.Rates {
 		ref, ok := snap.index.lookup(r.UUID)
@@ -332,6 +349,7 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 	var buf [4]string // pod labels and the driver version
 	set, extra := podLabels(buf[:0], snap.Attribution, g.UUID, setGPU)
 	c.collectValues(ch, set, &r.Values, false, id, append(extra, driver))
+	c.collectCapacity(ch, set, g.MemoryTotalMiB, id, append(extra, driver))
 	for j := range g.Instances {
 		_, mid := c.identity(snap, deviceRef{i, j})
 		var signal Signal = SignalNone
@@ -341,6 +359,7 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 		ch <- c.metric(c.info[setMIG], prometheus.GaugeValue, 1, mid, snap.Inventory.DriverVersion, migMode, string(signal))
 		set, extra := podLabels(buf[:0], snap.Attribution, g.Instances[j].UUID, setMIG)
 		c.collectValues(ch, set, &r.Instances[j], true, mid, append(extra, driver))
+		c.collectCapacity(ch, set, g.Instances[j].MemoryTotalMiB, mid, append(extra, driver))
 	}
 }
 
@@ -350,16 +369,27 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, snap *Snapshot, i in
 // only the fields the contract exports per instance (parent-only fields are
 // never repeated).
 func (c *Collector) collectValues(ch chan<- prometheus.Metric, set labelSet, v *Values, mig bool, id deviceLabels, extra []string) {
-	for k, m := range deviceMetrics {
-		if mig && !m.onMIG {
+	for k := range deviceMetrics {
+		d := &c.device[k]
+		if mig && !d.onMIG {
 			continue
 		}
-		x, ok := v.Get(m.field)
+		x, ok := v.Get(deviceMetrics[k].field)
 		if !ok {
 			continue
 		}
-		ch <- c.metric(c.device[k][set], m.valueType, x, id, extra...)
+		ch <- c.metric(d.descs[set], d.valueType, x*d.mul/d.div, id, extra...)
 	}
+}
+
+// collectCapacity sends the framebuffer size of a GPU or MIG instance, from
+// the inventory, under the current naming (4.8 wrote none); nothing when the
+// backend does not know it.
+func (c *Collector) collectCapacity(ch chan<- prometheus.Metric, set labelSet, mib uint64, id deviceLabels, extra []string) {
+	if c.capacity == nil || mib == 0 {
+		return
+	}
+	ch <- c.metric(c.capacity[set], prometheus.GaugeValue, float64(mib)*dcgmnames.FBCapacity.FromOld, id, extra...)
 }
 
 func boolValue(b bool) float64 {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"math"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -143,9 +142,11 @@ func TestCollectorGolden(t *testing.T) {
 			s := NewSampler(tc.backend, opts)
 			_ = s.Tick(context.Background(), t0.Add(-time.Hour))
 			_ = s.Tick(context.Background(), t0)
-			c := NewCollector(s, Node{Hostname: "node-a"}, fixedClock(t0.Add(1500*time.Millisecond)))
-			collectortest.CompareGolden(t, c, filepath.Join("testdata", tc.name+".golden.prom"), *update)
-			collectortest.CompareGather(t, c)
+			for _, names := range collectortest.Namings {
+				c := NewCollector(s, Node{Hostname: "node-a", Names: names}, fixedClock(t0.Add(1500*time.Millisecond)))
+				collectortest.CompareGolden(t, c, collectortest.GoldenFile("testdata", tc.name, names), *update)
+				collectortest.CompareGather(t, c)
+			}
 		})
 	}
 }

@@ -1,44 +1,83 @@
 package collector
 
 import (
+	"math"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gputally/gputally/dcgmnames"
 )
 
-// deviceMetric describes how one Field is exported.
+// deviceMetric describes how one Field is exported: as family, named and in
+// the unit of the naming the Collector writes (dcgmnames).
 type deviceMetric struct {
-	field     Field
-	name      string
-	help      string
-	valueType prometheus.ValueType
-	onMIG     bool // also exported per MIG instance
+	field  Field
+	family dcgmnames.Family
+	// legacyHelp is the HELP text of the legacy name, as the reference
+	// exporter's collector file writes it; the current name's is the
+	// family's.
+	legacyHelp string
+	// toOld converts the Field's unit to the family's legacy unit: 1 but
+	// for the violation counters, which backends read in µs and DCGM
+	// gives in ns.
+	toOld float64
+	onMIG bool // also exported per MIG instance
 }
 
-// deviceMetrics are the DCGM-compatible device metrics: names, HELP texts and
-// types as the reference exporter publishes them.
+// deviceMetrics are the DCGM-compatible device metrics: their families, and
+// the HELP texts of the legacy names as the reference exporter publishes them.
 var deviceMetrics = []deviceMetric{
-	{GPUUtil, "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", prometheus.GaugeValue, false},
-	{MemCopyUtil, "DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", prometheus.GaugeValue, false},
-	{FBUsed, "DCGM_FI_DEV_FB_USED", "Frame buffer memory used (in MiB).", prometheus.GaugeValue, true},
-	{FBFree, "DCGM_FI_DEV_FB_FREE", "Frame buffer memory free (in MiB).", prometheus.GaugeValue, true},
-	{FBReserved, "DCGM_FI_DEV_FB_RESERVED", "Frame buffer memory reserved (in MiB).", prometheus.GaugeValue, true},
-	{GPUTemp, "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", prometheus.GaugeValue, false},
-	{MemoryTemp, "DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C).", prometheus.GaugeValue, false},
-	{PowerUsage, "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", prometheus.GaugeValue, false},
-	{TotalEnergy, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).", prometheus.CounterValue, false},
-	{SMClock, "DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", prometheus.GaugeValue, false},
-	{MemClock, "DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", prometheus.GaugeValue, false},
-	{XIDLast, "DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", prometheus.GaugeValue, false},
-	{PCIeReplay, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", prometheus.CounterValue, false},
-	{ECCSBEVolatile, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "Total number of single-bit volatile ECC errors.", prometheus.CounterValue, false},
-	{ECCDBEVolatile, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors.", prometheus.CounterValue, false},
-	{PowerViolation, "DCGM_FI_DEV_POWER_VIOLATION", "Throttling duration due to power constraints (in us).", prometheus.CounterValue, false},
-	{ThermalViolation, "DCGM_FI_DEV_THERMAL_VIOLATION", "Throttling duration due to thermal constraints (in us).", prometheus.CounterValue, false},
-	{GREngineActive, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", prometheus.GaugeValue, true},
-	{SMActive, "DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", prometheus.GaugeValue, true},
-	{TensorActive, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", prometheus.GaugeValue, true},
-	{DRAMActive, "DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", prometheus.GaugeValue, true},
+	{GPUUtil, dcgmnames.GPUUtil, "GPU utilization (in %).", 1, false},
+	{MemCopyUtil, dcgmnames.MemCopyUtil, "Memory utilization (in %).", 1, false},
+	{FBUsed, dcgmnames.FBUsed, "Frame buffer memory used (in MiB).", 1, true},
+	{FBFree, dcgmnames.FBFree, "Frame buffer memory free (in MiB).", 1, true},
+	{FBReserved, dcgmnames.FBReserved, "Frame buffer memory reserved (in MiB).", 1, true},
+	{GPUTemp, dcgmnames.GPUTemp, "GPU temperature (in C).", 1, false},
+	{MemoryTemp, dcgmnames.MemoryTemp, "Memory temperature (in C).", 1, false},
+	{PowerUsage, dcgmnames.Power, "Power draw (in W).", 1, false},
+	{TotalEnergy, dcgmnames.Energy, "Total energy consumption since boot (in mJ).", 1, false},
+	{SMClock, dcgmnames.SMClock, "SM clock frequency (in MHz).", 1, false},
+	{MemClock, dcgmnames.MemClock, "Memory clock frequency (in MHz).", 1, false},
+	{XIDLast, dcgmnames.XID, "Value of the last XID error encountered.", 1, false},
+	{PCIeReplay, dcgmnames.PCIeReplay, "Total number of PCIe retries.", 1, false},
+	{ECCSBEVolatile, dcgmnames.ECCSBEVolatile, "Total number of single-bit volatile ECC errors.", 1, false},
+	{ECCDBEVolatile, dcgmnames.ECCDBEVolatile, "Total number of double-bit volatile ECC errors.", 1, false},
+	{PowerViolation, dcgmnames.PowerViolation, "Throttling duration due to power constraints (in ns).", 1e3, false},
+	{ThermalViolation, dcgmnames.ThermalViolation, "Throttling duration due to thermal constraints (in ns).", 1e3, false},
+	{GREngineActive, dcgmnames.GREngineActive, "Ratio of time the graphics engine is active.", 1, true},
+	{SMActive, dcgmnames.SMActive, "The ratio of cycles an SM has at least 1 warp assigned.", 1, true},
+	{TensorActive, dcgmnames.TensorActive, "Ratio of cycles the tensor (HMMA) pipe is active.", 1, true},
+	{DRAMActive, dcgmnames.DRAMActive, "Ratio of cycles the device memory interface is active sending or receiving data.", 1, true},
+}
+
+// deviceDesc is a deviceMetric as one Collector writes it: its families per
+// label set, the conversion from the Field's unit to the written unit (value
+// × mul / div; a factor below 1 divides, so that 37 % is 0.37 exactly), and
+// the value type. Built once, in NewCollector.
+type deviceDesc struct {
+	descs     descSet
+	mul, div  float64
+	valueType prometheus.ValueType
+	onMIG     bool
+}
+
+func (m deviceMetric) desc(l labelScheme, n dcgmnames.Naming) deviceDesc {
+	help := m.family.Help
+	if n == dcgmnames.Legacy {
+		help = m.legacyHelp
+	}
+	typ := prometheus.GaugeValue
+	if m.family.Type == dcgmnames.Counter {
+		typ = prometheus.CounterValue
+	}
+	d := deviceDesc{descs: l.newDescSet(m.family.Name(n), help, n.DriverLabel()), mul: 1, div: 1, valueType: typ, onMIG: m.onMIG}
+	if k := m.toOld * m.family.Scale(n); k < 1 {
+		d.div = math.Round(1 / k)
+	} else {
+		d.mul = k
+	}
+	return d
 }
 
 // The labels naming the node on every device series: `hostname`, as
@@ -48,10 +87,6 @@ const (
 	HostnameLabel       = "hostname"
 	LegacyHostnameLabel = "Hostname"
 )
-
-// driverVersionLabel is the label dcgm-exporter puts on its DCGM_* series (not
-// on gputally's own: gputally_gpu_info carries the driver as driver_version).
-const driverVersionLabel = "DCGM_FI_DRIVER_VERSION"
 
 var podLabelNames = []string{"container", "namespace", "pod"}
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gputally/gputally/attribution"
 	"github.com/gputally/gputally/attribution/kubeletsim"
+	"github.com/gputally/gputally/dcgmnames"
 )
 
 // TestHungKubeletDoesNotBlockScrapes holds the kubelet's answer until the test
@@ -77,7 +78,7 @@ func TestHungKubeletDoesNotBlockScrapes(t *testing.T) {
 				scraped <- err
 				return
 			}
-			if n, err := testutil.GatherAndCount(reg, "gputally_gpu_allocation", "DCGM_FI_DEV_FB_USED"); err != nil || n != 2*56 {
+			if n, err := testutil.GatherAndCount(reg, "gputally_gpu_allocation", dcgmnames.FBUsed.New); err != nil || n != 2*56 {
 				scraped <- fmt.Errorf("scrape %d while the kubelet hangs: %d allocation and FB series (%v), want %d", k, n, err, 2*56)
 				return
 			}

@@ -61,6 +61,9 @@ type Book struct {
 	MIGWeight MIGWeight
 	// IdleThreshold is the activity ratio, 0–1, below which an allocated part is idle.
 	IdleThreshold float64
+	// Carbon is the carbon intensity of the grid the GPUs draw from, per
+	// cluster; its Known is false when the book gives none.
+	Carbon Carbon
 
 	modelsLine int // line of the models key, for errors about GPUs no entry prices
 }
@@ -80,6 +83,17 @@ type ModelPrice struct {
 	EnergyEURPerKWh    float64 // EUR per kWh
 	PUE                float64 // ratio ≥ 1
 	OverheadEURPerHour float64 // EUR per hour
+
+	// CloudEURPerHour is what one GPU of the model costs rented on demand,
+	// EUR per GPU-hour: the rental price the report compares owning with.
+	// Only when HasCloud.
+	CloudEURPerHour float64
+	HasCloud        bool
+	// CloudReservedEURPerHour is the same GPU rented on a reservation (a
+	// commitment paid every hour, used or not), EUR per GPU-hour. Only when
+	// HasCloudReserved.
+	CloudReservedEURPerHour float64
+	HasCloudReserved        bool
 }
 
 // Rate is the cost of holding one GPU, in EUR per hour, by component: the
@@ -115,9 +129,7 @@ func (p *ModelPrice) Rate(powerW float64) Rate {
 		Capital:  p.PurchaseEUR / (p.AmortizationYears * HoursPerYear),
 		Overhead: p.OverheadEURPerHour,
 	}
-	if knownPower(powerW) {
-		r.Energy = powerW / 1000 * p.PUE * p.EnergyEURPerKWh
-	}
+	r.Energy = p.FacilityPowerW(powerW) / 1000 * p.EnergyEURPerKWh
 	return r
 }
 

@@ -16,6 +16,9 @@ func TestDefaultBook(t *testing.T) {
 	if b.Name != "built-in" || b.Currency != "EUR" || b.MIGWeight != ComputeWeight || b.IdleThreshold != 0.05 {
 		t.Fatalf("Default() = %+v", b)
 	}
+	if g, ok := b.Carbon.Intensity("any-cluster"); !ok || g != 210 {
+		t.Errorf("built-in carbon intensity = %v, %v; want 210 gCO2e/kWh", g, ok)
+	}
 	tests := []struct {
 		model    string
 		purchase float64
@@ -243,6 +246,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("models:\n  - {match: \"(\", purchase_eur: -1}\n"))
 	f.Add([]byte("defaults: &a {pue: *a}\n"))
 	f.Add([]byte("models: [{match: x, purchase_eur: 1e308, amortization_years: 1e-308}]\n"))
+	f.Add([]byte("models: [{match: x, hourly_eur: 1, cloud_eur_per_hour: 2}]\ncarbon: {gco2e_per_kwh: 350, clusters: {a: 56}}\n"))
 	// Issue 14's inputs are in testdata/fuzz/FuzzParse.
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := Parse(data, "fuzz.yaml")
@@ -264,6 +268,17 @@ func FuzzParse(f *testing.F) {
 			if !(r.Capital >= 0 && r.Energy >= 0 && r.Overhead >= 0) || !isFinite(r.Total()*century) {
 				t.Fatalf("entry %+v gives rate %+v", m, r)
 			}
+			if !(m.CloudEURPerHour >= 0 && m.CloudEURPerHour <= MaxCloudEURPerHour && m.CloudReservedEURPerHour >= 0 && m.CloudReservedEURPerHour <= MaxCloudEURPerHour) {
+				t.Fatalf("entry %+v has a rental price out of bounds", m)
+			}
+		}
+		for c, g := range b.Carbon.Clusters {
+			if !(g >= 0 && g <= MaxGCO2ePerKWh) || c == "" {
+				t.Fatalf("cluster %q has intensity %v", c, g)
+			}
+		}
+		if !(b.Carbon.GCO2ePerKWh >= 0 && b.Carbon.GCO2ePerKWh <= MaxGCO2ePerKWh) {
+			t.Fatalf("intensity %v accepted", b.Carbon.GCO2ePerKWh)
 		}
 	})
 }

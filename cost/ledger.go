@@ -157,6 +157,14 @@ type Total struct {
 	State   State
 	Seconds float64 // device-seconds: wall seconds × the part of the GPU
 	EUR     float64
+	// Joules is the facility energy of the series, J: the GPU's measured
+	// power × PUE × its device-seconds, the energy its EUR price. Only
+	// when Metered.
+	Joules float64
+	// Metered is true when the GPU's energy is metered: its price in force
+	// has an energy component (not a flat hourly_eur) and the ledger has
+	// seen a power reading for it. Without, the GPU has no energy figure.
+	Metered bool
 	// Since is the ledger time (s, the sum of the tick lengths so far) of
 	// the first tick the series was in: it counts from 0 there. A series
 	// dropped after the retention window that comes back starts again with
@@ -212,24 +220,6 @@ func NewLedger(books BookSource, opts ...Option) *Ledger {
 	return l
 }
 
-type counter struct{ seconds, eur float64 }
-
-func (c *counter) add(seconds, eur float64) {
-	c.seconds += seconds
-	c.eur += eur
-}
-
-// lazyCounter is a counter exported only once its state first applied.
-type lazyCounter struct {
-	counter
-	used bool
-}
-
-func (c *lazyCounter) add(seconds, eur float64) {
-	c.counter.add(seconds, eur)
-	c.used = true
-}
-
 type holderAcc struct {
 	busy, idle counter
 	unknown    lazyCounter
@@ -251,6 +241,8 @@ type gpuAcc struct {
 	rate      Rate
 	whole     deviceAcc // the GPU: its holders, its free MIG slices, its lost time
 	instances table[string, deviceAcc]
+
+	energy energyMeter // the facility power the rate's energy prices
 }
 
 // tick is what one call adds to the ledger.
@@ -258,6 +250,7 @@ type tick struct {
 	sec       float64 // device-seconds of a whole GPU
 	measured  bool    // false: a gap in which the devices were not read
 	threshold float64 // idle threshold of the book
+	facilityW float64 // the GPU's facility power, W: joules per device-second
 }
 
 // Advance adds one tick of length dt, charged at the readings in gpus: for
@@ -289,15 +282,17 @@ func (l *Ledger) advance(dt time.Duration, gpus []GPUState, measured bool) {
 	for i := range gpus {
 		in, acc := &gpus[i], l.gpus.at(i)
 		acc.updateRate(book, in)
+		acc.energy.update(acc.price, acc.powerW, in)
+		t.facilityW = acc.energy.facilityW
 		eur := acc.rate.Total() * t.sec / 3600
 		switch {
 		case in.Lost:
 			acc.whole.holders.sync(0, nil, l.now)
 			acc.instances.sync(0, nil, l.now)
 			if t.measured {
-				acc.whole.lost.add(t.sec, eur)
+				acc.whole.lost.add(t, t.sec, eur)
 			} else {
-				acc.whole.unknown.add(t.sec, eur)
+				acc.whole.unknown.add(t, t.sec, eur)
 			}
 		case !in.MIG:
 			acc.whole.holders.sync(len(in.Holders), func(j int) HolderKey { return in.Holders[j].Key }, l.now)
@@ -350,9 +345,9 @@ func (acc *gpuAcc) splitMIG(in *GPUState, weight MIGWeight, t tick, eur, now flo
 	// hold them, so they are unallocated whatever the kubelet reports —
 	// unless an unmapped holder may hold an instance the inventory lacks.
 	if t.measured && !in.FreeSlicesMayBeHeld {
-		acc.whole.unalloc.add(t.sec*hostable, eur*hostable)
+		acc.whole.unalloc.add(t, t.sec*hostable, eur*hostable)
 	} else if hostable > 0 {
-		acc.whole.unknown.add(t.sec*hostable, eur*hostable)
+		acc.whole.unknown.add(t, t.sec*hostable, eur*hostable)
 	}
 }
 
@@ -402,18 +397,18 @@ func (d *deviceAcc) split(holders []Holder, known bool, activity float64, t tick
 		acc := d.holders.at(j)
 		switch {
 		case !t.measured || math.IsNaN(a):
-			acc.unknown.add(sec*s, eur*s)
+			acc.unknown.add(t, sec*s, eur*s)
 		case a < t.threshold:
-			acc.idle.add(sec*s, eur*s)
+			acc.idle.add(t, sec*s, eur*s)
 		default:
-			acc.busy.add(sec*s, eur*s)
+			acc.busy.add(t, sec*s, eur*s)
 		}
 	}
 	free := remainder(held)
 	if known && t.measured {
-		d.unalloc.add(sec*free, eur*free)
+		d.unalloc.add(t, sec*free, eur*free)
 	} else if free > 0 {
-		d.unknown.add(sec*free, eur*free)
+		d.unknown.add(t, sec*free, eur*free)
 	}
 }
 
@@ -448,10 +443,11 @@ func clampShare(s float64) float64 {
 func (l *Ledger) AppendTotals(dst []Total) []Total {
 	for i := range l.gpus.rows {
 		r := &l.gpus.rows[i]
-		dst = r.val.whole.appendTotals(dst, r.key, r.key, r.since)
+		metered := r.val.energy.metered
+		dst = r.val.whole.appendTotals(dst, r.key, r.key, r.since, metered)
 		for j := range r.val.instances.rows {
 			ir := &r.val.instances.rows[j]
-			dst = ir.val.appendTotals(dst, r.key, ir.key, ir.since)
+			dst = ir.val.appendTotals(dst, r.key, ir.key, ir.since, metered)
 		}
 	}
 	return dst
@@ -459,24 +455,22 @@ func (l *Ledger) AppendTotals(dst []Total) []Total {
 
 // appendTotals appends the device's series; since is when its row was made.
 // A holder's row is made with or after its device's, so its own since is
-// its series'.
-func (d *deviceAcc) appendTotals(dst []Total, gpu, device string, since float64) []Total {
-	dst = append(dst, Total{GPU: gpu, Device: device, State: Unallocated,
-		Seconds: d.unalloc.seconds, EUR: d.unalloc.eur, Since: since})
+// its series'. metered says whether the GPU's energy is metered.
+func (d *deviceAcc) appendTotals(dst []Total, gpu, device string, since float64, metered bool) []Total {
+	t := Total{GPU: gpu, Device: device, Since: since, Metered: metered}
+	dst = append(dst, t.of(Unallocated, &d.unalloc))
 	if d.lost.used {
-		dst = append(dst, Total{GPU: gpu, Device: device, State: Lost, Seconds: d.lost.seconds, EUR: d.lost.eur, Since: since})
+		dst = append(dst, t.of(Lost, &d.lost.counter))
 	}
 	if d.unknown.used {
-		dst = append(dst, Total{GPU: gpu, Device: device, State: Unknown, Seconds: d.unknown.seconds, EUR: d.unknown.eur, Since: since})
+		dst = append(dst, t.of(Unknown, &d.unknown.counter))
 	}
 	for i := range d.holders.rows {
 		h := &d.holders.rows[i]
-		dst = append(dst,
-			Total{GPU: gpu, Device: device, Holder: h.key, State: Busy, Seconds: h.val.busy.seconds, EUR: h.val.busy.eur, Since: h.since},
-			Total{GPU: gpu, Device: device, Holder: h.key, State: Idle, Seconds: h.val.idle.seconds, EUR: h.val.idle.eur, Since: h.since})
+		t.Holder, t.Since = h.key, h.since
+		dst = append(dst, t.of(Busy, &h.val.busy), t.of(Idle, &h.val.idle))
 		if h.val.unknown.used {
-			dst = append(dst, Total{GPU: gpu, Device: device, Holder: h.key, State: Unknown,
-				Seconds: h.val.unknown.seconds, EUR: h.val.unknown.eur, Since: h.since})
+			dst = append(dst, t.of(Unknown, &h.val.unknown.counter))
 		}
 	}
 	return dst

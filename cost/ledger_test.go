@@ -413,6 +413,7 @@ idle: {threshold: 0.3}
 		l := NewLedger(src, WithRetention(time.Duration(1+rng.IntN(3))*time.Hour))
 		gpus := randomFleet(rng)
 		lastPower := map[string]float64{}
+		meters := powerSeen{}
 		for tick := range 30 {
 			prev := gpus
 			if rng.IntN(4) != 0 { // else: the same fleet as the last tick
@@ -427,6 +428,7 @@ idle: {threshold: 0.3}
 			}
 			measured := rng.IntN(6) != 0
 			before := totalsByKey(t, l)
+			meters.see(gpus)
 			charged := gpus
 			if measured {
 				l.Advance(dt, gpus)
@@ -438,7 +440,7 @@ idle: {threshold: 0.3}
 			after := totalsByKey(t, l)
 			inputs := deviceInputs(charged)
 
-			type sums struct{ eur, seconds float64 }
+			type sums struct{ eur, seconds, joules float64 }
 			perGPU := map[string]*sums{}
 			for k, a := range after {
 				b := before[k]
@@ -458,6 +460,10 @@ idle: {threshold: 0.3}
 				}
 				s.eur += dEUR
 				s.seconds += dSec
+				s.joules += a.Joules - b.Joules
+				if a.Joules < b.Joules || a.Metered != meters.metered(src.b, gpus, a.GPU) {
+					t.Fatalf("fleet %d tick %d: series %+v went from %+v to %+v, metered %v", fleet, tick, k, b, a, meters.metered(src.b, gpus, a.GPU))
+				}
 			}
 			rates := l.AppendRates(nil)
 			if len(rates) != len(gpus) {
@@ -486,6 +492,10 @@ idle: {threshold: 0.3}
 				if !conserved(s.eur, wantEUR) || !conserved(s.seconds, dt.Seconds()) {
 					t.Fatalf("fleet %d tick %d: GPU %s gained %.15g EUR and %.15g s, want %.15g EUR and %.15g s (dt %v)",
 						fleet, tick, g.UUID, s.eur, s.seconds, wantEUR, dt.Seconds(), dt)
+				}
+				// The energy: power × PUE × dt, where the energy is metered.
+				if wantJ := meters.facilityW(src.b, g, p) * dt.Seconds(); !conserved(s.joules, wantJ) {
+					t.Fatalf("fleet %d tick %d: GPU %s gained %.15g J, want %.15g J (power %v W, dt %v)", fleet, tick, g.UUID, s.joules, wantJ, p, dt)
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"regexp"
 	"strconv"
@@ -70,7 +71,8 @@ func Load(path string) (*Book, error) {
 // Decoding is strict: unknown keys, duplicate keys, aliases, wrong types and
 // invalid values are each a *BookError with the line they are on. Absent fields
 // take the defaults of DESIGN.md (3 years, 0.30 EUR/kWh, PUE 1.4, no overhead,
-// mig_weight compute, idle threshold 0.05); models must be present.
+// mig_weight compute, idle threshold 0.05, no rental prices, no carbon
+// intensity); models must be present.
 func Parse(data []byte, name string) (*Book, error) {
 	p := parser{file: name}
 	root, err := p.document(data)
@@ -112,6 +114,7 @@ func Parse(data []byte, name string) (*Book, error) {
 			}
 			return nil
 		},
+		"carbon": func(_, v *yaml.Node) error { return p.carbon(v, b) },
 		"idle": func(_, v *yaml.Node) error {
 			return p.mapping(v, "idle", map[string]func(key, val *yaml.Node) error{
 				"threshold": func(_, v *yaml.Node) error {
@@ -354,6 +357,7 @@ func (p *parser) models(n *yaml.Node, def ModelPrice, b *Book) error {
 				return p.bounded(v, path+".hourly_eur", &m.HourlyEUR, between(0, MaxHourlyEUR))
 			},
 		}
+		maps.Copy(extra, p.rentalFields(path, &m))
 		err := p.costFields(e, path, &m, extra, func(k *yaml.Node) {
 			if override == nil {
 				override = k

@@ -6,13 +6,14 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
 	"github.com/gputally/gputally/alerts"
+	"github.com/gputally/gputally/dcgmnames"
 )
 
 // migSaving estimates, per pod holding a whole GPU, the EUR per month a MIG
 // instance just big enough for it would save: the GPU's cost times the part of
 // the GPU that p95 activity and peak framebuffer leave unused, in sevenths
 // (the compute slices of A100, H100 and H200).
-func migSaving() string {
+func migSaving(names dcgmnames.Reads) string {
 	whole := `pod!="", GPU_I_ID=""`
 	return fmt.Sprintf(`sum by (namespace, pod) (
   sum by (UUID, namespace, pod) (rate(gputally_cost_eur_total{%[1]s, %[2]s}[$__range])) * 3600 * %[3]s
@@ -23,7 +24,7 @@ func migSaving() string {
     label_replace(max_over_time((%[5]s)[$__range:]), "signal", "memory", "", "")
   )) / 7)
 )`, whole, owned, hoursPerMonth,
-		activity(whole+", "+owned), framebufferUsed(whole+", "+owned))
+		alerts.DeviceActivity(names, whole+", "+owned), alerts.FramebufferUsed(names, whole+", "+owned))
 }
 
 // faultCost is the EUR accrued over the range in the fault states, lost (GPUs
@@ -38,6 +39,16 @@ or
 label_replace(%[3]s, "state", "unknown", "", "")`, by, fleet, zero)
 }
 
+// co2eOverRange is the kgCO2e of the facility energy over the range, by the
+// labels in by: each exporter's energy times the carbon intensity it exports.
+func co2eOverRange(by string) string {
+	return fmt.Sprintf(`sum by (%s) (
+  increase(gputally_energy_joules_total{%s}[$__range])
+  * on (job, instance) group_left
+  gputally_grid_carbon_intensity_grams_per_joule
+) / 1000`, by, owned)
+}
+
 // budgetFigures is, per team or namespace, the EUR spent this month, the
 // month's projection and the monthly budget, one row each (label figure).
 func budgetFigures() string {
@@ -48,7 +59,7 @@ or
 label_replace(%s, "figure", "monthly budget", "", "")`, alerts.RuleSpendMonthToDate, alerts.RuleSpendForecast, alerts.RuleBudgetMonthly)
 }
 
-func costAndIdle() *dashboard.DashboardBuilder {
+func costAndIdle(names dcgmnames.Reads) *dashboard.DashboardBuilder {
 	return newDashboard("gputally-cost", "GPU cost & idle",
 		"Where GPU money burns idle, who holds it, and what MIG or time-slicing would save.",
 		"now-7d", true).
@@ -77,7 +88,12 @@ sum by (modelName) (rate(gputally_gpu_seconds_total{state=~"idle|unallocated", %
 		WithPanel(tableOf("Time-slicing or release: EUR per month", "Idle-but-allocated cost over the range, as EUR per month: what sharing these GPUs by time-slicing, or releasing them, would save at most.", unitEUR,
 			instantQuery(fmt.Sprintf(`sum by (namespace) (rate(gputally_cost_eur_total{state="idle", %s}[$__range])) * 3600 * %s`, owned, hoursPerMonth), ""))).
 		WithPanel(tableOf("MIG right-sizing: EUR per month", "Per pod on a whole GPU: the cost of the GPU share its p95 activity and peak framebuffer leave unused, in sevenths of a GPU (MIG compute slices). An estimate; the weekly report names the profile.", unitEUR,
-			instantQuery(migSaving(), ""))).
+			instantQuery(migSaving(names), ""))).
+		WithRow(row("Carbon")).
+		WithPanel(stacked(timeSeries("CO2e by namespace", "kgCO2e per hour: the facility energy of the GPU time each namespace held (measured power × PUE) times the grid carbon intensity each exporter's price book gives its cluster. Unallocated time has an empty namespace; GPUs priced by a flat rate or without power readings have no energy and are not in it.", unitKgCO2ePerHour,
+			rangeQuery(fmt.Sprintf("sum by (namespace) (%s{%s})", alerts.RuleCO2eKilogramsPerHour, owned), "{{namespace}}")))).
+		WithPanel(tableOf("kgCO2e by namespace and state over the range", "Emissions of GPU time over the dashboard's time range, at the carbon intensity in force now; idle is the part emitted while the GPUs were held idle.", unitKg,
+			instantQuery(co2eOverRange("namespace, state"), ""))).
 		WithRow(row("Budgets")).
 		WithPanel(tableOf("Spend and budget this month by team or namespace", "EUR of the current UTC month per team (team label or team map) and per namespace: spent so far (up to the last step of the budget rules), projected for the month at the spend rate of the last 7 days, and the monthly budget of `gputally generate rules --budgets.file` or the chart's prometheusRule.budgets. The alerts GPUBudgetSpent and GPUBudgetForecastExceeded compare the same figures.", unitEUR,
 			instantQuery(budgetFigures(), "")))

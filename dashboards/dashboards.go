@@ -2,9 +2,11 @@
 // Grafana Foundation SDK: Fleet overview, Cost & idle, Node / GPU and
 // Namespace / pod. All returns them; WriteJSON writes the JSON Grafana imports.
 //
-// The committed dashboards/generated/*.json are what WriteJSON writes (a test
-// fails when they differ; rewrite them with `go generate ./dashboards`). Panels
-// query the metrics of docs/metrics.md and the recording rules of package
+// The committed dashboards/generated/*.json are what WriteJSON writes for
+// exporters that write dcgm-exporter 4.10's names, generated/4.8/*.json for
+// 4.8's (a test fails when they differ; rewrite them with `go generate
+// ./dashboards`). Panels query the metrics of docs/metrics.md, by the names of
+// the naming they are told (dcgmnames), and the recording rules of package
 // alerts, by the names that package exports.
 package dashboards
 
@@ -22,6 +24,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 
 	"github.com/gputally/gputally/alerts"
+	"github.com/gputally/gputally/dcgmnames"
 )
 
 // Dashboard is one generated dashboard.
@@ -32,11 +35,12 @@ type Dashboard struct {
 	Model dashboard.Dashboard
 }
 
-// All builds every dashboard, in a fixed order.
-func All() ([]Dashboard, error) {
+// All builds every dashboard, in a fixed order, reading the DCGM_* series
+// under names.
+func All(names dcgmnames.Reads) ([]Dashboard, error) {
 	builders := []struct {
 		name  string
-		build func() *dashboard.DashboardBuilder
+		build func(dcgmnames.Reads) *dashboard.DashboardBuilder
 	}{
 		{"fleet-overview", fleetOverview},
 		{"cost-and-idle", costAndIdle},
@@ -45,7 +49,7 @@ func All() ([]Dashboard, error) {
 	}
 	out := make([]Dashboard, 0, len(builders))
 	for _, b := range builders {
-		m, err := b.build().Build()
+		m, err := b.build(names).Build()
 		if err != nil {
 			return nil, fmt.Errorf("build dashboard %s: %w", b.name, err)
 		}
@@ -64,11 +68,11 @@ func Marshal(d dashboard.Dashboard) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// WriteJSON writes every dashboard to dir as <Name>.json, creating dir; with
-// legacyHostname, for exporters that spell the node label `Hostname`
-// (--collector.legacy-hostname-label).
-func WriteJSON(dir string, legacyHostname bool) error {
-	all, err := All()
+// WriteJSON writes every dashboard to dir as <Name>.json, creating dir,
+// reading the DCGM_* series under names; with legacyHostname, for exporters
+// that spell the node label `Hostname` (--collector.legacy-hostname-label).
+func WriteJSON(dir string, legacyHostname bool, names dcgmnames.Reads) error {
+	all, err := All(names)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/gputally/gputally/dcgmnames"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
@@ -17,46 +18,55 @@ import (
 
 var update = flag.Bool("update", false, "rewrite dashboards/generated/*.json from the code")
 
-const generatedDir = "generated"
+const (
+	generatedDir   = "generated"
+	generatedDir48 = "generated/4.8" // for --collector.dcgm-exporter-names=4.8
+)
 
+// TestGeneratedFilesAreCurrent: the committed dashboards are what WriteJSON
+// writes, reading 4.10's names in generated/ and 4.8's in generated/4.8/.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
-	if *update {
-		if err := WriteJSON(generatedDir, false); err != nil {
-			t.Fatal(err)
+	for dir, names := range map[string]dcgmnames.Reads{generatedDir: dcgmnames.ReadsCurrent, generatedDir48: dcgmnames.ReadsLegacy} {
+		if *update {
+			if err := WriteJSON(dir, false, names); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	all, err := All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for _, d := range all {
-		name := d.Name + ".json"
-		want = append(want, name)
-		b, err := Marshal(d.Model)
+		all, err := All(names)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := os.ReadFile(filepath.Join(generatedDir, name))
+		var want []string
+		for _, d := range all {
+			name := d.Name + ".json"
+			want = append(want, name)
+			b, err := Marshal(d.Model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Errorf("%v (run `go generate ./dashboards`)", err)
+				continue
+			}
+			if !bytes.Equal(got, b) {
+				t.Errorf("%s/%s differs from what the code generates; run `go generate ./dashboards`", dir, name)
+			}
+		}
+		entries, err := os.ReadDir(dir)
 		if err != nil {
-			t.Errorf("%v (run `go generate ./dashboards`)", err)
-			continue
+			t.Fatal(err)
 		}
-		if !bytes.Equal(got, b) {
-			t.Errorf("%s/%s differs from what the code generates; run `go generate ./dashboards`", generatedDir, name)
+		var have []string
+		for _, e := range entries {
+			if !e.IsDir() {
+				have = append(have, e.Name())
+			}
 		}
-	}
-	entries, err := os.ReadDir(generatedDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var have []string
-	for _, e := range entries {
-		have = append(have, e.Name())
-	}
-	sort.Strings(want)
-	if !slices.Equal(have, want) {
-		t.Errorf("%s holds %v, the code generates %v", generatedDir, have, want)
+		sort.Strings(want)
+		if !slices.Equal(have, want) {
+			t.Errorf("%s holds %v, the code generates %v", dir, have, want)
+		}
 	}
 }
 
@@ -65,7 +75,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 // model the code builds.
 func TestRoundTrip(t *testing.T) {
 	plugins.RegisterDefaultPlugins()
-	all, err := All()
+	all, err := All(dcgmnames.ReadsCurrent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +107,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestVariablesPanelsAndUnits(t *testing.T) {
-	all, err := All()
+	all, err := All(dcgmnames.ReadsCurrent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +182,7 @@ func TestExpandVariables(t *testing.T) {
 }
 
 func TestQueriesIncludeVariablesAndMIGFallback(t *testing.T) {
-	all, err := All()
+	all, err := All(dcgmnames.ReadsCurrent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,8 +193,8 @@ func TestQueriesIncludeVariablesAndMIGFallback(t *testing.T) {
 			variable = true
 		}
 		if q.Dashboard == "node-gpu" && q.Panel == "Activity" &&
-			bytes.Contains([]byte(q.Expr), []byte("DCGM_FI_PROF_GR_ENGINE_ACTIVE")) &&
-			bytes.Contains([]byte(q.Expr), []byte("\nor\nDCGM_FI_DEV_GPU_UTIL")) {
+			bytes.Contains([]byte(q.Expr), []byte("DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO")) &&
+			bytes.Contains([]byte(q.Expr), []byte("\nor\nDCGM_FI_DEV_GPU_UTIL_RATIO")) {
 			fallback = true
 		}
 	}
@@ -205,7 +215,7 @@ func TestQueriesIncludeVariablesAndMIGFallback(t *testing.T) {
 // changed: the default dashboards use the word hostname for the label only.
 func TestLegacyHostnameDashboards(t *testing.T) {
 	dir := t.TempDir()
-	if err := WriteJSON(dir, true); err != nil {
+	if err := WriteJSON(dir, true, dcgmnames.ReadsCurrent); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := os.ReadDir(generatedDir)
@@ -213,6 +223,9 @@ func TestLegacyHostnameDashboards(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
 		def, err := os.ReadFile(filepath.Join(generatedDir, e.Name()))
 		if err != nil {
 			t.Fatal(err)

@@ -6,23 +6,10 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
 	"github.com/gputally/gputally/alerts"
+	"github.com/gputally/gputally/dcgmnames"
 )
 
-// activity is the MIG-aware activity (ratio 0–1) of the devices that match sel:
-// DCGM_FI_PROF_GR_ENGINE_ACTIVE where a device has it (MIG instances, DCGM,
-// NVML GPM), else DCGM_FI_DEV_GPU_UTIL / 100. The same as
-// alerts.RuleDeviceActivity, inline so that the panels work without the rules.
-func activity(sel string) string {
-	return fmt.Sprintf("DCGM_FI_PROF_GR_ENGINE_ACTIVE{%[1]s}\nor\nDCGM_FI_DEV_GPU_UTIL{%[1]s} / 100", sel)
-}
-
-// framebufferUsed is the used part (0–1) of the framebuffer of the devices
-// that match sel.
-func framebufferUsed(sel string) string {
-	return fmt.Sprintf("DCGM_FI_DEV_FB_USED{%[1]s} / (DCGM_FI_DEV_FB_USED{%[1]s} + DCGM_FI_DEV_FB_FREE{%[1]s})", sel)
-}
-
-func fleetOverview() *dashboard.DashboardBuilder {
+func fleetOverview(names dcgmnames.Reads) *dashboard.DashboardBuilder {
 	return newDashboard("gputally-fleet", "GPU fleet overview",
 		"Every GPU and MIG instance gputally sees: how many, how busy, how full, how hot, and what idle time costs.",
 		"now-6h", false).
@@ -38,7 +25,7 @@ func fleetOverview() *dashboard.DashboardBuilder {
 		WithPanel(singleStat("Cost rate in force", "EUR per hour the chosen GPUs cost right now (capital, energy and overhead), by model.", euroPerHour,
 			instantQuery(fmt.Sprintf("sum by (modelName) (%s{%s})", alerts.RuleHourlyCostEUR, fleet), "{{modelName}}"))).
 		WithRow(row("Activity")).
-		WithPanel(heatmapOf("Activity per GPU and MIG instance", "Graphics-engine activity (DCGM_FI_PROF_GR_ENGINE_ACTIVE), falling back to DCGM_FI_DEV_GPU_UTIL where a device lacks it (MIG instances only have the former); from the recording rule "+alerts.RuleDeviceActivity+".", unitRatio,
+		WithPanel(heatmapOf("Activity per GPU and MIG instance", "Graphics-engine activity, falling back to GPU utilization where a device lacks it (MIG instances only have the former); from the recording rule "+alerts.RuleDeviceActivity+".", unitRatio,
 			rangeQuery(fmt.Sprintf("%s{%s}", alerts.RuleDeviceActivity, fleet), deviceLegend))).
 		WithPanel(stacked(timeSeries("Cost by state", "EUR per hour by ledger state: busy, idle (allocated but below the idle threshold) and unallocated.", euroPerHour,
 			rangeQuery(fmt.Sprintf("sum by (state) (%s{%s})", alerts.RuleCostEURPerHour, fleet), "{{state}}")))).
@@ -46,11 +33,11 @@ func fleetOverview() *dashboard.DashboardBuilder {
 			rangeQuery(fmt.Sprintf("sum by (state) (%s{%s})", alerts.RuleGPUsByState, fleet), "{{state}}")))).
 		WithRow(row("Health")).
 		WithPanel(timeSeries("Framebuffer used", "Used part of each device's framebuffer, FB_USED / (FB_USED + FB_FREE).", unitRatio,
-			rangeQuery(framebufferUsed(fleet), deviceLegend)).Min(0).Max(1)).
+			rangeQuery(alerts.FramebufferUsed(names, fleet), deviceLegend)).Min(0).Max(1)).
 		WithPanel(timeSeries("Temperature", "GPU temperature.", unitCelsius,
-			rangeQuery(fmt.Sprintf("DCGM_FI_DEV_GPU_TEMP{%s}", fleet), "{{hostname}} gpu {{gpu}}"))).
+			rangeQuery(names.Value(dcgmnames.GPUTemp, fleet), "{{hostname}} gpu {{gpu}}"))).
 		WithPanel(timeSeries("Power per node", "Power draw summed per node (a GPU's power is reported once, never per MIG instance).", unitWatt,
-			rangeQuery(fmt.Sprintf("sum by (hostname) (DCGM_FI_DEV_POWER_USAGE{%s})", fleet), "{{hostname}}"))).
+			rangeQuery(fmt.Sprintf("sum by (hostname) (%s)", names.Value(dcgmnames.Power, fleet)), "{{hostname}}"))).
 		WithPanel(timeSeries("Unhealthy GPUs", "Devices gputally reports unhealthy (fallen off the bus, lost).", unitCount,
 			rangeQuery(fmt.Sprintf("count by (hostname) (gputally_gpu_healthy{%s} == 0) or sum by (hostname) (0 * gputally_gpu_healthy{%s})", fleet, fleet), "{{hostname}}")))
 }

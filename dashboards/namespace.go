@@ -6,9 +6,10 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
 	"github.com/gputally/gputally/alerts"
+	"github.com/gputally/gputally/dcgmnames"
 )
 
-func namespacePod() *dashboard.DashboardBuilder {
+func namespacePod(names dcgmnames.Reads) *dashboard.DashboardBuilder {
 	onePod := `pod!="", ` + owned
 	return waitingRow(newDashboard("gputally-namespace", "GPU namespace / pod",
 		"What each namespace and pod holds, how much of it it uses (also on shared GPUs), what it costs, and the GPU demand that waits.",
@@ -20,9 +21,9 @@ func namespacePod() *dashboard.DashboardBuilder {
 			instantQuery(fmt.Sprintf("gputally_gpu_allocation{%s}", owned), ""))).
 		WithRow(row("Usage per pod")).
 		WithPanel(timeSeries("Activity per pod", "On shared GPUs: the pod's own activity from process accounting. On a whole GPU or MIG instance: the device's activity.", unitRatio,
-			rangeQuery(fmt.Sprintf("gputally_pod_gpu_utilization_ratio{%[1]s}\nor\n(%[2]s)", owned, activity(onePod)), podLegend)).Min(0)).
+			rangeQuery(fmt.Sprintf("gputally_pod_gpu_utilization_ratio{%[1]s}\nor\n(%[2]s)", owned, alerts.DeviceActivity(names, onePod)), podLegend)).Min(0)).
 		WithPanel(timeSeries("Framebuffer per pod", "On shared GPUs: the pod's own framebuffer from process accounting. On a whole GPU or MIG instance: the device's.", unitBytes,
-			rangeQuery(fmt.Sprintf("gputally_pod_gpu_memory_used_bytes{%s}\nor\nDCGM_FI_DEV_FB_USED{%s} * 1048576", owned, onePod), podLegend))).
+			rangeQuery(fmt.Sprintf("gputally_pod_gpu_memory_used_bytes{%s}\nor\n%s", owned, names.Value(dcgmnames.FBUsed, onePod)), podLegend))).
 		WithRow(row("Cost")).
 		WithPanel(stacked(timeSeries("Cost by namespace and state", "EUR per hour.", euroPerHour,
 			rangeQuery(fmt.Sprintf(`sum by (namespace, state) (%s{%s})`, alerts.RuleCostEURPerHour, owned), "{{namespace}} {{state}}")))).

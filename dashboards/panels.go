@@ -37,11 +37,16 @@ const (
 	unitWatt    = units.Watt
 	unitHertz   = units.Hertz
 	unitCount   = units.Short
+	unitKg      = units.Kilogram
 	unitNone    = "none"
 )
 
 // euroPerHour shows EUR amounts that are rates per hour.
 const euroPerHour = unitEUR
+
+// unitKgCO2ePerHour shows emission rates: Grafana has no unit of mass per
+// hour, so a custom suffix.
+const unitKgCO2ePerHour = "suffix: kgCO2e/h"
 
 // hoursPerMonth converts an hourly rate into a monthly one (365 × 24 / 12).
 const hoursPerMonth = "730"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gputally/gputally/alerts"
 	"github.com/gputally/gputally/dashboards"
+	"github.com/gputally/gputally/dcgmnames"
 )
 
 var metricsDoc = flag.String("metrics-doc", "../docs/metrics.md", "the authoritative metric list")
@@ -25,10 +26,12 @@ var prometheusSeries = []string{"up", "kube_pod_created", "kube_pod_status_phase
 var (
 	backticked = regexp.MustCompile("`([^`]+)`")
 	metricName = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+	legacyCell = regexp.MustCompile("^ `(DCGM_[A-Z0-9_]+)` $")
 )
 
 // documentedMetrics returns the metric names of the markdown tables in path:
-// the backticked names in the first column of each row.
+// the backticked names in the first column of each row, and the DCGM name
+// alone in the second (the DCGM table's 4.8 names).
 func documentedMetrics(t *testing.T, path string) map[string]bool {
 	t.Helper()
 	f, err := os.Open(path)
@@ -52,6 +55,9 @@ func documentedMetrics(t *testing.T, path string) map[string]bool {
 				names[m[1]] = true
 			}
 		}
+		if m := legacyCell.FindStringSubmatch(cells[2]); m != nil {
+			names[m[1]] = true
+		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatalf("read %s: %v", path, err)
@@ -69,23 +75,27 @@ type expression struct {
 func allExpressions(t *testing.T) []expression {
 	t.Helper()
 	var out []expression
-	ds, err := dashboards.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range dashboards.Queries(ds) {
-		out = append(out, expression{
-			name: "dashboard " + q.Dashboard + "/" + q.Panel,
-			expr: dashboards.ExpandVariables(q.Expr, "5m"),
-		})
-	}
-	f, err := alerts.Build(alerts.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range f.Groups {
-		for _, r := range g.Rules {
-			out = append(out, expression{name: "rule " + r.Record + r.Alert, expr: r.Expr})
+	for _, names := range []dcgmnames.Reads{dcgmnames.ReadsCurrent, dcgmnames.ReadsLegacy, dcgmnames.ReadsBoth} {
+		ds, err := dashboards.All(names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range dashboards.Queries(ds) {
+			out = append(out, expression{
+				name: names.String() + " dashboard " + q.Dashboard + "/" + q.Panel,
+				expr: dashboards.ExpandVariables(q.Expr, "5m"),
+			})
+		}
+		opts := alerts.DefaultOptions()
+		opts.Names = names
+		f, err := alerts.Build(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range f.Groups {
+			for _, r := range g.Rules {
+				out = append(out, expression{name: names.String() + " rule " + r.Record + r.Alert, expr: r.Expr})
+			}
 		}
 	}
 	return out
@@ -135,17 +145,18 @@ func TestExpressionsParseAndUseListedMetrics(t *testing.T) {
 func TestDocumentedMetricsParser(t *testing.T) {
 	path := t.TempDir() + "/m.md"
 	doc := "# x\n\n| metric | type |\n|---|---|\n| `a_total` | counter |\n| `B_C`, `d:e` | gauge |\n| plain | gauge |\n| `not a name` | x |\n" +
+		"| `DCGM_NEW` | `DCGM_OLD` | gauge |\n| `m_y` | `m_z` |\n" +
 		strings.Repeat("| `m_x` | gauge |\n", 1) + "| `m1` |\n| `m2` |\n| `m3` |\n| `m4` |\n| `m5` |\n| `m6` |\n| `m7` |\n"
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	got := documentedMetrics(t, path)
-	for _, want := range []string{"a_total", "B_C", "d:e", "m_x", "m7"} {
+	for _, want := range []string{"a_total", "B_C", "d:e", "m_x", "m7", "DCGM_NEW", "DCGM_OLD", "m_y"} {
 		if !got[want] {
 			t.Errorf("%s not found", want)
 		}
 	}
-	for _, not := range []string{"plain", "not a name", "counter", "metric"} {
+	for _, not := range []string{"plain", "not a name", "counter", "metric", "m_z"} {
 		if got[not] {
 			t.Errorf("%q taken for a metric", not)
 		}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gputally/gputally/collector/sim"
+	"github.com/gputally/gputally/dcgmnames"
 )
 
 // The forms a run's scrapes are written in (Options.Flavor).
@@ -19,9 +20,9 @@ const (
 	// ledger among them) and the DCGM-compatible device series.
 	FlavorGputally = "gputally"
 	// FlavorDCGMExporter is what a cluster without gputally has: the DCGM_*
-	// families with exactly dcgm-exporter 4.8's label sets, no gputally_*
-	// series, and the kube-state-metrics v2 series of the same node's pods
-	// (see dcgmExporterSink).
+	// families with exactly dcgm-exporter's label sets, under the names of
+	// Options.Names, no gputally_* series, and the kube-state-metrics v2
+	// series of the same node's pods (see dcgmExporterSink).
 	FlavorDCGMExporter = "dcgm-exporter"
 )
 
@@ -29,14 +30,17 @@ const (
 // Prometheus scraping dcgm-exporter and kube-state-metrics would have stored
 // them:
 //
-//   - the DCGM_* families as the collector writes them — the label set of
-//     dcgm-exporter 4.8 (gpu, UUID, pci_bus_id, device, modelName, hostname
-//     or Hostname, DCGM_FI_DRIVER_VERSION, GPU_I_PROFILE and GPU_I_ID on MIG
-//     instances) with pod labels only while exactly one container holds the
-//     whole device, as dcgm-exporter maps nvidia.com/gpu and MIG resources
-//     and ignores nvidia.com/gpu.shared (a time-sliced GPU shows no pod);
-//   - for a GPU that fell off the bus, only DCGM_FI_DEV_XID_ERRORS with the
-//     last XID, 79, where dcgm-exporter reads the blank fields as absent;
+//   - the DCGM_* families as the collector writes them, under the names in
+//     force at the scrape (Names) — the label set of dcgm-exporter (gpu,
+//     UUID, pci_bus_id, device, modelName, hostname or Hostname, the driver
+//     label DCGM_FI_DRIVER_VERSION up to 4.8 or DCGM_FI_SYSTEM_DRIVER_VERSION
+//     from 4.9, GPU_I_PROFILE and GPU_I_ID on MIG instances) with pod labels
+//     only while exactly one container holds the whole device, as
+//     dcgm-exporter maps nvidia.com/gpu and MIG resources and ignores
+//     nvidia.com/gpu.shared (a time-sliced GPU shows no pod);
+//   - for a GPU that fell off the bus, only the last-XID family
+//     (DCGM_FI_DEV_XID_ERRORS, DCGM_FI_DEV_XID_ERROR from 4.9) at 79, where
+//     dcgm-exporter reads the blank fields as absent;
 //   - kube-state-metrics' kube_pod_container_resource_requests,
 //     kube_pod_status_phase and kube_pod_labels of the running pods that
 //     request a device plugin resource (and the pods' lifecycle series,
@@ -57,6 +61,8 @@ type dcgmExporterSink struct {
 	backend *sim.Backend
 	node    string
 	opts    DCGMExporterOptions
+	names   Names
+	start   time.Time                    // of the run, for names
 	pairs   map[[2]string]*dto.LabelPair // interned, so a series has the same pairs in every scrape
 	ksm     *kubeStateWriter             // the pods' lifecycle series (kubestate.go)
 }
@@ -75,8 +81,8 @@ type DCGMExporterOptions struct {
 	NoKubeStateMetrics bool
 }
 
-func newDCGMExporterSink(sink Sink, backend *sim.Backend, opts DCGMExporterOptions) *dcgmExporterSink {
-	return &dcgmExporterSink{sink: sink, backend: backend, node: backend.Hostname(), opts: opts, pairs: map[[2]string]*dto.LabelPair{},
+func newDCGMExporterSink(sink Sink, backend *sim.Backend, opts DCGMExporterOptions, names Names, start time.Time) *dcgmExporterSink {
+	return &dcgmExporterSink{sink: sink, backend: backend, node: backend.Hostname(), opts: opts, names: names, start: start, pairs: map[[2]string]*dto.LabelPair{},
 		ksm: newKubeStateWriter(backend, false)}
 }
 
@@ -98,7 +104,8 @@ func (s *dcgmExporterSink) AddScrape(mfs []*dto.MetricFamily, t time.Time) error
 	out := make([]*dto.MetricFamily, 0, len(mfs)+5)
 	var info, healthy, xids *dto.MetricFamily
 	withSeries := map[string]bool{} // GPU UUIDs with a DCGM_* series in this scrape
-	var xidFamily *dto.MetricFamily
+	names := s.names.at(s.start, t)
+	xidFamilies := map[string]*dto.MetricFamily{} // the last-XID family under each name in force
 	requests, capacity := s.backend.KubeState(t)
 	labelled := s.labelledReplicas(requests)
 	for _, mf := range mfs {
@@ -110,10 +117,10 @@ func (s *dcgmExporterSink) AddScrape(mfs []*dto.MetricFamily, t time.Time) error
 				withSeries[labelValue(m, "UUID")] = true
 				s.relabel(m, labelled)
 			}
-			if name == "DCGM_FI_DEV_XID_ERRORS" {
+			if f, _, _ := dcgmnames.ByName(name); f == dcgmnames.XID {
 				// Copied: lost GPUs' samples are added to it.
 				c := &dto.MetricFamily{Name: mf.Name, Help: mf.Help, Type: mf.Type, Metric: append([]*dto.Metric(nil), mf.Metric...)}
-				xidFamily, mf = c, c
+				xidFamilies[name], mf = c, c
 			}
 			out = append(out, mf)
 		case name == "gputally_gpu_info":
@@ -124,16 +131,19 @@ func (s *dcgmExporterSink) AddScrape(mfs []*dto.MetricFamily, t time.Time) error
 			xids = mf
 		}
 	}
-	if lost := s.lostGPUs(info, healthy, xids, withSeries); len(lost) > 0 {
-		if xidFamily == nil {
-			xidFamily = &dto.MetricFamily{Name: proto.String("DCGM_FI_DEV_XID_ERRORS"), Help: proto.String("Value of the last XID error encountered."),
-				Type: dto.MetricType_GAUGE.Enum()}
-			out = append(out, xidFamily)
-		}
-		for _, labels := range lost {
-			m := &dto.Metric{Label: labels, Gauge: &dto.Gauge{Value: proto.Float64(79)}}
-			s.relabel(m, nil)
-			xidFamily.Metric = append(xidFamily.Metric, m)
+	if lost := s.lostGPUs(info, healthy, xids, withSeries, names); len(lost) > 0 {
+		for _, n := range names {
+			xidFamily := xidFamilies[dcgmnames.XID.Name(n)]
+			if xidFamily == nil {
+				xidFamily = &dto.MetricFamily{Name: proto.String(dcgmnames.XID.Name(n)), Help: proto.String(dcgmnames.XID.Help),
+					Type: dto.MetricType_GAUGE.Enum()}
+				out = append(out, xidFamily)
+			}
+			for _, labels := range lost {
+				m := &dto.Metric{Label: labels, Gauge: &dto.Gauge{Value: proto.Float64(79)}}
+				s.relabel(m, nil)
+				xidFamily.Metric = append(xidFamily.Metric, m)
+			}
 		}
 	}
 	if !s.opts.NoKubeStateMetrics {
@@ -185,9 +195,10 @@ func (s *dcgmExporterSink) relabel(m *dto.Metric, labelled map[string]*sim.PodRe
 	m.Label = labels
 }
 
-// lostGPUs returns the label sets of DCGM_FI_DEV_XID_ERRORS for the GPUs that
-// fell off the bus: unhealthy, with XID 79 counted and no DCGM_* series.
-func (s *dcgmExporterSink) lostGPUs(info, healthy, xids *dto.MetricFamily, withSeries map[string]bool) [][]*dto.LabelPair {
+// lostGPUs returns the label sets of the last-XID family for the GPUs that
+// fell off the bus: unhealthy, with XID 79 counted and no DCGM_* series; with
+// the driver label of each naming in names.
+func (s *dcgmExporterSink) lostGPUs(info, healthy, xids *dto.MetricFamily, withSeries map[string]bool, names []dcgmnames.Naming) [][]*dto.LabelPair {
 	if info == nil || healthy == nil || xids == nil {
 		return nil
 	}
@@ -220,7 +231,11 @@ func (s *dcgmExporterSink) lostGPUs(info, healthy, xids *dto.MetricFamily, withS
 				labels = append(labels, p)
 			}
 		}
-		out = append(out, append(labels, s.pair("DCGM_FI_DRIVER_VERSION", driver)))
+		for _, n := range names {
+			labels = append(labels, s.pair(n.DriverLabel(), driver))
+		}
+		slices.SortFunc(labels, func(a, b *dto.LabelPair) int { return cmp.Compare(a.GetName(), b.GetName()) })
+		out = append(out, labels)
 	}
 	return out
 }

@@ -42,15 +42,6 @@ func runFlavor(t *testing.T, path string, d time.Duration) *lastScrapeSink {
 	return sink
 }
 
-func familyOf(mfs []*dto.MetricFamily, name string) *dto.MetricFamily {
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf
-		}
-	}
-	return nil
-}
-
 func labelNames(m *dto.Metric) []string {
 	var out []string
 	for _, p := range m.GetLabel() {

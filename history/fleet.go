@@ -62,6 +62,7 @@ func RunFleet(ctx context.Context, opts Options, nodes []*sim.Scenario, sink Sin
 	for i, sc := range nodes {
 		o := opts
 		o.Scenario = sc
+		o.Names = opts.Names.ofNode(i)
 		if opts.Seed != 0 {
 			o.Seed = opts.Seed + int64(i)
 		}

@@ -58,6 +58,10 @@ type Options struct {
 	// scenario whose pods wait; RunFleet sets it for every node of a fleet
 	// in which one node's pods wait: kube-state-metrics sees the cluster.
 	KubeStateMetrics bool
+	// Names are the names of the DCGM_* series (names.go): dcgm-exporter
+	// 4.8's (the zero value), 4.10's, a rolling upgrade from one to the other,
+	// or both side by side.
+	Names Names
 	// ScrapeJitter, when not 0, stores some scrapes late by up to it, as a
 	// loaded scrape loop does (jitter.go); at least 1ms and under half the
 	// scrape interval.
@@ -118,7 +122,7 @@ func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 	defer node.close()
 	switch {
 	case opts.Flavor == FlavorDCGMExporter:
-		sink = newDCGMExporterSink(sink, node.backend, opts.DCGMExporter)
+		sink = newDCGMExporterSink(sink, node.backend, opts.DCGMExporter, opts.Names, opts.Start)
 	case opts.KubeStateMetrics || opts.Scenario.Waits():
 		sink = &kubeStateSink{sink: sink, ksm: newKubeStateWriter(node.backend, true)}
 	}
@@ -127,7 +131,7 @@ func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 	}
 	// Scrapes are gathered and handed to the sink by a second goroutine while
 	// the next samples are taken: each scrape reads the snapshot it was handed.
-	scraper := newScraper(collector.Node{Hostname: node.backend.Hostname(), LegacyHostnameLabel: opts.LegacyHostnameLabel}, sink)
+	scraper := newScraper(collector.Node{Hostname: node.backend.Hostname(), LegacyHostnameLabel: opts.LegacyHostnameLabel}, opts.Names, opts.Start, sink)
 	defer scraper.stop()
 
 	res := Result{Start: opts.Start, End: opts.Start.Add(opts.Duration)}
@@ -209,6 +213,9 @@ func (o *Options) defaults() error {
 	if o.DCGMExporter != (DCGMExporterOptions{}) && o.Flavor != FlavorDCGMExporter {
 		return fmt.Errorf("what the dcgm-exporter flavour leaves out applies to it alone, not to flavor %q", o.Flavor)
 	}
+	if err := o.Names.check(cmp.Or(o.Flavor, FlavorGputally), o.Duration); err != nil {
+		return err
+	}
 	if o.ScrapeJitter != 0 && (o.ScrapeJitter < time.Millisecond || 2*o.ScrapeJitter >= o.ScrapeInterval) {
 		return fmt.Errorf("scrape jitter %s must be 0, or at least 1ms and under half the scrape interval %s", o.ScrapeJitter, o.ScrapeInterval)
 	}
@@ -241,16 +248,32 @@ type pinned struct{ snap *collector.Snapshot }
 
 func (p *pinned) Snapshot() *collector.Snapshot { return p.snap }
 
-func newScraper(node collector.Node, sink Sink) *scraper {
+func newScraper(node collector.Node, names Names, start time.Time, sink Sink) *scraper {
 	s := &scraper{snaps: make(chan *collector.Snapshot, 8), done: make(chan error, 1)}
 	src := &pinned{}
-	col := collector.NewCollector(src, node, func() time.Time { return src.snap.Time })
+	var cols [2]*collector.Collector // per dcgmnames.Naming, made when first needed
+	pairs := map[[2]string]*dto.LabelPair{}
+	gather := func(snap *collector.Snapshot) []*dto.MetricFamily {
+		ns := names.at(start, snap.Time)
+		var mfs [2][]*dto.MetricFamily
+		for i, n := range ns {
+			if cols[n] == nil {
+				node.Names = n
+				cols[n] = collector.NewCollector(src, node, func() time.Time { return src.snap.Time })
+			}
+			mfs[i] = cols[n].Gather()
+		}
+		if len(ns) == 1 {
+			return mfs[0]
+		}
+		return sideBySide(mfs[0], mfs[1], pairs)
+	}
 	scrapes := make(chan gathered, 8)
 	go func() {
 		defer close(scrapes)
 		for snap := range s.snaps {
 			src.snap = snap
-			scrapes <- gathered{col.Gather(), snap.Time}
+			scrapes <- gathered{gather(snap), snap.Time}
 		}
 	}()
 	go func() {

@@ -127,8 +127,10 @@ type Config struct {
 	// Grid is the dcgm-exporter source's evaluation grid; 0: the scrape
 	// interval it measures, per cluster. It must divide Step and Resolution.
 	Grid time.Duration
-	// PriceBook (optional) prices the dcgm-exporter source's devices; nil:
-	// the built-in book. Its mig_weight should be MIGWeight's.
+	// PriceBook (optional) prices the dcgm-exporter source's devices and
+	// gives the rental prices and carbon intensities of the report's own or
+	// rent and emission figures; nil: the built-in book. Its mig_weight
+	// should be MIGWeight's.
 	PriceBook *cost.Book
 	// Baseline (optional) is an earlier report's JSON, or a directory of kept
 	// reports, to follow up (followup.Open); BaselineKeep (optional, a
@@ -226,6 +228,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("queries in flight %d must be at least 1", c.QueriesInFlight)
 	}
 	return errors.Join(c.validateSource(), c.validateBaseline())
+}
+
+// priceBook returns the report's price book: PriceBook, or the built-in one.
+func (c *Config) priceBook() *cost.Book {
+	if c.PriceBook != nil {
+		return c.PriceBook
+	}
+	return cost.Default()
 }
 
 func (c *Config) now() time.Time {

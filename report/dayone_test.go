@@ -656,11 +656,11 @@ func TestDayOneProfilingOff(t *testing.T) {
 		"batch":   {held: batch, busy: batch, busyKnown: true, eur: 2 * batch},
 		"":        {unallocated: 72 - batch, eur: 2 * (72 - batch)},
 	})
-	if !warned(r, "5 of 5 GPUs have no DCGM_FI_PROF_GR_ENGINE_ACTIVE", "the activity of 4 is DCGM_FI_DEV_GPU_UTIL ÷ 100 instead", "1 are in MIG mode", "instances' time is unknown") {
+	if !warned(r, "5 of 5 GPUs have no graphics-engine activity (DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO, DCGM_FI_PROF_GR_ENGINE_ACTIVE up to 4.8", "the activity of 4 is GPU utilization (DCGM_FI_DEV_GPU_UTIL_RATIO, DCGM_FI_DEV_GPU_UTIL ÷ 100 up to 4.8) instead", "1 are in MIG mode", "instances' time is unknown") {
 		t.Errorf("warnings %q, want one naming the missing field and the fallback", r.Warnings)
 	}
 	cfg.AllowPartial = false
-	if _, err := dayOneReport(t, st, cfg); err == nil || !strings.Contains(err.Error(), "no DCGM_FI_PROF_GR_ENGINE_ACTIVE") {
+	if _, err := dayOneReport(t, st, cfg); err == nil || !strings.Contains(err.Error(), "no graphics-engine activity (DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO, DCGM_FI_PROF_GR_ENGINE_ACTIVE") {
 		t.Errorf("error %v, want one naming DCGM_FI_PROF_GR_ENGINE_ACTIVE", err)
 	}
 }

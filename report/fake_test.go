@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gputally/gputally/dcgmnames"
 	"github.com/gputally/gputally/report/engine"
 	"github.com/prometheus/common/model"
 )
@@ -64,7 +65,8 @@ func (f *fakeQuerier) QueryRange(_ context.Context, q string, start, end time.Ti
 	// `max without (…)` or not), each landing at its bucket's end (so a read
 	// of a bucket at a finer step sees the counter flat, then its bucket's
 	// value at the end); they never reset. A gauge's last_over_time is its value.
-	cumulative := strings.Contains(q, "last_over_time(gputally_gpu_seconds_total") || strings.Contains(q, "last_over_time(gputally_cost_eur_total")
+	cumulative := strings.Contains(q, "last_over_time(gputally_gpu_seconds_total") || strings.Contains(q, "last_over_time(gputally_cost_eur_total") ||
+		strings.Contains(q, "last_over_time(gputally_energy_joules_total")
 	resets := strings.Contains(q, "resets(gputally_")
 	var m model.Matrix
 	for _, s := range f.series {
@@ -195,6 +197,7 @@ type fakeGPU struct {
 	index              string  // the gpu label; empty: "0"
 	ns, pod, container string  // empty: unallocated
 	rateEURPerHour     float64 // the GPU's cost rate
+	facilityW          float64 // its power × PUE, W: joules per device-second; 0: no energy series (not metered)
 	busyShare          float64 // share of each hour the holder is busy
 	activity, fbMiB    float64 // constant per resolution step
 	hasActivity, hasFB bool
@@ -248,6 +251,9 @@ func fakeSeriesFor(g fakeGPU, step time.Duration) []fakeSeries {
 			fakeSeries{"gputally_gpu_seconds_total", l, live(func(time.Time) float64 { return share * secs })},
 			fakeSeries{"gputally_cost_eur_total", l, live(func(time.Time) float64 { return share * secs * g.rateEURPerHour / 3600 })},
 		)
+		if g.facilityW > 0 {
+			out = append(out, fakeSeries{"gputally_energy_joules_total", l, live(func(time.Time) float64 { return share * secs * g.facilityW })})
+		}
 	}
 	out = append(out, fakeSeries{"gputally_gpu_info", with(id, "mig_mode", "disabled"), live(func(time.Time) float64 { return 1 })})
 	if g.pod == "" {
@@ -255,20 +261,26 @@ func fakeSeriesFor(g fakeGPU, step time.Duration) []fakeSeries {
 	}
 	pl := with(id, holder...)
 	out = append(out, fakeSeries{"gputally_gpu_allocation", with(pl, "resource", g.resource, "sharing", g.sharing), live(func(time.Time) float64 { return 1 })})
+	// Under the exporter's default names, dcgm-exporter 4.10's, in base
+	// units: the fake answers a query with the series of the first metric it
+	// names, not evaluating the conversion of the old names' terms.
 	if g.hasActivity {
-		out = append(out, fakeSeries{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", pl, live(func(time.Time) float64 { return g.activity })})
+		out = append(out, fakeSeries{dcgmnames.GREngineActive.New, pl, live(func(time.Time) float64 { return g.activity })})
 	}
 	if g.hasFB {
-		out = append(out, fakeSeries{"DCGM_FI_DEV_FB_USED", pl, live(func(time.Time) float64 { return g.fbMiB })})
+		out = append(out, fakeSeries{dcgmnames.FBUsed.New, pl, live(func(time.Time) float64 { return g.fbMiB * (1 << 20) })})
 	}
 	return out
 }
 
-// testFleet is the fleet the hand-computed tests use (see TestRecommendationsHandComputed).
+// testFleet is the fleet the hand-computed tests use (see
+// TestRecommendationsHandComputed): six H100 on node-a at 560 W at the
+// facility, and an A100 on node-spare without energy series (a GPU whose
+// power is not read).
 func testFleet() []fakeGPU {
 	const h100, a100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB"
 	busy := func(uuid, ns, pod string, share, act, fb float64) fakeGPU {
-		return fakeGPU{uuid: uuid, model: h100, host: "node-a", ns: ns, pod: pod, container: "main", rateEURPerHour: 1.5,
+		return fakeGPU{uuid: uuid, model: h100, host: "node-a", ns: ns, pod: pod, container: "main", rateEURPerHour: 1.5, facilityW: 560,
 			busyShare: share, activity: act, fbMiB: fb, hasActivity: true, hasFB: true, resource: "nvidia.com/gpu", sharing: "exclusive"}
 	}
 	fleet := []fakeGPU{

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gputally/gputally/dcgmnames"
 	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/analysis"
 	"github.com/gputally/gputally/report/render"
@@ -74,8 +75,8 @@ func faultQuerier(gpus []faultGPU, start time.Time) *fakeQuerier {
 	}
 	f.series = append(f.series,
 		fakeSeries{"gputally_gpu_allocation", with(pl, "resource", "nvidia.com/gpu", "sharing", "exclusive"), upTo100(1)},
-		fakeSeries{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", pl, upTo100(0.02)},
-		fakeSeries{"DCGM_FI_DEV_FB_USED", pl, upTo100(500)})
+		fakeSeries{dcgmnames.GREngineActive.New, pl, upTo100(0.02)},
+		fakeSeries{dcgmnames.FBUsed.New, pl, upTo100(500 << 20)}) // 500 MiB
 	return f
 }
 

@@ -143,7 +143,7 @@ func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) 
 		return nil, err
 	}
 	logger.Debug("report queries done", "requests", d.Requests, "duration", cfg.now().Sub(began), "holdings", len(d.Ledger))
-	res, err := analysis.Analyze(d, teams, cfg.AllowPartial)
+	res, err := analysis.Analyze(d, teams, cfg.AllowPartial, analysis.WithBook(cfg.priceBook()))
 	if err != nil {
 		return nil, err
 	}

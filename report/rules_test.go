@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gputally/gputally/dcgmnames"
 )
 
 // The savings rules that only golden files held (a mutation of each
@@ -57,8 +59,8 @@ func byHour(g fakeGPU, stateAt func(h int) string) []fakeSeries {
 	if g.pod != "" {
 		out = append(out,
 			fakeSeries{"gputally_gpu_allocation", with(holder, "resource", "nvidia.com/gpu", "sharing", "exclusive"), held(1)},
-			fakeSeries{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", holder, held(g.activity)},
-			fakeSeries{"DCGM_FI_DEV_FB_USED", holder, held(g.fbMiB)})
+			fakeSeries{dcgmnames.GREngineActive.New, holder, held(g.activity)},
+			fakeSeries{dcgmnames.FBUsed.New, holder, held(g.fbMiB * (1 << 20))})
 	}
 	return out
 }

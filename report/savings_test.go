@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/dcgmnames"
 	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/internal/applyspec"
 	"github.com/gputally/gputally/report/model"
@@ -376,8 +377,8 @@ func phased(g fakeGPU, gi, profile string, from, until time.Time, busyAt func(ti
 	out = append(out,
 		fakeSeries{"gputally_gpu_info", with(id, "mig_mode", map[bool]string{true: "enabled", false: "disabled"}[gi != ""]), one},
 		fakeSeries{"gputally_gpu_allocation", with(holder, "resource", g.resource, "sharing", g.sharing), whileHeld(one)},
-		fakeSeries{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", holder, whileHeld(func(time.Time) float64 { return g.activity })},
-		fakeSeries{"DCGM_FI_DEV_FB_USED", holder, whileHeld(func(time.Time) float64 { return g.fbMiB })})
+		fakeSeries{dcgmnames.GREngineActive.New, holder, whileHeld(func(time.Time) float64 { return g.activity })},
+		fakeSeries{dcgmnames.FBUsed.New, holder, whileHeld(func(time.Time) float64 { return g.fbMiB * (1 << 20) })})
 	return out
 }
 

@@ -77,7 +77,7 @@ func TestRequestsSizedBySamples(t *testing.T) {
 				case strings.HasPrefix(q, "count without ("): // the search for copies of a ledger series: this period
 				case strings.Contains(q, " offset "): // devices busy at once, per the fake's 5m scrape interval
 					want = 7 * 24 * 12
-				case strings.Contains(q, "gputally_gpu_seconds_total") || strings.Contains(q, "gputally_cost_eur_total"):
+				case strings.Contains(q, "gputally_gpu_seconds_total") || strings.Contains(q, "gputally_cost_eur_total") || strings.Contains(q, "gputally_energy_joules_total"):
 					want = 2*169 + 2 // from the bucket ending at the start; this period, the previous one and the last bucket (end.go)
 				case strings.Contains(q, "[5m]"):
 					want = 7 * 24 * 12

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gputally/gputally/collector/sim"
+	"github.com/gputally/gputally/dcgmnames"
 )
 
 // kubeVersion is the kube-apiserver that tools/build-k8s.sh builds (and make
@@ -337,10 +338,10 @@ func TestExporterServesDRAScenario(t *testing.T) {
 		}
 	}
 	// A lone holder of a whole DRA GPU labels its device series; a shared one does not.
-	if _, n := sum(s, "DCGM_FI_DEV_GPU_UTIL", model.LabelSet{"pod": "train-0"}); n != 1 {
+	if _, n := sum(s, dcgmnames.GPUUtil.New, model.LabelSet{"pod": "train-0"}); n != 1 {
 		t.Errorf("train-0's whole GPU: %d device series with its pod labels, want 1", n)
 	}
-	if _, n := sum(s, "DCGM_FI_DEV_GPU_UTIL", model.LabelSet{"namespace": "lab"}); n != 0 {
+	if _, n := sum(s, dcgmnames.GPUUtil.New, model.LabelSet{"namespace": "lab"}); n != 0 {
 		t.Errorf("the GPU two claims share got pod labels on %d device series", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gputally/gputally/dcgmnames"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -159,22 +160,37 @@ func TestExporterServesSimulatedNode(t *testing.T) {
 		_, n := sum(e.scrape(t), "gputally_gpu_allocation", nil)
 		return n > 0
 	})
-	first := e.scrape(t)
+	var first map[string]*model.Sample
+	// Counters move as time passes; the ledger charges every GPU. The first
+	// scrape can come before the backend's first reading and the ledger's
+	// first interval (it charges from its second tick on), so the baseline
+	// is a scrape that holds both; then the counters must all grow.
+	counters := []string{dcgmnames.Energy.New, "gputally_gpu_seconds_total", "gputally_cost_eur_total"}
 	waitFor(t, func() bool {
-		energy1, _ := sum(first, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", nil)
-		energy2, _ := sum(e.scrape(t), "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", nil)
-		return energy2 > energy1
+		first = e.scrape(t)
+		_, n := sum(first, dcgmnames.Energy.New, nil)
+		secs, _ := sum(first, "gputally_gpu_seconds_total", nil)
+		return n > 0 && secs > 0
 	})
-	second := e.scrape(t)
-
+	var second map[string]*model.Sample
+	waitFor(t, func() bool {
+		second = e.scrape(t)
+		for _, name := range counters {
+			a, _ := sum(first, name, nil)
+			if b, _ := sum(second, name, nil); b <= a {
+				return false
+			}
+		}
+		return true
+	})
 	for _, tc := range []struct {
 		name  string
 		match model.LabelSet
 		want  int
-	}{
-		{"DCGM_FI_DEV_POWER_USAGE", nil, 8},                                    // parent GPUs only, never per MIG instance
-		{"DCGM_FI_DEV_GPU_UTIL", nil, 6},                                       // not on the two MIG GPUs
-		{"DCGM_FI_DEV_FB_USED", model.LabelSet{"GPU_I_PROFILE": "1g.10gb"}, 5}, // per MIG instance
+	}{{dcgmnames.Power.New, nil, 8}, // parent GPUs only, never per MIG instance
+		{dcgmnames.GPUUtil.New, nil, 6},                                           // not on the two MIG GPUs
+		{dcgmnames.FBUsed.New, model.LabelSet{"GPU_I_PROFILE": "1g.10gb"}, 5},     // per MIG instance
+		{dcgmnames.FBCapacity.New, model.LabelSet{"GPU_I_PROFILE": "1g.10gb"}, 5}, // per MIG instance too
 		{"gputally_gpu_info", model.LabelSet{"hostname": "sim-node-0"}, 8 + 8},
 		{"gputally_gpu_allocation", model.LabelSet{"sharing": "time-slicing"}, 3},
 		{"gputally_up", model.LabelSet{"backend": "sim"}, 1},
@@ -183,23 +199,16 @@ func TestExporterServesSimulatedNode(t *testing.T) {
 			t.Errorf("%s%v: %d series, want %d", tc.name, tc.match, n, tc.want)
 		}
 	}
-	// Counters move as time passes; the ledger charges every GPU.
-	for _, name := range []string{"gputally_gpu_seconds_total", "gputally_cost_eur_total"} {
-		a, _ := sum(first, name, nil)
-		b, _ := sum(second, name, nil)
-		if b <= a {
-			t.Errorf("%s did not grow: %v then %v", name, a, b)
-		}
-	}
 	// The training GPU is busy, the forgotten job's GPU idle (default scenario).
-	if util, n := sum(second, "DCGM_FI_DEV_GPU_UTIL", model.LabelSet{"pod": "llm-pretrain-0"}); n != 1 || util < 50 {
+	// Utilization is a ratio under the default names (dcgm-exporter 4.10's).
+	if util, n := sum(second, dcgmnames.GPUUtil.New, model.LabelSet{"pod": "llm-pretrain-0"}); n != 1 || util < 0.5 || util > 1 {
 		t.Errorf("training GPU utilization %v (%d series), want busy", util, n)
 	}
-	if util, n := sum(second, "DCGM_FI_DEV_GPU_UTIL", model.LabelSet{"pod": "eval-sweep-3"}); n != 1 || util > 5 {
+	if util, n := sum(second, dcgmnames.GPUUtil.New, model.LabelSet{"pod": "eval-sweep-3"}); n != 1 || util > 0.05 {
 		t.Errorf("idle GPU utilization %v (%d series), want ~0", util, n)
 	}
 	// Time-sliced holders carry no pod labels on device series.
-	if _, n := sum(second, "DCGM_FI_DEV_GPU_UTIL", model.LabelSet{"namespace": "dev-alice"}); n != 0 {
+	if _, n := sum(second, dcgmnames.GPUUtil.New, model.LabelSet{"namespace": "dev-alice"}); n != 0 {
 		t.Errorf("a time-sliced holder got pod labels on a device series")
 	}
 }
@@ -271,6 +280,14 @@ func TestExitCodes(t *testing.T) {
 	if err := os.WriteFile(a100Book, []byte("currency: EUR\nmodels:\n  - {match: \"A100\", purchase_eur: 15000}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badCarbon := filepath.Join(dir, "carbon.yaml")
+	if err := os.WriteFile(badCarbon, []byte("models: [{match: \".\", purchase_eur: 1, cloud_eur_per_hour: 3}]\ncarbon:\n  gco2e_per_kwh: 210\n  clusters: {eu-west: -56}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badRental := filepath.Join(dir, "rental.yaml")
+	if err := os.WriteFile(badRental, []byte("models:\n  - {match: \".\", purchase_eur: 1, cloud_eur_per_hour: .inf}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -286,6 +303,8 @@ func TestExitCodes(t *testing.T) {
 		{"auto without libraries", []string{"exporter", "--backend=auto"}, []string{"libdcgm.so.4", "libnvidia-ml.so.1", "--backend=sim"}},
 		{"bad price book", []string{"exporter", "--backend=sim", "--cost.price-book=" + badBook}, []string{badBook + ":3"}},
 		{"check-config bad book", []string{"check-config", badBook}, []string{badBook + ":3", "purchase_eur"}},
+		{"check-config bad intensity", []string{"check-config", badCarbon}, []string{badCarbon + ":4: carbon.clusters.eu-west: must be between 0 and 5000 gCO2e per kWh, got -56"}},
+		{"check-config bad rental price", []string{"check-config", badRental}, []string{badRental + ":2: models[0].cloud_eur_per_hour: must be a finite number"}},
 		{"no price for a GPU present", []string{"exporter", "--backend=sim", "--cost.price-book=" + a100Book}, []string{a100Book + ":2: models", `no price for GPU model "NVIDIA H100 80GB HBM3" (GPU-`}},
 		{"fleet nodes clash", []string{"simulate", "history", "--duration=1m", "--out=" + filepath.Join(dir, "h.om"),
 			"--scenario=" + spare, "--scenario=" + spare}, []string{"both called fleet-spare"}},

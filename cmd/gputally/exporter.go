@@ -22,6 +22,7 @@ import (
 	"github.com/gputally/gputally/collector"
 	"github.com/gputally/gputally/collector/sim"
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/dcgmnames"
 )
 
 // scrapeErrorLogEvery is the least time between two log lines about failed scrapes.
@@ -35,9 +36,11 @@ type exporterCommand struct {
 	scrapeTimeout  time.Duration
 	hostname       string
 	legacyHostname bool
+	dcgmNames      string
 	interval       time.Duration
 	retention      time.Duration
 	priceBook      string
+	cluster        string
 	backend        backendFlags
 	attribution    attributionFlags
 
@@ -55,10 +58,13 @@ func newExporterCommand(app *kingpin.Application, reload <-chan os.Signal) *expo
 	cmd.Flag("web.scrape-timeout", "Time after which a scrape is answered 503.").Default("10s").DurationVar(&c.scrapeTimeout)
 	cmd.Flag("hostname", "Node name for the hostname label.").Envar("NODE_NAME").StringVar(&c.hostname)
 	legacyHostnameFlag(cmd).BoolVar(&c.legacyHostname)
+	cmd.Flag(dcgmNamesFlag, "Names of the DCGM_* series: 4.10 (dcgm-exporter 4.9 and later: DCGM 4.7's names in base units — ratios, bytes, joules, hertz, seconds — the label DCGM_FI_SYSTEM_DRIVER_VERSION, and DCGM_FI_DEV_FB_CAPACITY_BYTES) or 4.8 (the names, units and label DCGM_FI_DRIVER_VERSION of dcgm-exporter up to 4.8, for dashboards and rules that still read them; docs/metrics.md lists both).").
+		Default(dcgmnames.CurrentFlag).EnumVar(&c.dcgmNames, dcgmnames.CurrentFlag, dcgmnames.LegacyFlag)
 	cmd.Flag("collector.interval", "Interval between two samples of the GPUs. One sample is charged for at most twice this; the rest of a backend outage is cost state unknown.").Default("1s").DurationVar(&c.interval)
 	cmd.Flag("collector.ended-series-retention", "How long the cost series of an ended pod (or removed MIG instance) stay exported with their final values before they disappear; keep it above two scrape intervals.").
 		Default(cost.DefaultRetention.String()).DurationVar(&c.retention)
 	cmd.Flag("cost.price-book", "Price book YAML; empty: the built-in book (docs/cost.md). Reloaded on SIGHUP and POST /-/reload.").StringVar(&c.priceBook)
+	cmd.Flag("cost.cluster", "The cluster this node is in, as the report's cluster label names it: selects the price book's carbon.clusters intensity for gputally_grid_carbon_intensity_grams_per_joule; empty: carbon.gco2e_per_kwh.").StringVar(&c.cluster)
 	c.backend.register(cmd)
 	c.attribution.register(cmd)
 	return c
@@ -77,6 +83,10 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if err := c.checkWebFlags(); err != nil {
 		return badInput(err)
 	}
+	names, err := dcgmnames.ParseNaming(c.dcgmNames)
+	if err != nil {
+		return badInput(fmt.Errorf("--%s: %w", dcgmNamesFlag, err))
+	}
 	backend, err := c.backend.open(ctx, c.interval, logger)
 	if err != nil {
 		return err
@@ -90,7 +100,7 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("read the GPUs: %w", err)
 	}
-	book, err := newPriceBook(c.priceBook, inv, logger)
+	book, err := newPriceBook(c.priceBook, c.cluster, inv, logger)
 	if err != nil {
 		return err
 	}
@@ -164,7 +174,7 @@ func (c *exporterCommand) run(ctx context.Context, logger *slog.Logger) error {
 	authFailed := newAuthFailures(logger, nil)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		collector.NewCollector(sampler, collector.Node{Hostname: c.hostname, LegacyHostnameLabel: c.legacyHostname}, nil),
+		collector.NewCollector(sampler, collector.Node{Hostname: c.hostname, LegacyHostnameLabel: c.legacyHostname, Names: names}, nil),
 		authFailed.total,
 		versioncollector.NewCollector("gputally"),
 		collectors.NewGoCollector(),
@@ -206,6 +216,10 @@ func legacyHostnameFlag(cmd *kingpin.CmdClause) *kingpin.FlagClause {
 	return cmd.Flag("collector.legacy-hostname-label",
 		"Spell the node label `Hostname`, as dcgm-exporter did up to 4.8.2, instead of `hostname`, for dashboards and rules that still query the old spelling.")
 }
+
+// dcgmNamesFlag names the DCGM_* series' naming: the exporter's, and what
+// generate's dashboards and rules read.
+const dcgmNamesFlag = "collector.dcgm-exporter-names"
 
 // checkWebFlags validates the HTTP server's flags and a --hostname given as a
 // flag, before anything starts.

@@ -50,3 +50,41 @@ func TestGenerateRulesFromFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateReadsNames: generate's --collector.dcgm-exporter-names picks the
+// names the rules and dashboards read: the committed 4.8 files for 4.8, and
+// for transition rules that read both (the new names, or the old with the
+// driver label ignored); an unknown value is bad input.
+func TestGenerateReadsNames(t *testing.T) {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules.yaml")
+	var stdout, stderr bytes.Buffer
+	for _, args := range [][]string{
+		{"generate", "rules", "--out=" + rules, "--collector.dcgm-exporter-names=4.8"},
+		{"generate", "dashboards", "--out=" + dir, "--collector.dcgm-exporter-names=4.8"},
+	} {
+		if code := run(t.Context(), args, &stdout, &stderr, nil); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
+		}
+	}
+	for got, want := range map[string]string{rules: "../../alerts/generated/4.8/gputally-rules.yaml", filepath.Join(dir, "node-gpu.json"): "../../dashboards/generated/4.8/node-gpu.json"} {
+		a, errA := os.ReadFile(got)
+		b, errB := os.ReadFile(want)
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs from %s (%v, %v)", got, want, errA, errB)
+		}
+	}
+	if code := run(t.Context(), []string{"generate", "rules", "--out=" + rules, "--collector.dcgm-exporter-names=transition"}, &stdout, &stderr, nil); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"DCGM_FI_DEV_GPU_TEMP_CELSIUS or ignoring(DCGM_FI_DRIVER_VERSION, DCGM_FI_SYSTEM_DRIVER_VERSION) DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL / 100"} {
+		if !bytes.Contains(b, []byte(s)) {
+			t.Errorf("transition rules lack %q", s)
+		}
+	}
+	checkBadInput(t, nil, []string{"generate", "rules", "--collector.dcgm-exporter-names=4.9"}, "--collector.dcgm-exporter-names", `"4.9"`)
+}

@@ -79,7 +79,7 @@ func serveRoutes(t *testing.T, c *exporterCommand, held prometheus.Collector) (*
 	if err != nil {
 		t.Fatal(err)
 	}
-	book, err := newPriceBook("", collector.Inventory{}, logger)
+	book, err := newPriceBook("", "", collector.Inventory{}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

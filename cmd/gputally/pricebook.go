@@ -21,10 +21,13 @@ type priceBook struct {
 
 	ok      prometheus.GaugeFunc // reads store, so it always matches the book in force
 	success prometheus.Gauge
+	carbon  carbonIntensity
 }
 
-// newPriceBook loads path (or the built-in book) and checks it prices every GPU of inv.
-func newPriceBook(path string, inv collector.Inventory, logger *slog.Logger) (*priceBook, error) {
+// newPriceBook loads path (or the built-in book) and checks it prices every GPU
+// of inv. cluster names the cluster the node is in, for the book's carbon
+// intensity per cluster ("": its default).
+func newPriceBook(path, cluster string, inv collector.Inventory, logger *slog.Logger) (*priceBook, error) {
 	book := cost.Default()
 	if path != "" {
 		var err error
@@ -56,6 +59,7 @@ func newPriceBook(path string, inv collector.Inventory, logger *slog.Logger) (*p
 			Help: "Unix time the price book was last loaded.",
 		}),
 	}
+	p.carbon = newCarbonIntensity(store, cluster)
 	p.success.SetToCurrentTime()
 	return p, nil
 }
@@ -91,5 +95,29 @@ func (p *priceBook) reloadOn(ctx context.Context, hup <-chan os.Signal) {
 
 // collectors are the reload metrics.
 func (p *priceBook) collectors() []prometheus.Collector {
-	return []prometheus.Collector{p.ok, p.success}
+	return []prometheus.Collector{p.ok, p.success, p.carbon}
+}
+
+// carbonIntensity exports the grid carbon intensity the book in force gives
+// the node's cluster, in base units, so that rules turn the energy counter
+// into emissions without a constant; nothing when the book gives none. Safe
+// for concurrent use.
+type carbonIntensity struct {
+	store   *cost.Store
+	cluster string
+	desc    *prometheus.Desc
+}
+
+func newCarbonIntensity(store *cost.Store, cluster string) carbonIntensity {
+	return carbonIntensity{store: store, cluster: cluster, desc: prometheus.NewDesc("gputally_grid_carbon_intensity_grams_per_joule",
+		"Carbon intensity of the grid in force for this node's cluster (--cost.cluster), grams of CO2e per joule of facility energy: the price book's gco2e_per_kwh / 3.6e6.",
+		nil, nil)}
+}
+
+func (c carbonIntensity) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c carbonIntensity) Collect(ch chan<- prometheus.Metric) {
+	if g, ok := c.store.Book().Carbon.Intensity(c.cluster); ok {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, cost.GramsPerJoule(g))
+	}
 }

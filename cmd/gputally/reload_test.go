@@ -61,3 +61,33 @@ func TestPriceBookReload(t *testing.T) {
 	}
 	waitFor(t, func() bool { return reloadOK() == 1 && math.Abs(capital()-40000/hours) < 1e-9 })
 }
+
+// TestCarbonIntensityGauge: the exporter exports the carbon intensity the
+// book in force gives its cluster (--cost.cluster), in grams per joule
+// (56 gCO2e/kWh ÷ 3.6e6 J/kWh), follows a reload, and exports none when the
+// book gives no intensity — never 0 as if the grid were clean.
+func TestCarbonIntensityGauge(t *testing.T) {
+	book := filepath.Join(t.TempDir(), "book.yaml")
+	write := func(content string) {
+		if err := os.WriteFile(book, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const models = "models: [{match: \".\", purchase_eur: 30000}]\n"
+	write(models + "carbon: {gco2e_per_kwh: 350, clusters: {eu-west: 56}}\n")
+	e := startExporter(t, "--backend=sim", "--collector.interval=100ms", "--cost.price-book="+book, "--cost.cluster=eu-west")
+	intensity := func() (float64, int) { return sum(e.scrape(t), "gputally_grid_carbon_intensity_grams_per_joule", nil) }
+	waitFor(t, func() bool { v, n := intensity(); return n == 1 && math.Abs(v-56/3.6e6) < 1e-15 })
+
+	write(models + "carbon: {gco2e_per_kwh: 350}\n") // eu-west now takes the default
+	if err := e.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { v, n := intensity(); return n == 1 && math.Abs(v-350/3.6e6) < 1e-15 })
+
+	write(models)
+	if err := e.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, n := intensity(); return n == 0 })
+}

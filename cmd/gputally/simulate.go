@@ -68,6 +68,9 @@ type simulateHistoryCommand struct {
 	legacy    bool
 	flavor    string
 	dcgm      history.DCGMExporterOptions
+	names     string
+	upgrade   *promDuration
+	every     *promDuration
 	jitter    *promDuration
 	stdout    io.Writer
 }
@@ -85,11 +88,15 @@ func newSimulateCommand(app *kingpin.Application, stdout io.Writer) *simulateHis
 	cmd.Flag("cost.price-book", "Price book YAML; empty: the built-in book.").StringVar(&c.book)
 	cmd.Flag("out", "OpenMetrics file to write; - for standard output.").Default("-").StringVar(&c.out)
 	legacyHostnameFlag(cmd).BoolVar(&c.legacy)
-	cmd.Flag("flavor", "Form of the written series: gputally (the exporter's own, the ledger among them) or dcgm-exporter (dcgm-exporter 4.8's DCGM_* label sets and kube-state-metrics' pod requests, phases, labels and node capacity; no gputally_* series). --summary writes the ledger's totals either way.").
+	cmd.Flag("flavor", "Form of the written series: gputally (the exporter's own, the ledger among them) or dcgm-exporter (dcgm-exporter's DCGM_* label sets and kube-state-metrics' pod requests, phases, labels and node capacity; no gputally_* series). --summary writes the ledger's totals either way.").
 		Default(history.FlavorGputally).EnumVar(&c.flavor, history.FlavorGputally, history.FlavorDCGMExporter)
 	cmd.Flag("dcgm-exporter.no-hostname", "With --flavor=dcgm-exporter: no hostname label on the DCGM_* series, as dcgm-exporter's -n (--no-hostname) writes them.").BoolVar(&c.dcgm.NoHostname)
 	cmd.Flag("dcgm-exporter.no-profiling", "With --flavor=dcgm-exporter: no DCGM_FI_PROF_* series, as dcgm-exporter writes them with its profiling (DCP) fields off.").BoolVar(&c.dcgm.NoProfiling)
 	cmd.Flag("dcgm-exporter.no-kube-state-metrics", "With --flavor=dcgm-exporter: no kube-state-metrics series, as in a cluster that does not run it.").BoolVar(&c.dcgm.NoKubeStateMetrics)
+	cmd.Flag("dcgm-exporter.names", "With --flavor=dcgm-exporter: the names of the DCGM_* series: 4.8 (dcgm-exporter up to 4.8), 4.10 (4.9 and later: new names in base units, DCGM_FI_SYSTEM_DRIVER_VERSION), rolling (a rolling upgrade from 4.8 to 4.10 at --dcgm-exporter.upgrade-after, node by node) or both (a 4.10 exporter whose custom collector file keeps 4.8's rows).").
+		Default(history.NamesLegacy).EnumVar(&c.names, history.NamesLegacy, history.NamesCurrent, history.NamesRolling, history.NamesBoth)
+	c.upgrade = durationFlag(cmd.Flag("dcgm-exporter.upgrade-after", "With --dcgm-exporter.names=rolling: when, after the start, the first node's dcgm-exporter is replaced by a 4.10 one."), "0s")
+	c.every = durationFlag(cmd.Flag("dcgm-exporter.upgrade-every", "With --dcgm-exporter.names=rolling: the time between two nodes' replacements, as a DaemonSet's rolling update takes."), model.Duration(history.DefaultUpgradeEvery).String())
 	c.jitter = durationFlag(cmd.Flag("scrape-jitter", "Store one scrape in 20 late by up to this (a tenth of it at least, whole milliseconds), as a loaded scrape loop does; 0: none."), "0s")
 	cmd.Flag("summary", "Also write the ledger's own totals as JSON to this file: per namespace and state, and per series, in device-seconds and EUR, summed over exporter restarts.").StringVar(&c.summary)
 	return c
@@ -100,6 +107,9 @@ func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) e
 		Seed: c.seed, Duration: time.Duration(*c.duration),
 		SampleInterval: time.Duration(*c.sample), ScrapeInterval: time.Duration(*c.scrape),
 		LegacyHostnameLabel: c.legacy, Flavor: c.flavor, DCGMExporter: c.dcgm, ScrapeJitter: time.Duration(*c.jitter), Logger: logger,
+	}
+	if c.names != history.NamesLegacy || *c.upgrade != 0 {
+		opts.Names = history.Names{Mode: c.names, UpgradeAfter: time.Duration(*c.upgrade), UpgradeEvery: time.Duration(*c.every)}
 	}
 	nodes, err := loadFleet(c.scenarios)
 	if err != nil {
@@ -124,8 +134,11 @@ func (c *simulateHistoryCommand) run(ctx context.Context, logger *slog.Logger) e
 	if opts.ScrapeJitter != 0 && (opts.ScrapeJitter < time.Millisecond || 2*opts.ScrapeJitter >= opts.ScrapeInterval) {
 		return badInput(fmt.Errorf("--scrape-jitter %s: want 0, or at least 1ms and under half --scrape-interval", c.jitter))
 	}
-	if opts.DCGMExporter != (history.DCGMExporterOptions{}) && opts.Flavor != history.FlavorDCGMExporter {
+	if (opts.DCGMExporter != (history.DCGMExporterOptions{}) || opts.Names != history.Names{}) && opts.Flavor != history.FlavorDCGMExporter {
 		return badInput(fmt.Errorf("--dcgm-exporter.* flags need --flavor=%s", history.FlavorDCGMExporter))
+	}
+	if opts.Names.Mode == history.NamesRolling && (opts.Names.UpgradeAfter <= 0 || opts.Names.UpgradeAfter >= opts.Duration) {
+		return badInput(fmt.Errorf("--dcgm-exporter.names=rolling needs --dcgm-exporter.upgrade-after inside --duration %s", c.duration))
 	}
 	w := c.stdout
 	if c.out != "-" {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gputally/gputally/dcgmnames"
 	"github.com/prometheus/common/model"
 )
 
@@ -175,7 +176,7 @@ events: [{at: 1s, mig: {gpu: 0, layout: [1g.10gb, 1g.10gb]}}]
 	})
 	profiles := map[string]bool{}
 	for _, s := range got {
-		if s.Metric[model.MetricNameLabel] == "DCGM_FI_DEV_FB_USED" {
+		if s.Metric[model.MetricNameLabel] == model.LabelValue(dcgmnames.FBUsed.New) {
 			profiles[string(s.Metric["GPU_I_PROFILE"])] = true
 		}
 		if s.Metric[model.MetricNameLabel] == "gputally_gpu_allocation" && s.Metric["pod"] == "before" {

@@ -15,6 +15,10 @@ func TestSimulateDCGMExporterFlagsBadInput(t *testing.T) {
 	}{
 		{"no-profiling without the flavour", append(sim, "--dcgm-exporter.no-profiling"), []string{"--dcgm-exporter.* flags need --flavor=dcgm-exporter"}},
 		{"jitter past half the interval", append(sim, "--scrape-jitter=15s"), []string{"--scrape-jitter 15s", "under half --scrape-interval"}},
+		{"names without the flavour", append(sim, "--dcgm-exporter.names=4.10"), []string{"--dcgm-exporter.* flags need --flavor=dcgm-exporter"}},
+		{"rolling without a time", append(sim, "--flavor=dcgm-exporter", "--dcgm-exporter.names=rolling"), []string{"--dcgm-exporter.names=rolling needs --dcgm-exporter.upgrade-after inside --duration 1h"}},
+		{"rolling after the end", append(sim, "--flavor=dcgm-exporter", "--dcgm-exporter.names=rolling", "--dcgm-exporter.upgrade-after=2h"), []string{"upgrade-after inside --duration 1h"}},
+		{"a naming it does not know", append(sim, "--flavor=dcgm-exporter", "--dcgm-exporter.names=4.9"), []string{"must be one of 4.8,4.10,rolling,both", "4.9"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkBadInput(t, nil, tc.args, tc.want...) })
 	}

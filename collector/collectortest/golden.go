@@ -15,7 +15,22 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gputally/gputally/dcgmnames"
 )
+
+// GoldenFile is the golden file of the exposition called name under the
+// naming n: <name>.golden.prom for the default (dcgm-exporter 4.10's names),
+// <name>.4.8.golden.prom for 4.8's.
+func GoldenFile(dir, name string, n dcgmnames.Naming) string {
+	if n == dcgmnames.Legacy {
+		return filepath.Join(dir, name+".4.8.golden.prom")
+	}
+	return filepath.Join(dir, name+".golden.prom")
+}
+
+// Namings are both namings, the default first: what the golden tests run.
+var Namings = []dcgmnames.Naming{dcgmnames.Current, dcgmnames.Legacy}
 
 // CompareGolden fails t when c's exposition differs from the golden file, which
 // update rewrites first. It also lints gputally's own metrics: the DCGM names

@@ -109,8 +109,10 @@ func TestGoldenExposition(t *testing.T) {
 	if err := s.Tick(context.Background(), t0); err != nil {
 		t.Fatal(err)
 	}
-	c := collector.NewCollector(s, collector.Node{Hostname: "dgx-a100-01"}, func() time.Time { return t0.Add(500 * time.Millisecond) })
-	collectortest.CompareGolden(t, c, filepath.Join("testdata", "dgxa100.golden.prom"), *update)
+	for _, names := range collectortest.Namings {
+		c := collector.NewCollector(s, collector.Node{Hostname: "dgx-a100-01", Names: names}, func() time.Time { return t0.Add(500 * time.Millisecond) })
+		collectortest.CompareGolden(t, c, collectortest.GoldenFile("testdata", "dgxa100", names), *update)
+	}
 }
 
 // TestGoldenMatchesNVML compares the DCGM golden with the NVML backend's golden

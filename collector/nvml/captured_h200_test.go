@@ -24,6 +24,7 @@ import (
 
 	"github.com/gputally/gputally/collector"
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/dcgmnames"
 )
 
 // The real H200 of testdata/h200 (README.md there): one H200 SXM, MIG
@@ -48,6 +49,10 @@ const (
 var exporterFamilies = []string{"gputally_build_info", "gputally_config_last_reload_success_timestamp_seconds",
 	"gputally_config_last_reload_successful", "gputally_web_auth_failures_total"}
 
+// newerFamilies are families the collector gained after the capture's build
+// (8af43f8): the mock writes them, the capture cannot hold them.
+var newerFamilies = []string{"gputally_energy_joules_total"}
+
 // TestCapturedH200 holds the NVML backend, driven by go-nvml's dgxh200 mock
 // server, to the real H200's capture. First the capture itself, against
 // what nvidia-smi read at the same moments (units, not the backend's
@@ -68,9 +73,12 @@ var exporterFamilies = []string{"gputally_build_info", "gputally_config_last_rel
 // Then the mock: a dgxh200 server with one GPU named and sized as the real
 // one, each capture's readings fed to it in NVML's units (mW, mJ, ns, bytes,
 // %), read twice (GPM needs two samples) with the built-in book's ledger.
-// Its exposition has the capture's families (those a backend makes), of the
-// same types, every series with the same labels, and every device field and
-// hourly cost component with the capture's value.
+// Its exposition under dcgm-exporter 4.8's names, the capture's, has the
+// capture's families (those a backend makes), of the same types, every
+// series with the same labels, and every device field and hourly cost
+// component with the capture's value — the violation counters × 1000: the
+// capture, from before the names were dcgmnames', wrote them in µs, the 4.8
+// names now write DCGM's ns.
 func TestCapturedH200(t *testing.T) {
 	smi := readFile(t, "nvidia-smi.txt")
 	capping := regexp.MustCompile(`SW Power Capping\s+:\s+(\d+) us`).FindStringSubmatch(smi)
@@ -100,7 +108,7 @@ func TestCapturedH200(t *testing.T) {
 			checkCostAndActivity(t, "the capture", real, moment)
 
 			// The mock held to the capture.
-			mock := mockExposition(t, real)
+			mock := mockExposition(t, real, dcgmnames.Legacy)
 			checkCostAndActivity(t, "the mock", mock, moment)
 			for name, want := range real {
 				if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") || strings.HasPrefix(name, "promhttp_") || slices.Contains(exporterFamilies, name) {
@@ -120,6 +128,9 @@ func TestCapturedH200(t *testing.T) {
 				if strings.HasPrefix(name, "DCGM_FI_") || name == "gputally_gpu_hourly_cost_eur" || name == "gputally_gpu_info" || name == "gputally_gpu_healthy" || name == "gputally_up" {
 					for _, m := range want.GetMetric() {
 						w, g := valueOf(m), valueOf(seriesOf(got, m))
+						if name == "DCGM_FI_DEV_POWER_VIOLATION" || name == "DCGM_FI_DEV_THERMAL_VIOLATION" {
+							w *= 1000 // µs → ns
+						}
 						if math.Abs(g-w) > 1e-9*math.Max(1, math.Abs(w)) {
 							t.Errorf("%s{%s} = %v, the real H200's %v", name, labelKey(m), g, w)
 						}
@@ -127,11 +138,43 @@ func TestCapturedH200(t *testing.T) {
 				}
 			}
 			for name := range mock {
-				if real[name] == nil {
+				if real[name] == nil && !slices.Contains(newerFamilies, name) {
 					t.Errorf("%s: the mock has it, the real H200 does not", name)
 				}
 			}
 		})
+	}
+}
+
+// TestCapturedH200UnderNewNames reads the busy capture's readings through
+// the mock again and exports them under dcgm-exporter 4.10's names: every
+// value is the capture's, converted by hand to the base unit.
+func TestCapturedH200UnderNewNames(t *testing.T) {
+	mock := mockExposition(t, readExposition(t, "metrics-busy.prom"), dcgmnames.Current)
+	for name, want := range map[string]float64{
+		"DCGM_FI_DEV_GPU_UTIL_RATIO":                     1,                  // 100 % ÷ 100
+		"DCGM_FI_DEV_MEMORY_UTIL_RATIO":                  0.23,               // 23 % ÷ 100
+		"DCGM_FI_DEV_FB_USED_BYTES":                      1_059_061_760,      // 1,010 MiB × 1,048,576
+		"DCGM_FI_DEV_FB_FREE_BYTES":                      149_049_835_520,    // 142,145 MiB × 1,048,576
+		"DCGM_FI_DEV_FB_RESERVED_BYTES":                  644_874_240,        // 615 MiB × 1,048,576
+		"DCGM_FI_DEV_FB_CAPACITY_BYTES":                  150_754_820_096,    // memory.total 143,771 MiB × 1,048,576
+		"DCGM_FI_DEV_SM_CLOCK_HERTZ":                     1_455_000_000,      // 1,455 MHz
+		"DCGM_FI_DEV_MEMORY_CLOCK_HERTZ":                 3_201_000_000,      // 3,201 MHz
+		"DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL":            37_488.73,          // 37,488,730 mJ ÷ 1000
+		"DCGM_FI_DEV_GPU_POWER_THROTTLE_SECONDS_TOTAL":   46.174166976,       // 46,174,166.976 µs ÷ 10^6
+		"DCGM_FI_DEV_GPU_THERMAL_THROTTLE_SECONDS_TOTAL": 0,                  // 0 µs
+		"DCGM_FI_DEV_BOARD_POWER_WATTS":                  691.842,            // W stays W
+		"DCGM_FI_DEV_GPU_TEMP_CELSIUS":                   64,                 // °C stays °C
+		"DCGM_FI_DEV_MEMORY_TEMP_CELSIUS":                54,                 //
+		"DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO":              0.9982915483240103, // a ratio stays a ratio
+	} {
+		got := valueOf(only(t, mock, name, ""))
+		if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+		if labelValue(only(t, mock, name, ""), dcgmnames.CurrentDriverLabel) != capturedDriver {
+			t.Errorf("%s: no %s=%q", name, dcgmnames.CurrentDriverLabel, capturedDriver)
+		}
 	}
 }
 
@@ -153,7 +196,7 @@ func checkCostAndActivity(t *testing.T, what string, fams map[string]*dto.Metric
 // mockExposition is the exposition of the NVML backend over a dgxh200 mock
 // server of one GPU, the real one's name, size and identity, reading what
 // the capture real read.
-func mockExposition(t *testing.T, real map[string]*dto.MetricFamily) map[string]*dto.MetricFamily {
+func mockExposition(t *testing.T, real map[string]*dto.MetricFamily, names dcgmnames.Naming) map[string]*dto.MetricFamily {
 	t.Helper()
 	cfg := gpus.H200_SXM5_141GB
 	cfg.Name, cfg.MemoryMB = capturedModel, capturedMemMiB
@@ -201,7 +244,7 @@ func mockExposition(t *testing.T, real map[string]*dto.MetricFamily) map[string]
 		}
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(collector.NewCollector(s, collector.Node{Hostname: capturedHost}, fixedClock(t0.Add(500*time.Millisecond))))
+	reg.MustRegister(collector.NewCollector(s, collector.Node{Hostname: capturedHost, Names: names}, fixedClock(t0.Add(500*time.Millisecond))))
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package nvml
 import (
 	"context"
 	"flag"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -92,8 +91,10 @@ func TestGoldenExposition(t *testing.T) {
 			if err := s.Tick(context.Background(), t0); err != nil {
 				t.Fatal(err)
 			}
-			c := collector.NewCollector(s, collector.Node{Hostname: tc.host}, fixedClock(t0.Add(500*time.Millisecond)))
-			collectortest.CompareGolden(t, c, filepath.Join("testdata", tc.name+".golden.prom"), *update)
+			for _, names := range collectortest.Namings {
+				c := collector.NewCollector(s, collector.Node{Hostname: tc.host, Names: names}, fixedClock(t0.Add(500*time.Millisecond)))
+				collectortest.CompareGolden(t, c, collectortest.GoldenFile("testdata", tc.name, names), *update)
+			}
 		})
 	}
 }

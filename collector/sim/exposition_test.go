@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -24,8 +23,10 @@ func (c fixedClock) NewTicker(time.Duration) (<-chan time.Time, func()) { return
 // procfs, the ledger and the collector. Rewrite with -update.
 func TestDefaultScenarioExposition(t *testing.T) {
 	s, host, clock := defaultScenarioHour(t)
-	c := collector.NewCollector(s, collector.Node{Hostname: host}, clock.Now)
-	collectortest.CompareGolden(t, c, filepath.Join("testdata", "default.golden.prom"), *update)
+	for _, names := range collectortest.Namings {
+		c := collector.NewCollector(s, collector.Node{Hostname: host, Names: names}, clock.Now)
+		collectortest.CompareGolden(t, c, collectortest.GoldenFile("testdata", "default", names), *update)
+	}
 }
 
 // defaultScenarioHour runs the built-in scenario for an hour and returns its

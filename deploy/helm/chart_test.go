@@ -158,7 +158,7 @@ func TestDaemonSetMountsAndProbes(t *testing.T) {
 			hostPaths:  map[string]string{"pod-resources": "/var/lib/kubelet/pod-resources"},
 			probe:      "http",
 			scheme:     corev1.URISchemeHTTP,
-			wantArgs:   []string{"--attribution.enabled", "--attribution.kubelet-socket=/var/lib/kubelet/pod-resources/kubelet.sock", "--cost.price-book=/etc/gputally/price-book/price-book.yaml"},
+			wantArgs:   []string{"--attribution.enabled", "--attribution.kubelet-socket=/var/lib/kubelet/pod-resources/kubelet.sock", "--cost.price-book=/etc/gputally/price-book/price-book.yaml", "--collector.dcgm-exporter-names=4.10"},
 			wantNoArgs: []string{"--attribution.process-accounting", "--web.config.file=/etc/gputally/web/web-config.yml", "--collector.legacy-hostname-label"},
 		},
 		{
@@ -168,6 +168,15 @@ func TestDaemonSetMountsAndProbes(t *testing.T) {
 			probe:     "http",
 			scheme:    corev1.URISchemeHTTP,
 			wantArgs:  []string{"--collector.legacy-hostname-label"},
+		},
+		{
+			name:       "dcgm-exporter 4.8 names",
+			args:       []string{"--set", "exporter.dcgmExporterNames=4.8"},
+			hostPaths:  map[string]string{"pod-resources": "/var/lib/kubelet/pod-resources"},
+			probe:      "http",
+			scheme:     corev1.URISchemeHTTP,
+			wantArgs:   []string{"--collector.dcgm-exporter-names=4.8"},
+			wantNoArgs: []string{"--collector.dcgm-exporter-names=4.10"},
 		},
 		{
 			name:    "all-features",
@@ -357,6 +366,10 @@ func TestPrometheusRuleHoldsTheGeneratedGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	generated48 := readRepoFile(t, "alerts/generated/4.8/gputally-rules.yaml")
+	if cp := readRepoFile(t, "deploy/helm/gputally/files/4.8/gputally-rules.yaml"); !bytes.Equal(cp, generated48) {
+		t.Fatal("deploy/helm/gputally/files/4.8/gputally-rules.yaml differs from alerts/generated/4.8/gputally-rules.yaml: run scripts/sync-chart-files.sh")
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -366,6 +379,9 @@ func TestPrometheusRuleHoldsTheGeneratedGroups(t *testing.T) {
 		// The chart's rules follow the exporter's spelling of the node label,
 		// as `gputally generate rules --collector.legacy-hostname-label` writes them.
 		{"legacy hostname label", []string{"--set", "exporter.legacyHostnameLabel=true"}, legacy},
+		// And the exporter's DCGM_* names, as `gputally generate rules
+		// --collector.dcgm-exporter-names=4.8` writes them.
+		{"dcgm-exporter 4.8 names", []string{"--set", "exporter.dcgmExporterNames=4.8"}, generated48},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var want struct {
@@ -389,33 +405,27 @@ func TestPrometheusRuleHoldsTheGeneratedGroups(t *testing.T) {
 }
 
 func TestDashboardConfigMapsHoldTheGeneratedJSON(t *testing.T) {
-	generated, err := filepath.Glob(filepath.Join(repoRoot, "dashboards", "generated", "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(generated) == 0 {
-		t.Fatal("no dashboards in dashboards/generated")
-	}
-	copies, err := filepath.Glob(filepath.Join(chartDir, "files", "dashboards", "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(copies) != len(generated) {
-		t.Errorf("chart holds %d dashboards, dashboards/generated %d: run scripts/sync-chart-files.sh", len(copies), len(generated))
-	}
-
 	tests := []struct {
 		name       string
 		args       []string
 		labelValue string
-		legacy     bool // the dashboards query `Hostname`
+		legacy     bool   // the dashboards query `Hostname`
+		generated  string // their directory, under the repository root
 	}{
-		{"default", nil, "1", false},
-		{"all-features", []string{"-f", allFeatures}, "gpu", false},
-		{"legacy hostname label", []string{"--set", "exporter.legacyHostnameLabel=true"}, "1", true},
+		{"default", nil, "1", false, "dashboards/generated"},
+		{"all-features", []string{"-f", allFeatures}, "gpu", false, "dashboards/generated"},
+		{"legacy hostname label", []string{"--set", "exporter.legacyHostnameLabel=true"}, "1", true, "dashboards/generated"},
+		{"dcgm-exporter 4.8 names", []string{"--set", "exporter.dcgmExporterNames=4.8"}, "1", false, "dashboards/generated/4.8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			generated, err := filepath.Glob(filepath.Join(repoRoot, tt.generated, "*.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(generated) == 0 {
+				t.Fatalf("no dashboards in %s", tt.generated)
+			}
 			byFile := map[string]corev1.ConfigMap{}
 			for _, o := range render(t, tt.args...).ofKind("ConfigMap") {
 				var cm corev1.ConfigMap
@@ -434,7 +444,7 @@ func TestDashboardConfigMapsHoldTheGeneratedJSON(t *testing.T) {
 				}
 			}
 			if len(byFile) != len(generated) {
-				t.Errorf("%d dashboard ConfigMaps, want %d", len(byFile), len(generated))
+				t.Errorf("%d dashboard ConfigMaps, want %d (run scripts/sync-chart-files.sh)", len(byFile), len(generated))
 			}
 			for _, path := range generated {
 				file := filepath.Base(path)
@@ -451,10 +461,32 @@ func TestDashboardConfigMapsHoldTheGeneratedJSON(t *testing.T) {
 					continue
 				}
 				if cm.Data[file] != string(want) {
-					t.Errorf("ConfigMap %s: %s differs from dashboards/generated/%s", cm.Name, file, file)
+					t.Errorf("ConfigMap %s: %s differs from %s/%s", cm.Name, file, tt.generated, file)
 				}
 			}
 		})
+	}
+}
+
+// TestDCGMExporterNamesValue: the value is the string "4.10" or "4.8"
+// (--set gives a string); a number (4.10 unquoted in a values file is 4.1)
+// or another string fails the render.
+func TestDCGMExporterNamesValue(t *testing.T) {
+	unquoted := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(unquoted, []byte("exporter:\n  dcgmExporterNames: 4.10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := helmTemplate(t, "--set", "exporter.dcgmExporterNames=4.8"); err != nil {
+		t.Errorf("--set exporter.dcgmExporterNames=4.8: %v", err)
+	}
+	for _, args := range [][]string{
+		{"-f", unquoted},
+		{"--set", "exporter.dcgmExporterNames=4.9"},
+	} {
+		_, err := helmTemplate(t, args...)
+		if err == nil || !strings.Contains(err.Error(), `exporter.dcgmExporterNames must be the string "4.10" or "4.8"`) {
+			t.Errorf("%v: error %v", args, err)
+		}
 	}
 }
 

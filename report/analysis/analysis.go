@@ -18,6 +18,7 @@ import (
 
 	pmodel "github.com/prometheus/common/model"
 
+	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/report/model"
 )
 
@@ -72,6 +73,10 @@ type Result struct {
 	Namespaces []Group
 	Models     []Group
 	Nodes      []Group
+	// PerCluster are the totals of each cluster (Name the cluster, "" for
+	// GPUs without the label among others with it); empty without a
+	// cluster label.
+	PerCluster []Group
 	Holdings   []Holding
 	// BrokenGPUs are the GPUs that fell off the bus: repair or replace them.
 	BrokenGPUs []BrokenGPU
@@ -84,6 +89,9 @@ type Result struct {
 	// Sampling is the source's statement of its grid's resolution; empty
 	// for the ledger's exact counters (model.Dataset.Sampling).
 	Sampling string
+	// Prices are the price book's figures the rental comparisons and the
+	// emissions used; nil when the analysis had no book (WithBook).
+	Prices *Prices
 }
 
 // MonthFactor scales an amount over the range to a month of
@@ -97,7 +105,7 @@ const errNoDataFmt = "no GPU data: no gputally_gpu_seconds_total samples between
 // teams of namespaces. It fails when there is no data, and when the coverage
 // is partial unless allowPartial: then the result is marked Partial and its
 // first warning says what is missing. It only reads d.
-func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error) {
+func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool, opts ...Option) (*Result, error) {
 	r := &Result{Start: d.Start.UTC(), End: d.End.UTC(), Range: pmodel.Duration(d.End.Sub(d.Start)).String(), Step: pmodel.Duration(d.Step).String()}
 	if len(d.Ledger) == 0 {
 		return nil, fmt.Errorf(errNoDataFmt, r.Start.Format(time.RFC3339), r.End.Format(time.RFC3339))
@@ -131,7 +139,12 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool) (*Result, error
 	r.Waiting.Timeline = r.Waiting.Timeline[min(first, len(r.Waiting.Timeline)):]
 	r.Heatmap = heatmap(d)
 	a := &analyzer{teams: teams}
+	for _, o := range opts {
+		o(a)
+	}
 	a.groups(r, d)
+	a.ownOrRent(r.Models)
+	r.Prices = a.prices(d)
 	r.Holdings = a.holdings(d)
 	r.BrokenGPUs = brokenGPUs(d)
 	if w := unlabelledWarning(d); w != "" {
@@ -165,6 +178,7 @@ func engineGaps(words []string) string {
 // analyzer holds the analysis' settings.
 type analyzer struct {
 	teams TeamMap
+	book  *cost.Book // nil: no rental prices, no carbon intensity
 }
 
 // timeline is the fleet's device-hours per step bucket.
@@ -202,12 +216,13 @@ func heatmap(d *model.Dataset) [7][24]float64 {
 // groups fills r's fleet, teams, namespaces, models and nodes, with the
 // previous period's totals when d has one, and r.GPUs.
 func (a *analyzer) groups(r *Result, d *model.Dataset) {
-	fleet, teams, namespaces, models, nodes := groupSet{}, groupSet{}, groupSet{}, groupSet{}, groupSet{}
+	fleet, teams, namespaces, models, nodes, clusters := groupSet{}, groupSet{}, groupSet{}, groupSet{}, groupSet{}, groupSet{}
 	gpus := map[model.GPUKey]bool{}
 	// groupsOf lists the groups an entry counts in: the fleet, its model and
 	// its node (in its cluster), and for a held entry its team and namespace.
 	groupsOf := func(k model.HoldingKey, e *model.LedgerEntry) []*groupAcc {
-		gs := []*groupAcc{fleet.get(groupKey{}), models.get(groupKey{name: e.Model}), nodes.get(groupKey{k.Dev.Cluster, e.Host})}
+		gs := []*groupAcc{fleet.get(groupKey{}), models.get(groupKey{name: e.Model}), nodes.get(groupKey{k.Dev.Cluster, e.Host}),
+			clusters.get(groupKey{name: k.Dev.Cluster})}
 		if k.Holder != (model.HolderKey{}) {
 			gs = append(gs, teams.get(groupKey{name: Team(d, a.teams, k)}), namespaces.get(groupKey{name: k.Holder.Namespace}))
 		}
@@ -217,8 +232,10 @@ func (a *analyzer) groups(r *Result, d *model.Dataset) {
 		e := d.Ledger[k]
 		gpus[k.Dev.GPU()] = true
 		act, fb := d.Activity[k], d.FBMiB[k]
+		grid := a.grid(k.Dev.Cluster)
 		for _, g := range groupsOf(k, e) {
 			g.totals.add(e)
+			g.carbon.add(e, grid)
 			g.kinds = g.kinds.With(e.Kind)
 			if k.Holder != (model.HolderKey{}) {
 				g.act.Merge(act)
@@ -228,8 +245,10 @@ func (a *analyzer) groups(r *Result, d *model.Dataset) {
 	}
 	for _, k := range model.SortedKeys(d.Previous) {
 		e := d.Previous[k]
+		grid := a.grid(k.Dev.Cluster)
 		for _, g := range groupsOf(k, e) {
 			g.prev.add(e)
+			g.prevCarbon.add(e, grid)
 		}
 	}
 	withPrev := d.Previous != nil
@@ -245,4 +264,7 @@ func (a *analyzer) groups(r *Result, d *model.Dataset) {
 	r.Namespaces = namespaces.groups(withPrev)
 	r.Models = models.groups(withPrev)
 	r.Nodes = nodes.groups(withPrev)
+	if len(r.Clusters) > 0 {
+		r.PerCluster = clusterGroups(clusters, withPrev)
+	}
 }

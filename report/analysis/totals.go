@@ -29,6 +29,19 @@ type Totals struct {
 	LostEUR          float64 `json:"lost_eur"`
 	UnknownEUR       float64 `json:"unknown_eur"`
 	BusyShare        float64 `json:"busy_share"` // busy hours / held hours, 0–1
+	// EnergyKWh is the facility energy (measured power × PUE × time, the
+	// energy the EUR price), kWh; nil when no device of the group had
+	// energy readings. It covers the device-hours but UnmeteredHours.
+	EnergyKWh *float64 `json:"energy_kwh,omitempty"`
+	// KgCO2e is the emission of that energy at its cluster's carbon
+	// intensity, kg CO2e; IdleKgCO2e its part emitted while the GPUs were
+	// held idle. nil without energy or without a carbon intensity.
+	KgCO2e     *float64 `json:"kgco2e,omitempty"`
+	IdleKgCO2e *float64 `json:"idle_kgco2e,omitempty"`
+	// UnmeteredHours are the device-hours without energy readings: models
+	// priced by a flat rate, GPUs whose power was not read. Their energy is
+	// not known, not 0.
+	UnmeteredHours float64 `json:"unmetered_hours"`
 }
 
 func (t *Totals) add(e *model.LedgerEntry) {
@@ -77,6 +90,9 @@ type Group struct {
 	Totals   Totals  `json:"totals"`
 	Usage    Usage   `json:"usage"`
 	Previous *Totals `json:"previous,omitempty"` // the previous period, when it has data
+	// OwnOrRent compares owning the GPUs with renting them; set on the
+	// entries of Result.Models only, its fields inline in the JSON.
+	*OwnOrRent
 }
 
 // Holding is one container on one device (a GPU, a MIG instance or a
@@ -156,9 +172,10 @@ func exact(v float64) float64 {
 // groupAcc accumulates a Group: act and fb merge the sketches of its
 // holdings, of fixed size however many there are.
 type groupAcc struct {
-	totals, prev Totals
-	act, fb      sketch.Sketch
-	kinds        model.Kinds
+	totals, prev       Totals
+	carbon, prevCarbon carbonAcc
+	act, fb            sketch.Sketch
+	kinds              model.Kinds
 }
 
 // groupKey names a group: a node in its cluster, or a team, namespace or
@@ -181,9 +198,11 @@ func (g groupSet) groups(withPrev bool) []Group {
 	out := make([]Group, 0, len(g))
 	for k, a := range g {
 		a.totals.finish()
+		a.carbon.fill(&a.totals)
 		gr := Group{Name: k.name, Cluster: k.cluster, Kind: a.kinds.String(), Totals: a.totals, Usage: usageOf(&a.act, &a.fb)}
 		if withPrev {
 			a.prev.finish()
+			a.prevCarbon.fill(&a.prev)
 			p := a.prev
 			gr.Previous = &p
 		}
@@ -204,8 +223,11 @@ func (a *analyzer) holdings(d *model.Dataset) []Holding {
 			continue
 		}
 		var t Totals
+		var c carbonAcc
 		t.add(e)
 		t.finish()
+		c.add(e, a.grid(k.Dev.Cluster))
+		c.fill(&t)
 		al := d.Alloc[k]
 		out = append(out, Holding{
 			Namespace: k.Holder.Namespace, Pod: k.Holder.Pod, Container: k.Holder.Container,

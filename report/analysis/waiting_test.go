@@ -1,7 +1,6 @@
 package analysis_test
 
 import (
-	"math"
 	"testing"
 	"time"
 
@@ -9,8 +8,6 @@ import (
 	"github.com/gputally/gputally/report/internal/hourly"
 	"github.com/gputally/gputally/report/model"
 )
-
-func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 // waitGroup returns the group named name of gs.
 func waitGroup(t *testing.T, gs []analysis.WaitGroup, name string) analysis.WaitGroup {

@@ -10,7 +10,7 @@ import (
 
 // figuresOf returns the figures of a group's totals.
 func figuresOf(t analysis.Totals) Figures {
-	return Figures{HeldHours: t.HeldHours, BusyShare: t.BusyShare, IdleEUR: t.IdleEUR, UnallocatedEUR: t.UnallocatedEUR, CostEUR: t.CostEUR}
+	return Figures{HeldHours: t.HeldHours, BusyShare: t.BusyShare, IdleEUR: t.IdleEUR, UnallocatedEUR: t.UnallocatedEUR, CostEUR: t.CostEUR, KgCO2e: t.KgCO2e}
 }
 
 // beforeAfter compares the fleet and each team of the baseline with this

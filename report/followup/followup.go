@@ -133,6 +133,10 @@ type Figures struct {
 	IdleEUR        float64 `json:"idle_eur"`   // allocated but idle
 	UnallocatedEUR float64 `json:"unallocated_eur"`
 	CostEUR        float64 `json:"cost_eur"`
+	// KgCO2e is the period's emissions (analysis.Totals.KgCO2e); nil
+	// without energy readings or a carbon intensity, and for a baseline
+	// written before reports had emissions.
+	KgCO2e *float64 `json:"kgco2e,omitempty"`
 }
 
 // Change is the fleet or a team before (the baseline) and after (this

@@ -99,6 +99,16 @@ type LedgerEntry struct {
 	IdleBuckets          BucketSet          // the step buckets with idle seconds; empty for the previous period
 	Last                 int                // the last step bucket with seconds in any state; -1: none
 	Kind                 Kind               // which kind of number Seconds and EUR are; Exact for the ledger
+
+	// Joules is the facility energy per state, J: measured power × PUE ×
+	// time (gputally_energy_joules_total), the energy the EUR price. Only
+	// when Metered.
+	Joules [NumStates]float64
+	// Metered is true when the source read the holding's energy: its GPU is
+	// priced with an energy component and its power was read. Without, the
+	// holding has no energy figure (a flat-rate model, no power readings),
+	// which is not 0.
+	Metered bool
 }
 
 // NodeKey names a node in its cluster.

@@ -15,6 +15,8 @@ var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hou
 	"kind", "freed_eur_per_month", "reclaimable_eur_per_month", "hours_per_month", "evidence",
 	"lost_hours", "unknown_hours", "lost_eur", "unknown_eur", "coverage", "missing_hours", "from", "to", "figures", "cluster",
 	"status", "freed_eur_per_month_promised", "freed_eur_per_month_realized",
+	"energy_kwh", "kgco2e", "idle_kgco2e", "unmetered_hours", "cost_per_gpu_hour_eur", "cost_per_busy_gpu_hour_eur",
+	"busy_share_of_gpu_hours", "cloud_eur_per_hour", "cloud_reserved_eur_per_hour", "cloud_equivalent_eur", "break_even_busy_share", "gco2e_per_kwh",
 	"pods", "wait_hours", "p50_wait_hours", "p95_wait_hours", "fragmented_gpu_hours", "idle_while_waiting_eur", "request", "outcome"}
 
 // Columns of csvHeader the rows fill by name.
@@ -37,7 +39,19 @@ const (
 	csvStatus  // of a followed-up recommendation: applied, partly_applied, not_applied or gone
 	csvPromised
 	csvRealized
-	csvPods // the waiting rows' (waiting.go); their gpu_hours are GPU-hours waited
+	csvEnergyKWh // of a group or holding with energy readings; empty without
+	csvKgCO2e
+	csvIdleKgCO2e
+	csvUnmeteredHours
+	csvCostPerGPUHour // of a model: own or rent (ownOrRentCSV)
+	csvCostPerBusyGPUHour
+	csvBusyShareOfGPUHours
+	csvCloud
+	csvCloudReserved
+	csvCloudEquivalent
+	csvBreakEven
+	csvGCO2ePerKWh // of a carbon-intensity row
+	csvPods        // the waiting rows' (waiting.go); their gpu_hours are GPU-hours waited
 	csvWaitHours
 	csvP50Wait
 	csvP95Wait
@@ -79,9 +93,9 @@ func usageCells(u analysis.Usage) []string {
 // renderCSV writes one row per fleet, team, namespace, model, node, holding
 // and recommendation, then coverage, faults and the follow-up of the
 // baseline; columns a row does not have are empty. Columns are only ever
-// added at the end (cluster, then the follow-up's, then the waiting
-// figures'), so that readers by
-// position of the columns before them keep working.
+// added at the end (cluster, the follow-up's, energy and own-or-rent, then
+// the waiting figures'), so that readers by position of the columns before
+// them keep working.
 func renderCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	rows := [][]string{csvHeader}
@@ -92,15 +106,17 @@ func renderCSV(w io.Writer, r *Report) error {
 		cells[csvLostHours], cells[csvUnknownHours] = f64(t.LostHours), f64(t.UnknownHours)
 		cells[csvLostEUR], cells[csvUnknownEUR] = f64(t.LostEUR), f64(t.UnknownEUR)
 		cells[csvFigures], cells[csvCluster] = figures, cluster
+		carbonCSV(cells, t)
 		rows = append(rows, cells)
 	}
 	row("fleet", "fleet", r.Fleet.Kind, "", r.Fleet.Totals, r.Fleet.Usage)
 	for _, s := range []struct {
 		name string
 		gs   []analysis.Group
-	}{{"team", r.Teams}, {"namespace", r.Namespaces}, {"model", r.Models}, {"node", r.Nodes}} {
+	}{{"team", r.Teams}, {"namespace", r.Namespaces}, {"model", r.Models}, {"cluster", r.PerCluster}, {"node", r.Nodes}} {
 		for _, g := range s.gs {
 			row(s.name, g.Name, g.Kind, g.Cluster, g.Totals, g.Usage)
+			ownOrRentCSV(rows[len(rows)-1], g)
 		}
 	}
 	for _, h := range r.Holdings {
@@ -123,6 +139,7 @@ func renderCSV(w io.Writer, r *Report) error {
 		rows = append(rows, cells)
 	}
 	rows = append(rows, csvWaitingRows(r)...)
+	rows = append(rows, carbonIntensityRows(r)...)
 	rows = append(rows, csvFaultRows(r)...)
 	rows = append(rows, csvFollowUpRows(r)...)
 	if err := cw.WriteAll(rows); err != nil {

@@ -37,18 +37,30 @@ func followUpHeadline(r *Report) string {
 }
 
 // beforeAfterCells formats a change's busy share, idle, unallocated and total
-// EUR as "before → after", with the relative change of the EUR.
+// EUR and kgCO2e as "before → after", with the relative change of the EUR
+// and the kgCO2e.
 func beforeAfterCells(c followup.Change) []string {
 	if c.Before == nil || c.After == nil {
 		one, when := c.After, "new in this period"
 		if one == nil {
 			one, when = c.Before, "only in the baseline"
 		}
-		return []string{pct(one.BusyShare) + " (" + when + ")", eur(one.IdleEUR), eur(one.UnallocatedEUR), eur(one.CostEUR)}
+		return []string{pct(one.BusyShare) + " (" + when + ")", eur(one.IdleEUR), eur(one.UnallocatedEUR), eur(one.CostEUR), kgOf(one.KgCO2e)}
 	}
 	b, a := c.Before, c.After
 	moved := func(x, y float64) string { return fmt.Sprintf("%s → %s (%s)", eur(x), eur(y), change(y, x)) }
-	return []string{pct(b.BusyShare) + " → " + pct(a.BusyShare), moved(b.IdleEUR, a.IdleEUR), moved(b.UnallocatedEUR, a.UnallocatedEUR), moved(b.CostEUR, a.CostEUR)}
+	return []string{pct(b.BusyShare) + " → " + pct(a.BusyShare), moved(b.IdleEUR, a.IdleEUR), moved(b.UnallocatedEUR, a.UnallocatedEUR),
+		moved(b.CostEUR, a.CostEUR), movedKg(b.KgCO2e, a.KgCO2e)}
+}
+
+// movedKg formats kgCO2e before and after; a side without a figure (no
+// energy readings, no intensity, a baseline written before emissions) is
+// "–" and has no relative change.
+func movedKg(before, after *float64) string {
+	if before == nil || after == nil {
+		return kgOf(before) + " → " + kgOf(after)
+	}
+	return fmt.Sprintf("%s → %s (%s)", kgOf(before), kgOf(after), change(*after, *before))
 }
 
 // beforeAfterRows are the fleet's and the teams' before-and-after rows:
@@ -85,14 +97,14 @@ func mdFollowUp(b *strings.Builder, r *Report) {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("### Before and after\n\n| | busy share | idle EUR (allocated) | unallocated EUR | cost EUR |\n|---|---:|---:|---:|---:|\n")
+	b.WriteString("### Before and after\n\n| | busy share | idle EUR (allocated) | unallocated EUR | cost EUR | kgCO2e |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, row := range beforeAfterRows(r.Baseline) {
 		fmt.Fprintf(b, "| %s |\n", strings.Join(mdCells(row), " | "))
 	}
-	b.WriteString("\n### Weeks kept\n\n| week | busy share | idle EUR | unallocated EUR | cost EUR | freed EUR/month advised |\n|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\n### Weeks kept\n\n| week | busy share | idle EUR | unallocated EUR | cost EUR | kgCO2e | freed EUR/month advised |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, w := range r.Baseline.Weeks {
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", weekName(w), pct(w.Fleet.BusyShare), eur(w.Fleet.IdleEUR), eur(w.Fleet.UnallocatedEUR),
-			eur(w.Fleet.CostEUR), eur(w.FreedEURPerMonth))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", weekName(w), pct(w.Fleet.BusyShare), eur(w.Fleet.IdleEUR), eur(w.Fleet.UnallocatedEUR),
+			eur(w.Fleet.CostEUR), kgOf(w.Fleet.KgCO2e), eur(w.FreedEURPerMonth))
 	}
 	b.WriteString("\n")
 }
@@ -129,6 +141,7 @@ func csvFollowUpRows(r *Report) [][]string {
 		cells[0], cells[1], cells[csvHeldHours], cells[csvBusyShare] = section, name, f64(f.HeldHours), f64(f.BusyShare)
 		cells[csvCostEUR], cells[csvIdleEUR], cells[csvUnallocatedEUR] = f64(f.CostEUR), f64(f.IdleEUR), f64(f.UnallocatedEUR)
 		cells[csvFrom], cells[csvTo] = from.Format(time.RFC3339), to.Format(time.RFC3339)
+		cells[csvKgCO2e] = optF64(f.KgCO2e)
 		return cells
 	}
 	rows = append(rows, figures("baseline-fleet", "fleet", c.Fleet.Before, c.Start, c.End))

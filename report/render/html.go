@@ -19,7 +19,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"join": func(s []string) string { return strings.Join(s, ", ") }, "join_lines": func(s []string) string { return strings.Join(s, "\n") },
 	"rfc3339": func(t time.Time) string { return t.Format(time.RFC3339) }, "heldBy": heldBy, "coverageLine": coverageLine, "gapHolders": gapHolders, "gapsTitle": func() string { return gapsTitle },
 	"rectarget": recTarget, "clustertitle": clusterTitle, "recnodes": recNodes, "incluster": inCluster,
-	"itemtarget": itemTarget, "status": statusText,
+	"itemtarget": itemTarget, "status": statusText, "kgOf": kgOf, "kWhOf": kWhOf, "unit": withUnit, "carbonLine": carbonLine, "ownOrRentLine": ownOrRentLine,
 	"volcanoTitle": func() string { return volcanoTitle }, "schedulerTitle": func() string { return schedulerTitle },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
@@ -36,7 +36,7 @@ h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2rem;border-bottom:1px sol
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem;font-size:.9rem}th,td{border-bottom:1px solid #e6e9ed;padding:.3rem .5rem;text-align:right;vertical-align:top}
 th:first-child,td:first-child,td.l,th.l{text-align:left}th{background:#f4f6f8}
 pre{background:#f4f6f8;padding:.8rem;overflow-x:auto;font-size:.85rem}svg{max-width:100%;height:auto}
-svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unallocated{fill:#9e9e9e}.lost{fill:#b71c1c}.unknown{fill:#7e57c2}.bar{fill:#e65100}
+svg text{font-size:11px;fill:#1d232b}.break-even{stroke:#b71c1c}.busy{fill:#2e7d32}.idle{fill:#e65100}.unallocated{fill:#9e9e9e}.lost{fill:#b71c1c}.unknown{fill:#7e57c2}.bar{fill:#e65100}
 .waiting{fill:#1565c0}.fragmented{fill:#ad1457}.held-line{stroke:#e65100;stroke-width:2}.busy-line{stroke:#2e7d32;stroke-width:2}rect.held-line{fill:#e65100}rect.busy-line{fill:#2e7d32}
 </style>
 </head>
@@ -55,12 +55,16 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 <div class="kpi">unallocated<b>{{eur .Totals.UnallocatedEUR}} EUR</b></div>
 <div class="kpi">lost (broken GPUs)<b>{{eur .Totals.LostEUR}} EUR</b></div>
 <div class="kpi">unknown<b>{{eur .Totals.UnknownEUR}} EUR</b></div>
+<div class="kpi">energy<b>{{unit (kWhOf .Totals) "kWh"}}</b></div>
+<div class="kpi">emissions<b id="kgco2e">{{unit (kgOf .Totals.KgCO2e) "kgCO2e"}}</b></div>
+<div class="kpi">emitted while held idle<b>{{unit (kgOf .Totals.IdleKgCO2e) "kgCO2e"}}</b></div>
 <div class="kpi">coverage<b>{{pct $.R.Coverage.Ratio}}</b></div>
 <div class="kpi">freed if all advice is applied<b id="freed">{{eur $.R.FreedEURPerMonth}} EUR/month</b></div>
 <div class="kpi">reclaimable capacity<b>{{eur $.R.ReclaimableEURPerMonth}} EUR/month</b></div>
 </div>
 <p>p95 activity {{activity .Usage}}, framebuffer peak {{mib .Usage.HasFB .Usage.PeakFBMiB}} MiB, p99 {{mib .Usage.HasFB .Usage.P99FBMiB}} MiB.
-{{with .Previous}}Against the previous period: cost {{change $.R.Fleet.Totals.CostEUR .CostEUR}}, idle EUR {{change $.R.Fleet.Totals.IdleEUR .IdleEUR}}, unallocated EUR {{change $.R.Fleet.Totals.UnallocatedEUR .UnallocatedEUR}}.{{end}}</p>{{end}}
+{{with .Previous}}Against the previous period: cost {{change $.R.Fleet.Totals.CostEUR .CostEUR}}, idle EUR {{change $.R.Fleet.Totals.IdleEUR .IdleEUR}}, unallocated EUR {{change $.R.Fleet.Totals.UnallocatedEUR .UnallocatedEUR}}.{{end}}</p>
+<p id="carbon">{{carbonLine $.R}}</p>{{end}}
 
 <h2>Coverage</h2>
 {{with .R.Coverage}}<p id="coverage">{{coverageLine .}}</p>
@@ -87,7 +91,7 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 {{range $i, $it := $.R.FollowUp}}<tr><td>{{inc $i}}</td><td class="l">{{$it.Kind}}</td><td class="l">{{itemtarget $it}}</td><td class="l status">{{status $it.Status}}</td><td>{{eur $it.FreedEURPerMonthPromised}}</td><td>{{eur $it.FreedEURPerMonthRealized}}</td><td class="l">{{$it.Evidence}}</td></tr>
 {{end}}</table>{{end}}
 <h3>Before and after</h3>
-<table id="before-after"><tr><th class="l">name</th><th>busy share</th><th>idle EUR (allocated)</th><th>unallocated EUR</th><th>cost EUR</th></tr>
+<table id="before-after"><tr><th class="l">name</th><th>busy share</th><th>idle EUR (allocated)</th><th>unallocated EUR</th><th>cost EUR</th><th>kgCO2e</th></tr>
 {{range $.BeforeAfter}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
 <h3>Weeks kept: idle and unallocated EUR</h3>
@@ -100,6 +104,15 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 {{end}}</table>{{else}}<p>None: every GPU held was busy enough and no smaller MIG profile fits.</p>{{end}}
 {{range .R.Packing}}<p>MIG packing on {{.Model}}{{incluster .Cluster}}: {{.Workloads}} workload(s) on {{.Workloads}} whole GPU(s) today fit on {{.GPUsAfter}} GPU(s): {{layouts .Layouts}}.</p>{{end}}
 
+{{with .OwnOrRent}}<h2>Own or rent</h2>
+<ul id="own-or-rent">{{range .}}<li>{{ownOrRentLine .}}</li>
+{{end}}</ul>
+{{$.OwnOrRentChart}}
+<p class="sub">{{$.OwnOrRentNote}}</p>
+<table id="own-or-rent-table"><tr>{{range $.OwnOrRentHeader}}<th>{{.}}</th>{{end}}</tr>
+{{range $.OwnOrRentRows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
+
 <h2>Idle EUR by namespace</h2>
 {{.IdleChart}}
 <h2>Activity by hour of week (UTC)</h2>
@@ -108,7 +121,7 @@ svg text{font-size:11px;fill:#1d232b}.busy{fill:#2e7d32}.idle{fill:#e65100}.unal
 {{.Timeline}}
 
 {{range .Tables}}<h2>{{.Title}}</h2>
-<table><tr><th class="l">name</th><th class="l">figures</th><th>GPU-hours held</th><th>busy share</th><th>cost EUR</th><th>idle EUR</th><th>unknown EUR</th>{{if .Unalloc}}<th>unallocated EUR</th><th>lost EUR</th>{{end}}<th>p95 activity</th><th>peak FB MiB</th><th>p99 FB MiB</th>{{if .Prev}}<th>held vs prev</th><th>idle EUR vs prev</th>{{end}}</tr>
+<table><tr><th class="l">name</th><th class="l">figures</th><th>GPU-hours held</th><th>busy share</th><th>cost EUR</th><th>idle EUR</th><th>unknown EUR</th>{{if .Unalloc}}<th>unallocated EUR</th><th>lost EUR</th>{{end}}<th>kWh</th><th>kgCO2e</th><th>idle kgCO2e</th><th>p95 activity</th><th>peak FB MiB</th><th>p99 FB MiB</th>{{if .Prev}}<th>held vs prev</th><th>idle EUR vs prev</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
 {{end}}
@@ -140,6 +153,7 @@ func groupRows(gs []analysis.Group, unalloc, prev bool) [][]string {
 		if unalloc {
 			row = append(row, eur(t.UnallocatedEUR), eur(t.LostEUR))
 		}
+		row = append(row, carbonCells(t)...)
 		row = append(row, activity(g.Usage), mib(g.Usage.HasFB, g.Usage.PeakFBMiB), mib(g.Usage.HasFB, g.Usage.P99FBMiB))
 		if prev && g.Previous != nil {
 			row = append(row, change(t.HeldHours, g.Previous.HeldHours), change(t.IdleEUR, g.Previous.IdleEUR))
@@ -156,7 +170,7 @@ func renderHTML(w io.Writer, r *Report) error {
 		title   string
 		gs      []analysis.Group
 		unalloc bool
-	}{{"Teams", r.Teams, false}, {"Namespaces", r.Namespaces, false}, {"GPU models", r.Models, true}, {"Nodes", r.Nodes, true}} {
+	}{{"Teams", r.Teams, false}, {"Namespaces", r.Namespaces, false}, {"GPU models", r.Models, true}, {"Clusters", r.PerCluster, true}, {"Nodes", r.Nodes, true}} {
 		if len(t.gs) > 0 {
 			tables = append(tables, htmlTable{Title: t.title, Unalloc: t.unalloc, Prev: prev, Rows: groupRows(t.gs, t.unalloc, prev)})
 		}
@@ -175,10 +189,21 @@ func renderHTML(w io.Writer, r *Report) error {
 		BeforeAfter                  [][]string
 		Weeks                        template.HTML
 		Waiting                      template.HTML
+		OwnOrRent                    []analysis.Group
+		OwnOrRentChart               template.HTML
+		OwnOrRentNote                string
+		OwnOrRentHeader              []string
+		OwnOrRentRows                [][]string
 	}{
 		R: r, Period: period(r), Tables: tables, ApplyAny: r.Apply.Any(), ApplyApart: len(r.Apply.Clusters) > 0, Applies: r.Apply.PerCluster(), SavingsNote: savingsNote(r),
 		Missing: r.Coverage.MissingHours + r.Coverage.UnknownHours, PartialAbove: analysis.PartialAbove, Uncovered: uncovered(&r.Coverage),
 		IdleChart: idleChart(r.Namespaces), Heatmap: heatmapChart(r.Heatmap), Timeline: timelineChart(r.Timeline),
+	}
+	if models := ownOrRentModels(r.Models); len(models) > 0 {
+		data.OwnOrRent, data.OwnOrRentChart, data.OwnOrRentNote, data.OwnOrRentHeader = models, ownOrRentChart(models), ownOrRentNote(r), ownOrRentHeader
+		for _, g := range models {
+			data.OwnOrRentRows = append(data.OwnOrRentRows, ownOrRentCells(g))
+		}
 	}
 	var err error
 	if data.Waiting, err = waitingHTML(r); err != nil {

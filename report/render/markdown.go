@@ -34,6 +34,7 @@ func renderMarkdown(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "Cost %s EUR: busy %s, **idle %s** (allocated), **unallocated %s**, lost %s, unknown %s. p95 activity %s, framebuffer peak %s MiB, p99 %s MiB.\n\n",
 		eur(f.CostEUR), eur(f.BusyEUR), eur(f.IdleEUR), eur(f.UnallocatedEUR), eur(f.LostEUR), eur(f.UnknownEUR), activity(r.Fleet.Usage),
 		mib(r.Fleet.Usage.HasFB, r.Fleet.Usage.PeakFBMiB), mib(r.Fleet.Usage.HasFB, r.Fleet.Usage.P99FBMiB))
+	fmt.Fprintf(&b, "%s\n\n", mdCell(carbonLine(r)))
 	if p := r.Fleet.Previous; p != nil {
 		fmt.Fprintf(&b, "Against the previous period: cost %s, idle EUR %s, unallocated EUR %s, busy share %s → %s.\n\n",
 			change(f.CostEUR, p.CostEUR), change(f.IdleEUR, p.IdleEUR), change(f.UnallocatedEUR, p.UnallocatedEUR), pct(p.BusyShare), pct(f.BusyShare))
@@ -64,9 +65,11 @@ func renderMarkdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "MIG packing on %s%s: %d workload(s) on %d whole GPU(s) today fit on %d GPU(s): %s.\n\n",
 			p.Model, inCluster(p.Cluster), p.Workloads, p.Workloads, p.GPUsAfter, layoutsText(p.Layouts))
 	}
+	mdOwnOrRent(&b, r)
 	mdGroups(&b, "Teams", r.Teams, r.Fleet.Previous != nil, false)
 	mdGroups(&b, "Namespaces", r.Namespaces, r.Fleet.Previous != nil, false)
 	mdGroups(&b, "GPU models", r.Models, r.Fleet.Previous != nil, true)
+	mdGroups(&b, "Clusters", r.PerCluster, r.Fleet.Previous != nil, true)
 	mdGroups(&b, "Nodes", r.Nodes, r.Fleet.Previous != nil, true)
 	mdApply(&b, r)
 	_, err := io.WriteString(w, b.String())
@@ -188,8 +191,8 @@ func mdGroups(b *strings.Builder, title string, gs []analysis.Group, prev, unall
 		b.WriteString(" unallocated EUR | lost EUR |")
 		sep += "---:|---:|"
 	}
-	b.WriteString(" p95 activity | peak FB MiB | p99 FB MiB |")
-	sep += "---:|---:|---:|"
+	b.WriteString(" kWh | kgCO2e | idle kgCO2e | p95 activity | peak FB MiB | p99 FB MiB |")
+	sep += "---:|---:|---:|---:|---:|---:|"
 	if prev {
 		b.WriteString(" held vs prev | idle EUR vs prev |")
 		sep += "---:|---:|"
@@ -201,6 +204,7 @@ func mdGroups(b *strings.Builder, title string, gs []analysis.Group, prev, unall
 		if unalloc {
 			fmt.Fprintf(b, " %s | %s |", eur(t.UnallocatedEUR), eur(t.LostEUR))
 		}
+		fmt.Fprintf(b, " %s |", strings.Join(mdCells(carbonCells(t)), " | "))
 		fmt.Fprintf(b, " %s | %s | %s |", activity(g.Usage), mib(g.Usage.HasFB, g.Usage.PeakFBMiB), mib(g.Usage.HasFB, g.Usage.P99FBMiB))
 		if prev && g.Previous != nil {
 			fmt.Fprintf(b, " %s | %s |", change(t.HeldHours, g.Previous.HeldHours), change(t.IdleEUR, g.Previous.IdleEUR))

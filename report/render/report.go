@@ -49,12 +49,19 @@ type Report struct {
 	// Clusters are the clusters of the GPUs, by the report's cluster label;
 	// empty without one. Rows of nodes, holdings, GPUs, recommendations and
 	// configurations name theirs in a "cluster" field.
-	Clusters   []string           `json:"clusters"`
-	Teams      []analysis.Group   `json:"teams"`
-	Namespaces []analysis.Group   `json:"namespaces"`
-	Models     []analysis.Group   `json:"models"`
-	Nodes      []analysis.Group   `json:"nodes"`
+	Clusters   []string         `json:"clusters"`
+	Teams      []analysis.Group `json:"teams"`
+	Namespaces []analysis.Group `json:"namespaces"`
+	Models     []analysis.Group `json:"models"`
+	Nodes      []analysis.Group `json:"nodes"`
+	// PerCluster are the totals per cluster, the energy and emissions of
+	// each grid apart; empty without a cluster label.
+	PerCluster []analysis.Group   `json:"per_cluster"`
 	Holdings   []analysis.Holding `json:"holdings"`
+	// Prices names the price book and the carbon intensities the rental
+	// comparisons (per entry of Models) and emissions used; absent when the
+	// report had no book.
+	Prices *analysis.Prices `json:"prices,omitempty"`
 	// BrokenGPUs are the GPUs that fell off the bus: repair or replace them.
 	// No other advice is made for their holdings.
 	BrokenGPUs      []analysis.BrokenGPU    `json:"broken_gpus"`
@@ -96,7 +103,7 @@ func (r *Report) MonthFactor() float64 { return model.MonthFactor(r.Start, r.End
 func NewReport(a *analysis.Result, adv *advice.Advice) *Report {
 	return &Report{SchemaVersion: followup.SchemaVersion, Start: a.Start, End: a.End, Range: a.Range, Step: a.Step, Kind: a.Fleet.Kind, Sampling: a.Sampling, Partial: a.Partial, Coverage: a.Coverage, Warnings: a.Warnings,
 		Fleet: a.Fleet, GPUs: a.GPUs, Clusters: a.Clusters, Teams: a.Teams, Namespaces: a.Namespaces, Models: a.Models, Nodes: a.Nodes,
-		Holdings: a.Holdings, BrokenGPUs: a.BrokenGPUs,
+		PerCluster: a.PerCluster, Holdings: a.Holdings, BrokenGPUs: a.BrokenGPUs, Prices: a.Prices,
 		Recommendations: adv.Recommendations, Packing: adv.Packing, FreedEURPerMonth: adv.FreedEURPerMonth,
 		ReclaimableEURPerMonth: adv.ReclaimableEURPerMonth, HoursPerMonth: adv.HoursPerMonth, Apply: adv.Apply,
 		Timeline: a.Timeline, Waiting: a.Waiting, WaitingAdvice: adv.WaitAdvice, Heatmap: a.Heatmap}

@@ -106,7 +106,7 @@ scrape_configs:
 	})
 
 	t.Run("dashboard queries", func(t *testing.T) {
-		ds, err := dashboards.All()
+		ds, err := dashboards.All(opts.Names)
 		if err != nil {
 			t.Fatal(err)
 		}

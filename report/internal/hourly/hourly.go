@@ -21,16 +21,19 @@ func Dataset(buckets int) *model.Dataset {
 }
 
 // Device is a GPU (or MIG instance) of a test's ledger: its key, node,
-// index on the node and model, and its rate in EUR per hour.
+// index on the node and model, its rate in EUR per hour, and its facility
+// power in W (power × PUE: joules per device-second; 0: its energy is not
+// metered).
 type Device struct {
 	Key              model.DeviceKey
 	Host, GPU, Model string
 	EURPerHour       float64
+	FacilityW        float64
 }
 
 // Add books sec device-seconds of state st in bucket b of d to the holding
-// of holder on dev (holder zero: no one), at dev's rate, and returns its
-// entry (made the first time, of kind model.Exact).
+// of holder on dev (holder zero: no one), at dev's rate and facility power,
+// and returns its entry (made the first time, of kind model.Exact).
 func Add(d *model.Dataset, dev Device, holder model.HolderKey, b, st int, sec float64) *model.LedgerEntry {
 	k := model.HoldingKey{Dev: dev.Key, Holder: holder}
 	e := d.Ledger[k]
@@ -40,6 +43,10 @@ func Add(d *model.Dataset, dev Device, holder model.HolderKey, b, st int, sec fl
 	}
 	e.Seconds[st] += sec
 	d.AddEUR(e, dev.Key.Cluster, b, st, sec*dev.EURPerHour/3600)
+	if dev.FacilityW > 0 {
+		e.Metered = true
+		e.Joules[st] += sec * dev.FacilityW
+	}
 	d.AddSeconds(e, d.GPU(k.Dev.GPU(), e), b, st, sec)
 	return e
 }

@@ -12,8 +12,8 @@ import (
 
 // dcgmAccount prices the classified grid points with the exporter's own
 // ledger (cost.Ledger: the rates, the idle threshold, the MIG split by
-// mig_weight, time-sliced shares, lost GPUs) and turns its totals into the
-// dataset, bucket by bucket: the GPUs of one cluster. Only the goroutine of
+// mig_weight, time-sliced shares, lost GPUs, the facility energy of the
+// power readings) and turns its totals into the dataset, bucket by bucket: the GPUs of one cluster. Only the goroutine of
 // Collect uses it.
 type dcgmAccount struct {
 	d         *model.Dataset
@@ -70,7 +70,7 @@ type dcgmUsage struct {
 	step  int // resolution step; -1: none yet
 	sum   float64
 	n     int
-	fb    float64
+	fb    float64 // bytes
 	hasFB bool
 }
 
@@ -170,18 +170,20 @@ func (a *dcgmAccount) endBucket(b int) {
 		if p.Since != t.Since {
 			p = cost.Total{}
 		}
-		sec, eur := t.Seconds-p.Seconds, t.EUR-p.EUR
-		if sec == 0 && eur == 0 {
+		grew := cost.Total{Seconds: t.Seconds - p.Seconds, EUR: t.EUR - p.EUR, Joules: t.Joules - p.Joules, Metered: t.Metered}
+		if grew.Seconds == 0 && grew.EUR == 0 && grew.Joules == 0 {
 			continue
 		}
 		st, _ := model.StateIndex(t.State.String())
-		a.add(b, a.devices[t.Device], modelHolder(t.Holder), st, sec, eur)
+		a.add(b, a.devices[t.Device], modelHolder(t.Holder), st, grew)
 	}
 	a.prev = cur
 }
 
-// add adds seconds and EUR of one state to the holding (dev, h) in bucket b.
-func (a *dcgmAccount) add(b int, dev dcgmDevice, h model.HolderKey, st int, sec, eur float64) {
+// add adds what the ledger accrued in one state — its seconds, EUR and, when
+// the GPU's energy is metered (its price has an energy component and a power
+// was read), its joules — to the holding (dev, h) in bucket b.
+func (a *dcgmAccount) add(b int, dev dcgmDevice, h model.HolderKey, st int, grew cost.Total) {
 	d := a.d
 	k := model.HoldingKey{Dev: dev.key, Holder: h}
 	e := d.Ledger[k]
@@ -192,9 +194,13 @@ func (a *dcgmAccount) add(b int, dev dcgmDevice, h model.HolderKey, st int, sec,
 		e = &model.LedgerEntry{Model: dev.model, Host: dev.host, Profile: dev.key.Profile, GPU: dev.gpu, Last: -1}
 		d.Ledger[k] = e
 	}
-	e.Seconds[st] += sec
-	d.AddEUR(e, dev.key.Cluster, b, st, eur)
-	d.AddSeconds(e, d.GPU(dev.key.GPU(), e), b, st, sec)
+	e.Seconds[st] += grew.Seconds
+	d.AddEUR(e, dev.key.Cluster, b, st, grew.EUR)
+	if grew.Metered {
+		e.Joules[st] += grew.Joules
+		e.Metered = true
+	}
+	d.AddSeconds(e, d.GPU(dev.key.GPU(), e), b, st, grew.Seconds)
 }
 
 // sample adds one grid point's activity and framebuffer of holding k.
@@ -232,7 +238,7 @@ func (a *dcgmAccount) flush(k model.HoldingKey, u *dcgmUsage) {
 		d.AddHeat(d.Start.Add(time.Duration(u.step)*d.Resolution+d.Resolution/2), v)
 	}
 	if u.hasFB {
-		d.AddFramebuffer(k, u.fb)
+		d.AddFramebuffer(k, u.fb/(1<<20)) // bytes → the dataset's MiB
 	}
 }
 

@@ -42,7 +42,7 @@ const inUseFBMiB = 1024
 func (c *nodeDevices) markInUseUnknown(idleBelow float64) {
 	for _, i := range c.unlabelled {
 		r := c.out[i].parts[0].reading
-		if a := r.activity(); a >= idleBelow || r.fb >= inUseFBMiB {
+		if a := r.activity(); a >= idleBelow || r.fb >= inUseFBMiB<<20 {
 			c.out[i].state.HoldersKnown = false
 		}
 	}

@@ -5,7 +5,8 @@
 // model.Dataset. Each cluster's scrape interval is measured and its
 // evaluation grid follows it (grid.go); at each grid point every device gets
 // one state from its readings (reading.go, rules.go, classify.go), priced by
-// the same cost.Ledger the exporter runs (account.go); a gap is its holders'
+// the same cost.Ledger the exporter runs, which also meters the facility
+// energy of its power readings (account.go); a gap is its holders'
 // unknown time (gaps.go); what the data cannot support is no advice, with a
 // warning saying why (evidence.go).
 //

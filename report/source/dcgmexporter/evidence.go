@@ -1,6 +1,8 @@
 package dcgmexporter
 
 import (
+	"github.com/gputally/gputally/dcgmnames"
+
 	"fmt"
 	"maps"
 	"slices"
@@ -118,8 +120,8 @@ func (e *dcgmEvidence) warnings(gpus map[string]*dcgmGPU) []string {
 	return append(out, profilingWarnings(e.cluster, gpus)...)
 }
 
-// profilingWarnings name the GPUs without DCGM_FI_PROF_GR_ENGINE_ACTIVE and
-// what the source reads instead.
+// profilingWarnings name the GPUs without graphics-engine activity under
+// either naming and what the source reads instead.
 func profilingWarnings(cluster string, gpus map[string]*dcgmGPU) []string {
 	util, mig := 0, 0
 	for _, g := range gpus {
@@ -138,12 +140,13 @@ func profilingWarnings(cluster string, gpus map[string]*dcgmGPU) []string {
 	if cluster != "" {
 		where = " in cluster " + cluster
 	}
-	msg := fmt.Sprintf("%d of %d GPUs%s have no DCGM_FI_PROF_GR_ENGINE_ACTIVE (dcgm-exporter's profiling fields are off, or the GPU lacks them)", util+mig, len(gpus), where)
+	gr, gpuUtil := dcgmnames.GREngineActive, dcgmnames.GPUUtil
+	msg := fmt.Sprintf("%d of %d GPUs%s have no graphics-engine activity (%s, %s up to 4.8: dcgm-exporter's profiling fields are off, or the GPU lacks them)", util+mig, len(gpus), where, gr.New, gr.Old)
 	if util > 0 {
-		msg += fmt.Sprintf(": the activity of %d is DCGM_FI_DEV_GPU_UTIL ÷ 100 instead, the share of time any kernel ran, which reads busier than the graphics engine's activity for light work", util)
+		msg += fmt.Sprintf(": the activity of %d is GPU utilization (%s, %s ÷ 100 up to 4.8) instead, the share of time any kernel ran, which reads busier than the graphics engine's activity for light work", util, gpuUtil.New, gpuUtil.Old)
 	}
 	if mig > 0 {
-		msg += fmt.Sprintf("; %d are in MIG mode, where DCGM_FI_DEV_GPU_UTIL is not supported: their instances' time is unknown", mig)
+		msg += fmt.Sprintf("; %d are in MIG mode, where GPU utilization is not supported: their instances' time is unknown", mig)
 	}
 	return []string{msg}
 }

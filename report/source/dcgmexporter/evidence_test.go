@@ -35,7 +35,7 @@ func TestInUseWithoutCapacity(t *testing.T) {
 	} {
 		id := &dcgmSeries{dev: model.DeviceKey{UUID: "GPU-0"}, host: "n1", model: "NVIDIA H100 80GB HBM3"}
 		r := newDeviceReading(id)
-		r.gr, r.fb = tc.gr, tc.fb
+		r.gr, r.fb = tc.gr, tc.fb*(1<<20) // a reading's framebuffer is in bytes
 		out := classifyNode(newGridPoint(), "n1", []string{"GPU-0"}, map[string]*deviceReading{"GPU-0": r}, nil, 0, 0.05)
 		if got := !out[0].state.HoldersKnown; got != tc.unknown {
 			t.Errorf("activity %g, %g MiB: unknown %v, want %v", tc.gr, tc.fb, got, tc.unknown)

@@ -24,7 +24,10 @@ import (
 //	unknown 41–50 300 s × 1.75 (500 W, last read) = 525 / 3600 = 0.145833 EUR
 //
 // At the next sample's 400 W the gap would cost 0.1375 EUR, at 0 W 0.104167,
-// at the first power read (300 W) 0.129167.
+// at the first power read (300 W) 0.129167. The energy follows the same
+// power, × PUE 2 at the facility: busy 600 × 600 W + 540 × 1,000 + 60 ×
+// 1,000 + 2,100 × 800 = 2,640,000 J; unknown 300 × 1,000 = 300,000 J (the
+// 1 EUR per kW the EUR price: 0.5 EUR/kWh × 2).
 func TestDCGMGapPricedAtPowerLastRead(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	inGap := func(j int) bool { return j >= 41 && j <= 50 }
@@ -59,4 +62,8 @@ func TestDCGMGapPricedAtPowerLastRead(t *testing.T) {
 		{"GPU-0", "", "ml", "p", model.StateBusy, 3300, 5445.0 / 3600, model.Sampled},
 		{"GPU-0", "", "ml", "p", model.StateUnknown, 300, 525.0 / 3600, model.Sampled},
 	})
+	e := d.Ledger[model.HoldingKey{Dev: model.DeviceKey{UUID: "GPU-0"}, Holder: model.HolderKey{Namespace: "ml", Pod: "p", Container: "main"}}]
+	if e == nil || !e.Metered || math.Abs(e.Joules[model.StateBusy]-2_640_000) > 1e-6 || math.Abs(e.Joules[model.StateUnknown]-300_000) > 1e-6 {
+		t.Errorf("ml/p's energy: %+v", e)
+	}
 }

@@ -34,7 +34,7 @@ func (a *dcgmAccount) gap(uuid string, g *dcgmGPU, from, to int) {
 		n := float64(end - j + 1)
 		for _, t := range a.totals {
 			state, _ := model.StateIndex(t.State.String())
-			a.add(b, a.devices[t.Device], modelHolder(t.Holder), state, n*t.Seconds, n*t.EUR)
+			a.add(b, a.devices[t.Device], modelHolder(t.Holder), state, cost.Total{Seconds: n * t.Seconds, EUR: n * t.EUR, Joules: n * t.Joules, Metered: t.Metered})
 		}
 		j = end + 1
 	}

@@ -80,9 +80,11 @@ func gridFor(interval, res time.Duration) time.Duration {
 	return time.Second
 }
 
-// measureIntervals returns how often the series of metric (a selector) were
-// scraped, per cluster: per job, the step over the median number of samples
-// a thing has in a step bucket, the median over the buckets with any;
+// measureIntervals returns how often the series of metrics (selectors: one
+// family under each of its names, each read apart so that a device written
+// under both counts its scrapes once, their buckets pooled) were scraped,
+// per cluster: per job, the step over the median number of samples a thing
+// has in a step bucket, the median over the buckets with any;
 // across a cluster's jobs the fastest and the slowest, rounded to whole
 // milliseconds. A thing is a series with its labels but those of thing
 // (the device of a DCGM_* series, whichever pods were labelled on it in the
@@ -91,22 +93,24 @@ func gridFor(interval, res time.Duration) time.Duration {
 // millisecond later, as the grid's lookbacks are (dcgmQueries): an engine
 // that closes a range on both ends would otherwise count a scrape on the
 // bucket's edge in two buckets.
-func (s *Source) measureIntervals(ctx context.Context, run *engine.Runner, r model.Range, id source.Identity, metric, thing string) (intervals, error) {
+func (s *Source) measureIntervals(ctx context.Context, run *engine.Runner, r model.Range, id source.Identity, metrics []string, thing string) (intervals, error) {
 	counts := map[[2]string][]float64{} // by cluster and job: the median count per bucket
-	perThing := fmt.Sprintf("sum by (%s) (count_over_time(%s[%s] offset -1ms))", without(id.By("job, "+thing), s.opts.DedupeLabels), metric, pmodel.Duration(r.Step))
-	err := run.Run(ctx, "scrape interval of "+metric, fmt.Sprintf("quantile(0.5, %s) by (%s)", perThing, id.By("job")),
-		r.Start.Add(r.Step), r.End, r.Step, func(m pmodel.Matrix) {
-			for _, st := range m {
-				k := [2]string{id.ClusterOf(st.Metric), string(st.Metric["job"])}
-				for _, p := range st.Values {
-					if p.Value > 0 {
-						counts[k] = append(counts[k], float64(p.Value))
+	for _, metric := range metrics {
+		perThing := fmt.Sprintf("sum by (%s) (count_over_time(%s[%s] offset -1ms))", without(id.By("job, "+thing), s.opts.DedupeLabels), metric, pmodel.Duration(r.Step))
+		err := run.Run(ctx, "scrape interval of "+metric, fmt.Sprintf("quantile(0.5, %s) by (%s)", perThing, id.By("job")),
+			r.Start.Add(r.Step), r.End, r.Step, func(m pmodel.Matrix) {
+				for _, st := range m {
+					k := [2]string{id.ClusterOf(st.Metric), string(st.Metric["job"])}
+					for _, p := range st.Values {
+						if p.Value > 0 {
+							counts[k] = append(counts[k], float64(p.Value))
+						}
 					}
 				}
-			}
-		})
-	if err != nil {
-		return nil, err
+			})
+		if err != nil {
+			return nil, err
+		}
 	}
 	out := intervals{}
 	for k, c := range counts {

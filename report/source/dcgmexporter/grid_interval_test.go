@@ -36,7 +36,7 @@ func TestMeasureIntervalsMedian(t *testing.T) {
 	}
 	q := engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard())
 	s := New(q, Options{})
-	got, err := s.measureIntervals(context.Background(), engine.NewRunner(q, engine.Limits{MaxPoints: 1000}, nil), r, source.Identity{}, "DCGM_FI_DEV_FB_USED", "UUID, GPU_I_ID")
+	got, err := s.measureIntervals(context.Background(), engine.NewRunner(q, engine.Limits{MaxPoints: 1000}, nil), r, source.Identity{}, []string{"DCGM_FI_DEV_FB_USED"}, "UUID, GPU_I_ID")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,13 +27,14 @@ type deviceReading struct {
 	freshBuf [1]*dcgmSeries // fresh's first array: one series at almost every point
 }
 
-// readings are the values of a device's series at a grid point; NaN: none.
+// readings are the values of a device's series at a grid point, in base
+// units under either naming (names.go); NaN: none.
 type readings struct {
-	gr    float64 // DCGM_FI_PROF_GR_ENGINE_ACTIVE, 0–1
-	util  float64 // DCGM_FI_DEV_GPU_UTIL, %
-	fb    float64 // DCGM_FI_DEV_FB_USED, MiB
-	power float64 // DCGM_FI_DEV_POWER_USAGE, W
-	xid   float64 // DCGM_FI_DEV_XID_ERRORS
+	gr    float64 // graphics-engine activity (GR_ENGINE_UTIL_RATIO, GR_ENGINE_ACTIVE), 0–1
+	util  float64 // GPU utilization (GPU_UTIL_RATIO, GPU_UTIL ÷ 100), 0–1
+	fb    float64 // framebuffer used (FB_USED_BYTES, FB_USED × 2^20), bytes
+	power float64 // board power (BOARD_POWER_WATTS, POWER_USAGE), W
+	xid   float64 // the last XID (XID_ERROR, XID_ERRORS)
 }
 
 func newDeviceReading(s *dcgmSeries) *deviceReading {
@@ -69,7 +70,7 @@ func (r *deviceReading) activity() float64 {
 		return r.gr
 	}
 	if r.id.dev.GI == "" && !math.IsNaN(r.util) {
-		return r.util / 100
+		return r.util
 	}
 	return math.NaN()
 }

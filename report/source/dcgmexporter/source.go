@@ -12,6 +12,7 @@ import (
 	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/cost"
+	"github.com/gputally/gputally/dcgmnames"
 	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/model"
 	"github.com/gputally/gputally/report/source"
@@ -74,8 +75,10 @@ func New(q engine.Querier, opts Options) *Source {
 
 // dcgmWithout drops the labels of a DCGM_* series that do not tell devices
 // or holders apart: the scrape target's, the PCI address and device name, the
-// driver. A device scraped by two jobs (an HA pair) is then one series.
-const dcgmWithout = "instance, job, pci_bus_id, device, DCGM_FI_DRIVER_VERSION"
+// driver under either of its names (dcgm-exporter 4.9 renamed it). A device
+// scraped by two jobs (an HA pair), or renamed by an upgrade, is then one
+// series.
+var dcgmWithout = "instance, job, pci_bus_id, device, " + strings.Join(dcgmnames.DriverLabels, ", ")
 
 // without returns the label list of a `max without`: base and the dedupe
 // labels it lacks.
@@ -105,7 +108,7 @@ func (s *Source) Collect(ctx context.Context, r model.Range) (*model.Dataset, er
 	defer run.Finish()
 	d := model.NewDataset(r)
 	id := source.NewIdentity(s.opts.ClusterLabel)
-	run.Plan(1 + 2*run.Requests(r.Start.Add(r.Step), r.End, r.Step))
+	run.Plan(3 + 3*run.Requests(r.Start.Add(r.Step), r.End, r.Step))
 	if s.opts.TeamLabel != "" {
 		run.Plan(run.Requests(r.Start.Add(r.Step), r.End, r.Step))
 	}
@@ -114,11 +117,11 @@ func (s *Source) Collect(ctx context.Context, r model.Range) (*model.Dataset, er
 	if err != nil {
 		return nil, err
 	}
-	dcgm, err := s.measureIntervals(ctx, run, r, id, "DCGM_FI_DEV_FB_USED", "UUID, GPU_I_ID")
+	dcgm, err := s.measureIntervals(ctx, run, r, id, []string{presence.New, presence.Old}, "UUID, GPU_I_ID")
 	if err != nil {
 		return nil, err
 	}
-	ksm, err := s.measureIntervals(ctx, run, r, id, `kube_node_status_capacity{resource="pods"}`, "node, exported_node")
+	ksm, err := s.measureIntervals(ctx, run, r, id, []string{`kube_node_status_capacity{resource="pods"}`}, "node, exported_node")
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +138,11 @@ func (s *Source) Collect(ctx context.Context, r model.Range) (*model.Dataset, er
 		accounts = append(accounts, as...)
 	}
 	if len(d.Ledger) == 0 {
-		return nil, fmt.Errorf("no GPU data: no dcgm-exporter samples (DCGM_FI_DEV_FB_USED, DCGM_FI_PROF_GR_ENGINE_ACTIVE, …) with a UUID label between %s and %s (is dcgm-exporter scraped, and is the range right?)",
-			r.Start.UTC().Format(time.RFC3339), r.End.UTC().Format(time.RFC3339))
+		return nil, noData(r)
+	}
+	names, err := s.namesRead(ctx, run, r, id)
+	if err != nil {
+		return nil, err
 	}
 	if err := source.ReadPodTeams(ctx, run, id, engine.Windows{}, s.opts.TeamLabel, d); err != nil {
 		return nil, err
@@ -149,7 +155,7 @@ func (s *Source) Collect(ctx context.Context, r model.Range) (*model.Dataset, er
 		d.Notes = append(d.Notes, a.warnings()...)
 		short += a.short()
 	}
-	d.Sampling = sampling(plans, short)
+	d.Sampling = sampling(plans, short) + describeNames(names)
 	d.Warnings = run.Warnings()
 	d.Requests = run.Done()
 	return d, nil
@@ -243,7 +249,9 @@ func (p gridPlan) chunks(d *model.Dataset, maxPoints int) int {
 // the holders are in the exported_ labels.
 func (s *Source) exportedLabels(ctx context.Context, run *engine.Runner, r model.Range) (bool, error) {
 	found := false
-	err := run.Run(ctx, "exported_ labels", fmt.Sprintf(`count(last_over_time(DCGM_FI_DEV_FB_USED{exported_pod!=""}[%s]))`, pmodel.Duration(r.End.Sub(r.Start))),
+	all := pmodel.Duration(r.End.Sub(r.Start))
+	q := fmt.Sprintf(`count(last_over_time(%s{exported_pod!=""}[%s]) or last_over_time(%s{exported_pod!=""}[%s]))`, presence.New, all, presence.Old, all)
+	err := run.Run(ctx, "exported_ labels", q,
 		r.End, r.End, r.Step, func(m pmodel.Matrix) {
 			for _, st := range m {
 				for _, p := range st.Values {
@@ -272,8 +280,8 @@ func dcgmQueries(p gridPlan, exported bool, dedupe []string, id source.Identity)
 	// out of a request a series whose first sample lies exactly at its end
 	// (a job that starts there).
 	w := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(p.dcgmWindow))
-	device := func(name, window string, set func(r *deviceReading, s *dcgmSeries, v float64)) dcgmQuery {
-		return dcgmQuery{name: name, query: fmt.Sprintf("max without (%s) (last_over_time(%s[%s))", without(dcgmWithout, dedupe), selector(name, p.selector), window),
+	device := func(f dcgmnames.Family, window string, set func(r *deviceReading, s *dcgmSeries, v float64)) dcgmQuery {
+		return dcgmQuery{name: f.New, query: deviceQuery(f, p.selector, window, dedupe),
 			fill: func(pt *gridPoint, m pmodel.Metric, series map[pmodel.Fingerprint]*dcgmSeries, v float64) {
 				fp := m.Fingerprint()
 				s := series[fp]
@@ -290,7 +298,7 @@ func dcgmQueries(p gridPlan, exported bool, dedupe []string, id source.Identity)
 	// Which series had a sample in the last scrape interval (or grid step,
 	// when longer) before each point: the device's current ones, when its
 	// lookback also holds a series that ended (deviceReading). Read first.
-	presence := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(max(p.grid, p.dcgmFastest)))
+	fresh := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(max(p.grid, p.dcgmFastest)))
 	value := func(field func(r *deviceReading) *float64) func(r *deviceReading, s *dcgmSeries, v float64) {
 		return func(r *deviceReading, s *dcgmSeries, v float64) {
 			if r.current(s) {
@@ -303,12 +311,12 @@ func dcgmQueries(p gridPlan, exported bool, dedupe []string, id source.Identity)
 	kw := fmt.Sprintf("%s] offset -1ms", pmodel.Duration(p.ksmWindow))
 	requests := selector("kube_pod_container_resource_requests", `resource=~"nvidia_com_.*"`, p.selector)
 	return []dcgmQuery{
-		device("DCGM_FI_DEV_FB_USED", presence, func(r *deviceReading, s *dcgmSeries, _ float64) { r.markFresh(s) }),
-		device("DCGM_FI_PROF_GR_ENGINE_ACTIVE", w, value(func(r *deviceReading) *float64 { return &r.gr })),
-		device("DCGM_FI_DEV_GPU_UTIL", w, value(func(r *deviceReading) *float64 { return &r.util })),
-		device("DCGM_FI_DEV_FB_USED", w, value(func(r *deviceReading) *float64 { return &r.fb })),
-		device("DCGM_FI_DEV_POWER_USAGE", w, value(func(r *deviceReading) *float64 { return &r.power })),
-		device("DCGM_FI_DEV_XID_ERRORS", w, value(func(r *deviceReading) *float64 { return &r.xid })),
+		device(presence, fresh, func(r *deviceReading, s *dcgmSeries, _ float64) { r.markFresh(s) }),
+		device(dcgmnames.GREngineActive, w, value(func(r *deviceReading) *float64 { return &r.gr })),
+		device(dcgmnames.GPUUtil, w, value(func(r *deviceReading) *float64 { return &r.util })),
+		device(dcgmnames.FBUsed, w, value(func(r *deviceReading) *float64 { return &r.fb })),
+		device(dcgmnames.Power, w, value(func(r *deviceReading) *float64 { return &r.power })),
+		device(dcgmnames.XID, w, value(func(r *deviceReading) *float64 { return &r.xid })),
 		{name: "kube_pod_container_resource_requests",
 			query: fmt.Sprintf(`max without (%s) (last_over_time(%s[%s))`, without("instance, job, uid, unit", dedupe), requests, kw),
 			fill: func(pt *gridPoint, m pmodel.Metric, _ map[pmodel.Fingerprint]*dcgmSeries, v float64) {

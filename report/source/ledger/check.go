@@ -24,13 +24,16 @@ import (
 //     shuffled them), no two samples of a series at one time, no series
 //     twice, no ±Inf;
 //   - the ledger counters' samples (checkCounter): not NaN, not negative, not
-//     beyond what a century can count (maxLedgerSeconds, maxLedgerEUR); the
+//     beyond what a century can count (maxLedgerSeconds, maxLedgerEUR,
+//     maxLedgerJoules); the
 //     resets() counts not NaN or negative; no series with a label the query
 //     aggregated away (deduper.kept);
-//   - what they add up to (conserved, checkEUR): a device's (a whole GPU's or
-//     a MIG instance's) device-seconds in a step bucket, over all its series,
-//     at most the bucket plus the scrape timing; one series' EUR in a bucket
-//     at most what the highest rate any price book allows charges in it;
+//   - what they add up to (conserved, checkEUR, checkEnergy): a device's (a
+//     whole GPU's or a MIG instance's) device-seconds in a step bucket, over
+//     all its series, at most the bucket plus the scrape timing; one series'
+//     EUR in a bucket at most what the highest rate any price book allows
+//     charges in it, its energy at most what the highest facility power
+//     draws in it;
 //   - the gauges the advice reads (checkGauge, checkShare): activity a ratio,
 //     framebuffer a size, shares of a device in (0, 1]. A gauge out of its
 //     range is no sample, and a note names the first (leftOut): exporters do
@@ -54,13 +57,16 @@ const maxFramebufferMiB = 1 << 30
 // exporter) before it is left out.
 const ratioSlack = 0.01
 
-// checkCounter checks a sample of the ledger counter metric (seconds or
-// EUR) of series m.
+// checkCounter checks a sample of the ledger counter metric (seconds, EUR or
+// energy) of series m.
 func checkCounter(metric string, m pmodel.Metric, p pmodel.SamplePair) error {
 	v := float64(p.Value)
 	limit, unit := maxLedgerSeconds, "device-seconds"
-	if metric == eurCounter {
+	switch metric {
+	case eurCounter:
 		limit, unit = maxLedgerEUR, "EUR"
+	case energyCounter:
+		limit, unit = maxLedgerJoules, "J"
 	}
 	switch {
 	case math.IsNaN(v):

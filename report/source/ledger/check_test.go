@@ -40,6 +40,9 @@ func TestCheckValueBounds(t *testing.T) {
 		{"seconds NaN", checkCounter(secondsCounter, m, pair(0, math.NaN())), true},
 		{"EUR a century at the highest rate", checkCounter(eurCounter, m, pair(0, centuryEUR*(1-1e-12))), false},
 		{"EUR past it", checkCounter(eurCounter, m, pair(0, centuryEUR*(1+1e-12))), true},
+		{"joules a century at 100 kW", checkCounter(energyCounter, m, pair(0, century*1e5*(1-1e-12))), false},
+		{"joules past it", checkCounter(energyCounter, m, pair(0, century*1e5*(1+1e-12))), true},
+		{"joules negative", checkCounter(energyCounter, m, pair(0, -1)), true},
 		{"resets 0", checkCount(m, pair(0, 0)), false},
 		{"resets negative", checkCount(m, pair(0, -1)), true},
 		{"resets NaN", checkCount(m, pair(0, math.NaN())), true},
@@ -107,11 +110,27 @@ func TestCheckEUR(t *testing.T) {
 	}
 }
 
+// TestCheckEnergy: one series' joules in a bucket of 1h may reach 1h05m at
+// the highest facility power, 10 kW × PUE 10 = 100 kW: 3,900 s × 1e5 W =
+// 3.9e8 J, and no more.
+func TestCheckEnergy(t *testing.T) {
+	s := &counterSeries{metric: pmodel.Metric{"UUID": "GPU-0"}}
+	end := time.Date(2026, 1, 5, 1, 0, 0, 0, time.UTC)
+	if err := checkEnergy(s, 3.9e8, end, time.Hour); err != nil {
+		t.Errorf("at the limit: %v", err)
+	}
+	err := checkEnergy(s, 3.9e8*(1+1e-12), end, time.Hour)
+	if err == nil || !strings.Contains(err.Error(), `gputally_energy_joules_total{UUID="GPU-0"}`) || !strings.Contains(err.Error(), "ending 2026-01-05T01:00:00Z") {
+		t.Errorf("past the limit: %v", err)
+	}
+}
+
 // TestGaugeOutOfRangeLeftOut: DCGM's GPU utilization reads 4294967295 now and
 // then (go-dcgm issue 75). GPU-0's, 50 % at every 30 s scrape but that one
 // at 00:32:00, averages (9 × 50 + 4,294,967,295) / 10 = 429,496,774.5 % in
-// the 5-minute step ending 00:35: that step is no sample, the other 11 read
-// 0.5, and a note names it; the report goes on.
+// the 5-minute step ending 00:35, read as the ratio 4,294,967.745: that
+// step is no sample, the other 11 read 0.5, and a note names it; the report
+// goes on.
 func TestGaugeOutOfRangeLeftOut(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	b := engine.NewStoreBuilder()
@@ -135,7 +154,7 @@ func TestGaugeOutOfRangeLeftOut(t *testing.T) {
 	for _, a := range d.Activity {
 		act.Merge(a)
 	}
-	want := `DCGM_FI_DEV_GPU_UTIL: 1 samples out of range left out, as no sample; the first: the engine answered 4.294967745e+08 for {UUID="GPU-0"`
+	want := `DCGM_FI_DEV_GPU_UTIL_RATIO (DCGM_FI_DEV_GPU_UTIL up to 4.8): 1 samples out of range left out, as no sample; the first: the engine answered 4.294967745e+06 for {UUID="GPU-0"`
 	if act.Count() != 11 || act.Quantile(0) != 0.5 || act.Max() != 0.5 || len(d.Notes) != 1 || !strings.Contains(d.Notes[0], want) ||
 		!strings.Contains(d.Notes[0], "at 2026-01-05T00:35:00Z: an activity is a ratio between 0 and 1") {
 		t.Errorf("activity %d values from %g to %g, notes %q; want 11 × 0.5 and a note saying %q", act.Count(), act.Quantile(0), act.Max(), d.Notes, want)

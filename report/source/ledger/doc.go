@@ -1,7 +1,7 @@
 // Package ledger is the report's default source: it reads gputally's own
 // metrics through an engine.Querier and returns a model.Dataset. The ledger
-// counters gputally_gpu_seconds_total and gputally_cost_eur_total are read
-// exactly, short jobs, restarts and gaps included (increase.go), a week of
+// counters gputally_gpu_seconds_total, gputally_cost_eur_total and
+// gputally_energy_joules_total (energy.go) are read exactly, short jobs, restarts and gaps included (increase.go), a week of
 // step buckets at a time (stretch.go), for the range and the period before
 // it (read.go), each series once whatever copies the engine delivers
 // (dedupe.go) and every value checked (check.go); beside them the

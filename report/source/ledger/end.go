@@ -32,7 +32,7 @@ func (c *collector) lastBucket(ctx context.Context, d *model.Dataset) error {
 
 // endRequests is the number of requests lastBucket and shares make.
 func (c *collector) endRequests(d *model.Dataset) int {
-	return 4*c.run.Requests(d.End.Add(-d.Step), d.End, d.Step) + c.run.Requests(d.Start.Add(d.Step), d.End, d.Step)
+	return 2*ledgerCounters*c.run.Requests(d.End.Add(-d.Step), d.End, d.Step) + c.run.Requests(d.Start.Add(d.Step), d.End, d.Step)
 }
 
 // shares fills d.Shares from gputally_gpu_allocation: the share of its device

@@ -77,11 +77,12 @@ func TestLedgerOnEveryEngine(t *testing.T) {
 		for _, stretch := range []int{0, 1, 2, 4} {
 			t.Run(fmt.Sprintf("%s, stretch %d", e.Name, stretch), func(t *testing.T) {
 				d, l := ledgerOver(t, e.Q, start, end, step, stretch)
-				seconds, eur := map[string]float64{}, map[string]float64{}
+				seconds, eur, joules := map[string]float64{}, map[string]float64{}, map[string]float64{}
 				for k, le := range l {
 					for s := range model.NumStates {
 						seconds[k.Holder.Namespace] += le.Seconds[s]
 						eur[k.Holder.Namespace] += le.EUR[s]
+						joules[k.Holder.Namespace] += le.Joules[s]
 					}
 				}
 				for ns, w := range want {
@@ -90,6 +91,9 @@ func TestLedgerOnEveryEngine(t *testing.T) {
 					}
 					if math.Abs(eur[ns]-w*eurPerSecond) > 1e-9 {
 						t.Errorf("%s: %.6f EUR, want %.6f", ns, eur[ns], w*eurPerSecond)
+					}
+					if math.Abs(joules[ns]-w*joulesPerSecond) > 1e-6 {
+						t.Errorf("%s: %.3f J, want %.3f", ns, joules[ns], w*joulesPerSecond)
 					}
 				}
 				g := d.GPUs[model.GPUKey{UUID: "GPU-long"}]

@@ -124,10 +124,11 @@ type counterSeries struct {
 // counterSet holds the series of one counter by label set (without __name__).
 type counterSet map[pmodel.Fingerprint]*counterSeries
 
-// The ledger counters.
+// The ledger counters (and energyCounter), and how many there are.
 const (
 	secondsCounter = "gputally_gpu_seconds_total"
 	eurCounter     = "gputally_cost_eur_total"
+	ledgerCounters = 3
 )
 
 // checkCounterSeries checks one series of an answer to a ledger counter's

@@ -15,14 +15,15 @@ import (
 )
 
 // An exporter as the ledger contract says it behaves, played second by second:
-// a holding accrues 1 device-second per second (and eurPerSecond EUR) while it
-// runs; its series appears at the first scrape after it starts, counts from 0,
+// a holding accrues 1 device-second per second (and eurPerSecond EUR, and
+// joulesPerSecond J of facility energy) while it runs; its series appears at the first scrape after it starts, counts from 0,
 // stays with its final value for a retention window after it ends, then goes.
 // An exporter process that stops loses its series; the next one counts from 0.
 
 const (
-	eurPerSecond = 2.7 / 3600 // 2.70 EUR/h
-	retention    = 5 * time.Minute
+	eurPerSecond    = 2.7 / 3600 // 2.70 EUR/h
+	joulesPerSecond = 560        // 400 W × PUE 1.4 at the facility
+	retention       = 5 * time.Minute
 )
 
 // process is one exporter process's lifetime [from, to).
@@ -105,18 +106,20 @@ func ledgerOver(t *testing.T, q engine.Querier, start, end time.Time, step time.
 	return d, l
 }
 
-// ledgerByNamespace returns the device-seconds and EUR the report reads per namespace.
-func ledgerByNamespace(t *testing.T, q engine.Querier, start, end time.Time, step time.Duration, stretch int) (seconds, eur map[string]float64) {
+// ledgerByNamespace returns the device-seconds, EUR and joules the report
+// reads per namespace.
+func ledgerByNamespace(t *testing.T, q engine.Querier, start, end time.Time, step time.Duration, stretch int) (seconds, eur, joules map[string]float64) {
 	t.Helper()
 	_, l := ledgerOver(t, q, start, end, step, stretch)
-	seconds, eur = map[string]float64{}, map[string]float64{}
+	seconds, eur, joules = map[string]float64{}, map[string]float64{}, map[string]float64{}
 	for k, e := range l {
 		for st := range model.NumStates {
 			seconds[k.Holder.Namespace] += e.Seconds[st]
 			eur[k.Holder.Namespace] += e.EUR[st]
+			joules[k.Holder.Namespace] += e.Joules[st]
 		}
 	}
-	return seconds, eur
+	return seconds, eur, joules
 }
 
 // sumByNamespace evaluates query (a per-bucket ledger query) over (start, end]
@@ -138,8 +141,8 @@ func sumByNamespace(t *testing.T, q engine.Querier, query string, start, end tim
 
 // TestExactIncreaseShortJobs plays six hours of an exporter with short jobs,
 // a restart and a long-lived holding into the embedded engine and checks that
-// the report's ledger query returns, per namespace, exactly the seconds and EUR
-// the ledger counted, where increase() (the query before) misses the short
+// the report's ledger query returns, per namespace, exactly the seconds, EUR
+// and energy the ledger counted, where increase() (the query before) misses the short
 // jobs. The jobs start 7 s after a scrape, off any bucket boundary; one set of
 // scrapes is aligned to the hour, the other is offset by 13 s.
 func TestExactIncreaseShortJobs(t *testing.T) {
@@ -171,8 +174,8 @@ func TestExactIncreaseShortJobs(t *testing.T) {
 			// at a time: the restart at 3h15m and the job across 1h on a
 			// stretch's edge.
 			for _, stretch := range []int{0, 1, 4} {
-				var eurs map[string]float64
-				seconds, eurs = ledgerByNamespace(t, q, start, end, step, stretch)
+				var eurs, joules map[string]float64
+				seconds, eurs, joules = ledgerByNamespace(t, q, start, end, step, stretch)
 				for _, ns := range []string{"ci-2m", "ci-90s", "short", "edge", "long"} {
 					want := truth[ns]
 					// The ledger counted the stopping process up to restartAt; what it
@@ -188,6 +191,9 @@ func TestExactIncreaseShortJobs(t *testing.T) {
 					}
 					if math.Abs(eurs[ns]-want*eurPerSecond) > tol*eurPerSecond {
 						t.Errorf("stretch %d: %s: report reads %.6f EUR, the ledger counted %.6f", stretch, ns, eurs[ns], want*eurPerSecond)
+					}
+					if math.Abs(joules[ns]-want*joulesPerSecond) > tol*joulesPerSecond {
+						t.Errorf("stretch %d: %s: report reads %.3f J, the ledger counted %.3f", stretch, ns, joules[ns], want*joulesPerSecond)
 					}
 					t.Logf("stretch %d: %s: ledger %.1f s, report %.1f s, increase() %.1f s", stretch, ns, truth[ns], seconds[ns], old[ns])
 				}
@@ -333,10 +339,11 @@ func TestExactIncreaseSlowCounterGap(t *testing.T) {
 						t.Errorf("stretch %d: bucket ending %dh: %.3f device-seconds, want %.3f", stretch, i+1, g.Seen[i], w)
 					}
 				}
-				var seconds, eur float64
+				var seconds, eur, joules float64
 				for _, e := range l {
 					seconds += e.Seconds[model.StateBusy]
 					eur += e.EUR[model.StateBusy]
+					joules += e.Joules[model.StateBusy]
 				}
 				if math.Abs(seconds-total) > 1e-6 {
 					t.Errorf("stretch %d: %.3f busy device-seconds, want %.3f", stretch, seconds, total)
@@ -344,19 +351,22 @@ func TestExactIncreaseSlowCounterGap(t *testing.T) {
 				if math.Abs(eur-total*eurPerSecond) > 1e-9 {
 					t.Errorf("stretch %d: %.6f busy EUR, want %.6f", stretch, eur, total*eurPerSecond)
 				}
+				if math.Abs(joules-total*joulesPerSecond) > 1e-6 {
+					t.Errorf("stretch %d: %.3f busy J, want %.3f", stretch, joules, total*joulesPerSecond)
+				}
 			}
 		})
 	}
 }
 
-// appendLedger appends, at ts, the seconds and EUR series (at eurPerSecond)
-// of one ledger series labelled base.
+// appendLedger appends, at ts, the seconds, EUR (at eurPerSecond) and energy
+// (at joulesPerSecond) series of one ledger series labelled base.
 func appendLedger(t *testing.T, b *engine.StoreBuilder, base []string, ts time.Time, secs float64) {
 	t.Helper()
 	for _, m := range []struct {
 		name string
 		v    float64
-	}{{"gputally_gpu_seconds_total", secs}, {"gputally_cost_eur_total", secs * eurPerSecond}} {
+	}{{"gputally_gpu_seconds_total", secs}, {"gputally_cost_eur_total", secs * eurPerSecond}, {"gputally_energy_joules_total", secs * joulesPerSecond}} {
 		if err := b.Append(labels.FromStrings(append([]string{"__name__", m.name}, base...)...), ts.UnixMilli(), m.v); err != nil {
 			t.Fatal(err)
 		}

@@ -42,9 +42,9 @@ type Options struct {
 }
 
 // Source is the source.Source that reads gputally's metrics through an
-// engine.Querier: the ledger counters gputally_gpu_seconds_total and
-// gputally_cost_eur_total, read exactly (increase.go) for the range and the
-// period before it, and gputally_gpu_allocation, gputally_gpu_info,
+// engine.Querier: the ledger counters gputally_gpu_seconds_total,
+// gputally_cost_eur_total and gputally_energy_joules_total, read exactly
+// (increase.go) for the range and the period before it, and gputally_gpu_allocation, gputally_gpu_info,
 // kube_pod_labels, DCGM's and gputally's activity and framebuffer gauges.
 // The queries are range queries split into requests of bounded size, at most
 // QueriesInFlight of them at once; it needs no recording rules. A Source is
@@ -102,7 +102,8 @@ func (c *collector) plan(d *model.Dataset) {
 	// The window probe; each ledger counter: two queries from the bucket
 	// ending at the start, for this period and the previous one (and the
 	// second reads of buckets with resets or gaps, counted when planned).
-	n := 1 + c.run.Requests(first, d.End, d.Step) + 4*c.run.Requests(d.Start, d.End, d.Step) + 4*c.run.Requests(d.Start.Add(-d.End.Sub(d.Start)), d.Start, d.Step)
+	n := 1 + c.run.Requests(first, d.End, d.Step) + 2*ledgerCounters*c.run.Requests(d.Start, d.End, d.Step) +
+		2*ledgerCounters*c.run.Requests(d.Start.Add(-d.End.Sub(d.Start)), d.Start, d.Step)
 	n += c.run.Requests(first, d.End, d.Step) // migModes
 	n += c.endRequests(d)
 	n += c.concurrencyRequests(d)

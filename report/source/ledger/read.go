@@ -24,13 +24,13 @@ func (c *collector) thisPeriod(ctx context.Context, d *model.Dataset) error {
 	return nil
 }
 
-// ledger reads seconds and EUR per holding and state over (start, end], a
+// ledger reads seconds, EUR and energy per holding and state over (start, end], a
 // stretch at a time (stretch.go); with fill it also fills d's per-bucket
 // timeline and presence. Its queries are named with suffix in the progress
 // line.
 func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end time.Time, fill bool, suffix string) (map[model.HoldingKey]*model.LedgerEntry, error) {
 	l := &ledgerReading{d: d, id: c.id, fill: fill, first: start, out: map[model.HoldingKey]*model.LedgerEntry{}}
-	var secs, eurs counterPast
+	var p pasts
 	stretch := time.Duration(c.stretchBuckets(d.Step)) * d.Step
 	for base := start; base.Before(end); base = base.Add(stretch) {
 		if err := ctx.Err(); err != nil {
@@ -40,7 +40,7 @@ func (c *collector) ledger(ctx context.Context, d *model.Dataset, start, end tim
 		if to.After(end) {
 			to = end
 		}
-		if err := c.ledgerStretch(ctx, l, &secs, &eurs, base, to, suffix); err != nil {
+		if err := c.ledgerStretch(ctx, l, &p, base, to, suffix); err != nil {
 			return nil, err
 		}
 	}

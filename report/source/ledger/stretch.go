@@ -109,35 +109,54 @@ func (p *counterPast) isNew(set counterSet, fp pmodel.Fingerprint) (isNew, seen 
 	return false, false
 }
 
-// ledgerStretch reads both ledger counters over the buckets ending in
-// (base, to] into l, from what the stretches before left in secsPast and
-// eursPast, which it updates.
-func (c *collector) ledgerStretch(ctx context.Context, l *ledgerReading, secsPast, eursPast *counterPast, base, to time.Time, suffix string) error {
+// pasts is what the stretches read so far left of each ledger counter.
+type pasts struct{ secs, eurs, joules counterPast }
+
+// follower is a ledger counter read like the EUR: bucket by bucket as its
+// seconds series, which tells whether its first bucket counts from 0.
+type follower struct {
+	metric string
+	past   *counterPast
+	add    func(s *counterSeries, isNew bool) error
+}
+
+// ledgerStretch reads the ledger counters — seconds, EUR and energy — over
+// the buckets ending in (base, to] into l, from what the stretches before
+// left in p, which it updates.
+func (c *collector) ledgerStretch(ctx context.Context, l *ledgerReading, p *pasts, base, to time.Time, suffix string) error {
 	step := l.d.Step
-	secs, err := c.counters(ctx, secondsCounter+suffix, secondsCounter, base, to, step, secsPast)
+	secs, err := c.counters(ctx, secondsCounter+suffix, secondsCounter, base, to, step, &p.secs)
 	if err != nil {
 		return err
 	}
-	eurs, err := c.counters(ctx, eurCounter+suffix, eurCounter, base, to, step, eursPast)
-	if err != nil {
-		return err
+	followers := []follower{{eurCounter, &p.eurs, l.addEUR}, {energyCounter, &p.joules, l.addEnergy}}
+	sets := make([]counterSet, len(followers))
+	for i, f := range followers {
+		if sets[i], err = c.counters(ctx, f.metric+suffix, f.metric, base, to, step, f.past); err != nil {
+			return err
+		}
 	}
 	// Which buckets to read again, sample by sample: a seconds series' first
-	// bucket is plainly new when its counter is small; an EUR series' when its
-	// seconds series' is, and that one is not read again there.
+	// bucket is plainly new when its counter is small; an EUR or energy
+	// series' when its seconds series' is, and that one is not read again
+	// there.
 	limit := (step + newSeriesSlack).Seconds()
 	for _, s := range secs {
 		s.plan(func(i int) bool { return s.last[i] <= limit })
 	}
-	for fp, s := range eurs {
-		sec := secs[fp]
-		s.plan(func(i int) bool { return sec == nil || !sec.want[i] && sec.last[i] <= limit })
+	for _, set := range sets {
+		for fp, s := range set {
+			sec := secs[fp]
+			s.plan(func(i int) bool { return sec == nil || !sec.want[i] && sec.last[i] <= limit })
+		}
 	}
 	if err := c.refine(ctx, secondsCounter+suffix, secondsCounter, secs, base, step); err != nil {
 		return err
 	}
-	if err := c.refine(ctx, eurCounter+suffix, eurCounter, eurs, base, step); err != nil {
-		return err
+	for i, f := range followers {
+		if err := c.refine(ctx, f.metric+suffix, f.metric, sets[i], base, step); err != nil {
+			return err
+		}
 	}
 	// A series is new when its seconds counter's first sample in its first
 	// bucket is small: it started from 0 in the bucket.
@@ -156,17 +175,21 @@ func (c *collector) ledgerStretch(ctx context.Context, l *ledgerReading, secsPas
 			return err
 		}
 	}
-	for _, s := range eurs.sorted() {
-		isNew, seen := secsPast.isNew(secs, s.metric.Fingerprint())
-		if !seen {
-			isNew = true // no seconds series to tell: counted from 0, as a new series
-		}
-		if err := l.addEUR(s, isNew); err != nil {
-			return err
+	for i, f := range followers {
+		for _, s := range sets[i].sorted() {
+			isNew, seen := p.secs.isNew(secs, s.metric.Fingerprint())
+			if !seen {
+				isNew = true // no seconds series to tell: counted from 0, as a new series
+			}
+			if err := f.add(s, isNew); err != nil {
+				return err
+			}
 		}
 	}
-	secsPast.end(secs)
-	eursPast.end(eurs)
+	p.secs.end(secs)
+	for i, f := range followers {
+		f.past.end(sets[i])
+	}
 	return nil
 }
 

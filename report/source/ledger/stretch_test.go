@@ -21,7 +21,10 @@ import (
 // longer holds the seconds series too. Hand-computed: p 4h − 10m = 13,800
 // device-seconds and (4h − 2h20m) × 2.70 EUR/h = 4.50 EUR; q 2,400
 // device-seconds and (4h − 2h40m) × 2.70 EUR/h = 3.60 EUR. Pod r on GPU-2
-// has an EUR series from 1h30m and no seconds series: 6.75 EUR.
+// has an EUR series from 1h30m and no seconds series: 6.75 EUR. The energy
+// series follow the same rule: p's from 3h (its first power reading), 3,600 s
+// × 560 W = 2,016,000 J; q's from 3h20m, 2,400 × 560 = 1,344,000 J; r has
+// none, and is not metered (not 0 J as if measured).
 func TestStretchCarriesNewSeries(t *testing.T) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	end := start.Add(4 * time.Hour)
@@ -29,12 +32,14 @@ func TestStretchCarriesNewSeries(t *testing.T) {
 		gpu, pod           string
 		secsFrom, secsTo   time.Duration // the seconds series is scraped in (secsFrom, secsTo]
 		eurFrom            time.Duration
+		joulesFrom         time.Duration // 0: no energy series
 		wantSeconds, wantE float64
+		wantJ              float64
 	}
 	all := []series{
-		{"GPU-0", "p", 10 * time.Minute, 5 * time.Hour, 140 * time.Minute, 13800, 4.5},
-		{"GPU-1", "q", 10 * time.Minute, 50 * time.Minute, 160 * time.Minute, 2400, 3.6},
-		{"GPU-2", "r", 0, 0, 90 * time.Minute, 0, 6.75}, // no seconds series: its EUR count from 0
+		{"GPU-0", "p", 10 * time.Minute, 5 * time.Hour, 140 * time.Minute, 3 * time.Hour, 13800, 4.5, 2_016_000},
+		{"GPU-1", "q", 10 * time.Minute, 50 * time.Minute, 160 * time.Minute, 200 * time.Minute, 2400, 3.6, 1_344_000},
+		{"GPU-2", "r", 0, 0, 90 * time.Minute, 0, 0, 6.75, 0}, // no seconds series: its EUR count from 0
 	}
 	b := engine.NewStoreBuilder()
 	for _, sr := range all {
@@ -52,18 +57,29 @@ func TestStretchCarriesNewSeries(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if sr.joulesFrom > 0 && off > sr.joulesFrom {
+				if err := b.Append(labels.FromStrings(append([]string{"__name__", energyCounter}, base...)...), ts.UnixMilli(), (off-sr.joulesFrom).Seconds()*joulesPerSecond); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 	}
 	q := engine.NewEmbeddedQuerier(b.Store(), time.Minute, discard())
 	for _, stretch := range []int{0, 1, 2} {
 		_, l := ledgerOver(t, q, start, end, time.Hour, stretch)
 		for _, sr := range all {
-			var seconds, eur float64
+			var seconds, eur, joules float64
+			metered := false
 			for k, e := range l {
 				if k.Holder.Pod == sr.pod {
 					seconds += e.Seconds[model.StateBusy]
 					eur += e.EUR[model.StateBusy]
+					joules += e.Joules[model.StateBusy]
+					metered = metered || e.Metered
 				}
+			}
+			if math.Abs(joules-sr.wantJ) > 1e-6 || metered != (sr.joulesFrom > 0) {
+				t.Errorf("stretch %d, pod %s: %.3f busy J (metered %t), want %.0f", stretch, sr.pod, joules, metered, sr.wantJ)
 			}
 			if math.Abs(seconds-sr.wantSeconds) > 1e-6 {
 				t.Errorf("stretch %d, pod %s: %.3f busy device-seconds, want %.0f", stretch, sr.pod, seconds, sr.wantSeconds)

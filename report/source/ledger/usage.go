@@ -7,22 +7,32 @@ import (
 
 	pmodel "github.com/prometheus/common/model"
 
+	"github.com/gputally/gputally/dcgmnames"
 	"github.com/gputally/gputally/report/model"
 )
 
 // usage fills d.Activity, d.Heat and d.FBMiB, a value per resolution step. Device
 // activity is the GR engine where DCGM or GPM has it, else GPU utilization.
+// The device families are read under both of dcgm-exporter's namings, which
+// the exporter writes by --collector.dcgm-exporter-names (dcgmnames): per
+// device, the new name's value, else the old one's, in the base unit; so a
+// range across a change of the flag is one device.
 func (c *collector) usage(ctx context.Context, d *model.Dataset) error {
 	res := c.win.Of(d.Resolution)
 	gr := map[model.DeviceKey]bool{} // devices with GR engine activity
+	perDevice := func(agg, fn string, f dcgmnames.Family) string {
+		return dcgmnames.ReadsBoth.Apply(f, "", func(series string) string {
+			return fmt.Sprintf("%s by (%s) (%s(%s[%s]))", agg, c.id.ByDevice(), fn, series, res)
+		})
+	}
 	queries := []struct {
 		name, query string
 		each        func(pmodel.Matrix)
 	}{
-		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", fmt.Sprintf("avg by (%s) (avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[%s]))", c.id.ByDevice(), res), c.activity("DCGM_FI_PROF_GR_ENGINE_ACTIVE", d, gr, true, 1)},
-		{"DCGM_FI_DEV_GPU_UTIL", fmt.Sprintf("avg by (%s) (avg_over_time(DCGM_FI_DEV_GPU_UTIL[%s]))", c.id.ByDevice(), res), c.activity("DCGM_FI_DEV_GPU_UTIL", d, gr, true, 0.01)},
-		{"gputally_pod_gpu_utilization_ratio", fmt.Sprintf("avg by (%s) (avg_over_time(gputally_pod_gpu_utilization_ratio[%s]))", c.id.ByDevice(), res), c.activity("gputally_pod_gpu_utilization_ratio", d, gr, false, 1)},
-		{"DCGM_FI_DEV_FB_USED", fmt.Sprintf("max by (%s) (max_over_time(DCGM_FI_DEV_FB_USED[%s]))", c.id.ByDevice(), res), c.framebuffer("DCGM_FI_DEV_FB_USED", d, 1)},
+		{bothNames(dcgmnames.GREngineActive), perDevice("avg", "avg_over_time", dcgmnames.GREngineActive), c.activity(bothNames(dcgmnames.GREngineActive), d, gr, grEngine, 1)},
+		{bothNames(dcgmnames.GPUUtil), perDevice("avg", "avg_over_time", dcgmnames.GPUUtil), c.activity(bothNames(dcgmnames.GPUUtil), d, gr, gpuUtil, 1)},
+		{"gputally_pod_gpu_utilization_ratio", fmt.Sprintf("avg by (%s) (avg_over_time(gputally_pod_gpu_utilization_ratio[%s]))", c.id.ByDevice(), res), c.activity("gputally_pod_gpu_utilization_ratio", d, gr, podUtil, 1)},
+		{bothNames(dcgmnames.FBUsed), perDevice("max", "max_over_time", dcgmnames.FBUsed), c.framebuffer(bothNames(dcgmnames.FBUsed), d, 1.0/(1<<20))},
 		{"gputally_pod_gpu_memory_used_bytes", fmt.Sprintf("max by (%s) (max_over_time(gputally_pod_gpu_memory_used_bytes[%s]))", c.id.ByDevice(), res), c.framebuffer("gputally_pod_gpu_memory_used_bytes", d, 1.0/(1<<20))},
 	}
 	for _, q := range queries {
@@ -33,19 +43,32 @@ func (c *collector) usage(ctx context.Context, d *model.Dataset) error {
 	return nil
 }
 
+// bothNames names family f as the notes do: its new name, and the old one.
+func bothNames(f dcgmnames.Family) string { return f.New + " (" + f.Old + " up to 4.8)" }
+
+// activityKind is what an activity query reads.
+type activityKind int
+
+const (
+	grEngine activityKind = iota // a device's graphics-engine activity
+	gpuUtil                      // a device's GPU utilization, where it has no GR engine activity
+	podUtil                      // a container's share of a shared GPU
+)
+
 // activity returns the reader of an activity query whose values times scale
-// are ratios (0–1). A device query (device) also fills d.Heat; its GR engine
-// query (scale 1) marks the devices in gr, whose GPU utilization (scale ≠ 1)
-// is then skipped. A value outside [0, 1] (checkGauge), like NaN, is no
-// sample; it is counted under name for a note.
-func (c *collector) activity(name string, d *model.Dataset, gr map[model.DeviceKey]bool, device bool, scale float64) func(pmodel.Matrix) {
+// are ratios (0–1). A device query (grEngine, gpuUtil) also fills d.Heat;
+// the GR engine query marks the devices in gr, whose GPU utilization is then
+// skipped. A value outside [0, 1] (checkGauge), like NaN, is no sample; it
+// is counted under name for a note.
+func (c *collector) activity(name string, d *model.Dataset, gr map[model.DeviceKey]bool, kind activityKind, scale float64) func(pmodel.Matrix) {
+	device := kind != podUtil
 	return func(m pmodel.Matrix) {
 		for _, s := range m {
 			k := c.id.HoldingOf(s.Metric)
-			if device && scale != 1 && gr[k.Dev] {
+			if kind == gpuUtil && gr[k.Dev] {
 				continue
 			}
-			if device && scale == 1 {
+			if kind == grEngine {
 				gr[k.Dev] = true
 			}
 			for _, p := range s.Values {

@@ -112,6 +112,31 @@ renders nothing when the text is not a duration (the API server then judges it).
 {{- end }}
 
 {{/*
+exporter.dcgmExporterNames, checked: the string "4.10" or "4.8" (4.10 unquoted
+in a values file is the number 4.1).
+*/}}
+{{- define "gputally.dcgmExporterNames" -}}
+{{- $names := .Values.exporter.dcgmExporterNames -}}
+{{- if not (and (kindIs "string" $names) (has $names (list "4.10" "4.8"))) -}}
+{{- fail (printf "exporter.dcgmExporterNames must be the string \"4.10\" or \"4.8\" (quote it in a values file), not %v" $names) -}}
+{{- end -}}
+{{- $names -}}
+{{- end }}
+
+{{/*
+The directory of the generated files (rules, dashboards) for the exporter's
+DCGM_* names: files for 4.10's, files/4.8 for 4.8's, as `gputally generate
+--collector.dcgm-exporter-names` writes them.
+*/}}
+{{- define "gputally.generatedDir" -}}
+{{- if eq (include "gputally.dcgmExporterNames" .) "4.8" -}}
+files/4.8
+{{- else -}}
+files
+{{- end -}}
+{{- end }}
+
+{{/*
 The text of a generated file of the chart (rules, a dashboard), for the
 exporter's spelling of the node label: with exporter.legacyHostnameLabel every
 whole word `hostname` becomes `Hostname`, as `gputally generate
