@@ -137,6 +137,16 @@ type Options struct {
 	IdleCostWindow time.Duration
 	// IdleCostFor is how long the idle EUR must stay over the limit.
 	IdleCostFor time.Duration
+
+	// WaitLongerThan is how long a GPU pod must have waited for a node, since
+	// its creation, for GPUPodsWaitingWhileIdle; it is also the lookback of
+	// the pod's team.
+	WaitLongerThan time.Duration
+	// WaitIdleMinEURPerHour is the idle-allocated EUR per hour of the
+	// resource the pod waits for above which the alert fires.
+	WaitIdleMinEURPerHour float64
+	// WaitFor is how long both must hold.
+	WaitFor time.Duration
 }
 
 // DefaultOptions returns the thresholds the committed rules file uses.
@@ -178,6 +188,12 @@ func DefaultOptions() Options {
 		ForecastFor:    time.Hour,
 		IdleCostWindow: 24 * time.Hour,
 		IdleCostFor:    0,
+		// Half an hour: far longer than a pod waits for an image pull or a
+		// scale-up of the node pool, and short against the hours a
+		// notebook or a training job loses in a queue.
+		WaitLongerThan:        30 * time.Minute,
+		WaitIdleMinEURPerHour: 0,
+		WaitFor:               5 * time.Minute,
 	}
 }
 
@@ -224,6 +240,9 @@ func (o Options) Validate() error {
 		}
 		seen[r] = true
 	}
+	if o.WaitIdleMinEURPerHour < 0 {
+		errs = append(errs, fmt.Errorf("WaitIdleMinEURPerHour %v: want ≥ 0", o.WaitIdleMinEURPerHour))
+	}
 	if o.IdleMinEURPerHour < 0 {
 		errs = append(errs, fmt.Errorf("IdleMinEURPerHour %v: want ≥ 0", o.IdleMinEURPerHour))
 	}
@@ -240,6 +259,8 @@ func (o Options) Validate() error {
 	window("BudgetStep", o.BudgetStep)
 	window("ForecastWindow", o.ForecastWindow)
 	window("IdleCostWindow", o.IdleCostWindow)
+	window("WaitLongerThan", o.WaitLongerThan)
+	hold("WaitFor", o.WaitFor)
 	hold("IdleFor", o.IdleFor)
 	hold("ThrottleFor", o.ThrottleFor)
 	hold("TemperatureFor", o.TemperatureFor)

@@ -59,6 +59,7 @@ func RecordingRuleNames() []string {
 	return []string{
 		RuleDeviceActivity, RuleFramebufferUsed, RuleCostEURPerHour, RuleGPUsByState,
 		RuleBusyRatio, RuleAllocatedGPUs, RuleHourlyCostEUR, RuleHealthyGPUs, RuleCO2eKilogramsPerHour,
+		RulePodWaitingGPUs, RuleFreeGPUs, RuleFragmentedGPUs, RuleIdleEURByResource,
 		RuleNamespaceTeam, RulePodTeamLabel, RulePodTeam,
 		RuleBudgetMonthly, RuleIdleLimitDaily, RuleSpendPerStep, RuleSpendMonthToDate, RuleSpendForecast,
 	}
@@ -116,9 +117,10 @@ func Build(opts Options) (File, error) {
 	}
 	f := File{Groups: []Group{
 		{Name: "gputally.recording", Rules: append(recordingRules(opts.Names), carbonRules()...)},
+		{Name: "gputally.waiting", Rules: waitingRules()},
 		{Name: "gputally.teams", Rules: teamRules(opts)},
 		{Name: "gputally.budgets", Interval: dur(opts.BudgetStep), Rules: budgetRules(opts)},
-		{Name: "gputally.alerts", Rules: append(alertingRules(opts), faultRules(opts)...)},
+		{Name: "gputally.alerts", Rules: append(append(alertingRules(opts), faultRules(opts)...), waitingAlert(opts))},
 	}}
 	base := strings.TrimSuffix(opts.RunbookBaseURL, "/")
 	for _, g := range f.Groups {

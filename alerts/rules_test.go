@@ -29,6 +29,7 @@ const (
 	transitionTestFile = "testdata/gputally-rules-transition_test.yaml"
 	budgetTestFile     = "testdata/budgets_test.yaml"
 	teamTestFile       = "testdata/teams_test.yaml"
+	waitTestFile       = "testdata/waiting_test.yaml"
 )
 
 // budgetTestOptions are the options of budgetTestFile's rules: the defaults
@@ -161,7 +162,7 @@ func TestPromtoolTestTransition(t *testing.T) {
 	}
 }
 
-// TestPromtoolTestBudgets runs budgetTestFile and teamTestFile against the
+// TestPromtoolTestBudgets runs budgetTestFile, teamTestFile and waitTestFile against the
 // rules for budgetTestOptions, written beside copies of them.
 func TestPromtoolTestBudgets(t *testing.T) {
 	bin := promtool(t)
@@ -173,7 +174,7 @@ func TestPromtoolTestBudgets(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "budget-rules.yaml"), rules, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, file := range []string{budgetTestFile, teamTestFile} {
+	for _, file := range []string{budgetTestFile, teamTestFile, waitTestFile} {
 		tests, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -204,7 +205,7 @@ type unitTests struct {
 // rule set: every alert has a case where it fires and one where it does not.
 func TestEveryAlertHasFiringAndSilentCase(t *testing.T) {
 	fires, silent := map[string]bool{}, map[string]bool{}
-	for file, rules := range map[string]string{unitTestFile: "../" + generatedFile, budgetTestFile: "budget-rules.yaml", teamTestFile: "budget-rules.yaml"} {
+	for file, rules := range map[string]string{unitTestFile: "../" + generatedFile, budgetTestFile: "budget-rules.yaml", teamTestFile: "budget-rules.yaml", waitTestFile: "budget-rules.yaml"} {
 		raw, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

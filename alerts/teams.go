@@ -13,11 +13,12 @@ const (
 	// RuleNamespaceTeam is the team map as constant series: 1 for each
 	// namespace of Options.Teams, labels namespace and team.
 	RuleNamespaceTeam = "namespace:gputally_team:info"
-	// RulePodTeamLabel is 1 for each pod holding a GPU whose Options.TeamLabel
+	// RulePodTeamLabel is 1 for each pod holding or waiting for a GPU whose Options.TeamLabel
 	// names a team on kube-state-metrics' kube_pod_labels, labels namespace,
 	// pod and team. Written only with a TeamLabel.
 	RulePodTeamLabel = "namespace_pod:gputally_team_label:info"
-	// RulePodTeam is, for each pod holding a GPU (gputally_gpu_allocation),
+	// RulePodTeam is, for each pod holding a GPU (gputally_gpu_allocation)
+	// or waiting for one (RulePodWaitingGPUs),
 	// labels namespace, pod and, when one is known, team: its team label, else
 	// its namespace's team in the map. One series per pod; its value is the
 	// precedence of the team's source: 2 the team label, 1 the team map, 0 no
@@ -25,6 +26,10 @@ const (
 	// whose kube_pod_labels series missed a scrape keeps its labelled team.
 	RulePodTeam = "namespace_pod:gputally_team:precedence"
 )
+
+// gpuPods are the pods whose team the team rules record: those that hold a
+// GPU, and those that wait for one (waiting.go).
+const gpuPods = "(gputally_gpu_allocation or " + RulePodWaitingGPUs + ")"
 
 // teamRules are the team group: the team map's constants, then the pods'
 // team labels, then every pod's team.
@@ -40,7 +45,7 @@ func teamRules(o Options) []Rule {
 			`max by (namespace, pod, team) (`,
 			fmt.Sprintf(`  label_replace(kube_pod_labels{%s!=""}, "team", "$1", "%s", "(.+)")`, l, l),
 			`  and on (namespace, pod)`,
-			`  gputally_gpu_allocation`,
+			`  ` + gpuPods,
 			`)`,
 		}, "\n")})
 	}
@@ -49,9 +54,9 @@ func teamRules(o Options) []Rule {
 	return append(rules, Rule{Record: RulePodTeam, Expr: strings.Join([]string{
 		fmt.Sprintf(`2 * topk by (namespace, pod) (1, %s)`, RulePodTeamLabel),
 		`or on (namespace, pod)`,
-		fmt.Sprintf(`group by (namespace, pod) (gputally_gpu_allocation) * on (namespace) group_left (team) %s`, RuleNamespaceTeam),
+		fmt.Sprintf(`group by (namespace, pod) (%s) * on (namespace) group_left (team) %s`, gpuPods, RuleNamespaceTeam),
 		`or on (namespace, pod)`,
-		`0 * group by (namespace, pod) (gputally_gpu_allocation)`,
+		fmt.Sprintf(`0 * group by (namespace, pod) (%s)`, gpuPods),
 	}, "\n")})
 }
 

@@ -11,8 +11,8 @@ import (
 
 func namespacePod(names dcgmnames.Reads) *dashboard.DashboardBuilder {
 	onePod := `pod!="", ` + owned
-	return newDashboard("gputally-namespace", "GPU namespace / pod",
-		"What each namespace and pod holds, how much of it it uses (also on shared GPUs), and what it costs.",
+	return waitingRow(newDashboard("gputally-namespace", "GPU namespace / pod",
+		"What each namespace and pod holds, how much of it it uses (also on shared GPUs), what it costs, and the GPU demand that waits.",
 		"now-24h", true).
 		WithRow(row("Allocation")).
 		WithPanel(stacked(timeSeries("GPUs allocated by namespace", "Devices held: a whole GPU or a MIG instance counts 1, a time-sliced or MPS replica its share of the GPU, a HAMi, KAI-Scheduler or DRA share what the price book's policy charges it.", unitCount,
@@ -34,5 +34,5 @@ func namespacePod(names dcgmnames.Reads) *dashboard.DashboardBuilder {
 		WithPanel(timeSeries("Busy share", "Busy part of the GPU time each namespace held over the last hour.", unitRatio,
 			rangeQuery(fmt.Sprintf(`%s{namespace=~"$namespace", modelName=~"$modelName"}`, alerts.RuleBusyRatio), "{{namespace}} {{modelName}}")).Min(0).Max(1)).
 		WithPanel(tableOf("Cost per pod over the range", "EUR accrued by each pod over the range, busy and idle.", unitEUR,
-			instantQuery(fmt.Sprintf(`topk(50, sum by (namespace, pod, state) (increase(gputally_cost_eur_total{%s}[$__range])))`, onePod), "")))
+			instantQuery(fmt.Sprintf(`topk(50, sum by (namespace, pod, state) (increase(gputally_cost_eur_total{%s}[$__range])))`, onePod), ""))))
 }

@@ -17,8 +17,11 @@ import (
 
 var metricsDoc = flag.String("metrics-doc", "../docs/metrics.md", "the authoritative metric list")
 
-// prometheusSeries are series Prometheus itself writes for every target.
-var prometheusSeries = []string{"up"}
+// prometheusSeries are series Prometheus itself writes for every target, and
+// kube-state-metrics' that the waiting rules and dashboard read
+// (kubernetes/kube-state-metrics internal/store/pod.go and node.go).
+var prometheusSeries = []string{"up", "kube_pod_created", "kube_pod_status_phase", "kube_pod_container_resource_requests",
+	"kube_node_status_allocatable", "kube_pod_labels"}
 
 var (
 	backticked = regexp.MustCompile("`([^`]+)`")

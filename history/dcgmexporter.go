@@ -43,7 +43,8 @@ const (
 //     dcgm-exporter reads the blank fields as absent;
 //   - kube-state-metrics' kube_pod_container_resource_requests,
 //     kube_pod_status_phase and kube_pod_labels of the running pods that
-//     request a device plugin resource, and kube_node_status_capacity of the
+//     request a device plugin resource (and the pods' lifecycle series,
+//     kubestate.go), and kube_node_status_capacity of the
 //     node's resources (time-sliced GPUs as their replicas, and pods), from what the
 //     simulated API server knows at the scrape — not from the exporter's
 //     attribution, so a kubelet outage does not hide them;
@@ -64,6 +65,7 @@ type dcgmExporterSink struct {
 	start   time.Time                    // of the run, for names
 	pairs   map[[2]string]*dto.LabelPair // interned, so a series has the same pairs in every scrape
 	shaper  *shaper                      // nil without Shapes
+	ksm     *kubeStateWriter             // the pods' lifecycle series (kubestate.go)
 }
 
 // DCGMExporterOptions leave out of the dcgm-exporter flavour what clusters
@@ -84,7 +86,8 @@ type DCGMExporterOptions struct {
 }
 
 func newDCGMExporterSink(sink Sink, backend *sim.Backend, opts DCGMExporterOptions, names Names, start time.Time) *dcgmExporterSink {
-	s := &dcgmExporterSink{sink: sink, backend: backend, node: backend.Hostname(), opts: opts, names: names, start: start, pairs: map[[2]string]*dto.LabelPair{}}
+	s := &dcgmExporterSink{sink: sink, backend: backend, node: backend.Hostname(), opts: opts, names: names, start: start, pairs: map[[2]string]*dto.LabelPair{},
+		ksm: newKubeStateWriter(backend, false)}
 	if opts.Shapes != nil {
 		s.shaper = newShaper(opts.Shapes, s.node, s.pair)
 	}
@@ -155,7 +158,7 @@ func (s *dcgmExporterSink) AddScrape(mfs []*dto.MetricFamily, t time.Time) error
 		out = s.shaper.families(out)
 	}
 	if !s.opts.NoKubeStateMetrics {
-		out = append(out, s.kubeState(requests, capacity)...)
+		out = mergeFamilies(out, append(s.kubeState(requests, capacity), s.ksm.families(t)...))
 	}
 	return s.sink.AddScrape(out, t)
 }

@@ -51,6 +51,7 @@ func RunFleet(ctx context.Context, opts Options, nodes []*sim.Scenario, sink Sin
 		return Result{}, err
 	}
 	opts.Scenario = nodes[0]
+	opts.KubeStateMetrics = opts.KubeStateMetrics || slices.ContainsFunc(nodes, (*sim.Scenario).Waits)
 	if len(nodes) == 1 {
 		return Run(ctx, opts, sink)
 	}
@@ -108,13 +109,14 @@ func (s *instanceSink) AddScrape(mfs []*dto.MetricFamily, t time.Time) error {
 }
 
 // CheckFleet reports nodes that WriteFleet cannot run together: two with
-// the same hostname, or the same seed (so the same GPU UUIDs). seed is
+// the same hostname, or the same seed (so the same GPU UUIDs), or that both
+// list one pending pod. seed is
 // Options.Seed: when set, node i runs with seed + i.
 func CheckFleet(nodes []*sim.Scenario, seed int64) error {
 	if len(nodes) == 0 {
 		return errors.New("fleet: no nodes")
 	}
-	hosts, seeds := map[string]int{}, map[int64]int{}
+	hosts, seeds, pending := map[string]int{}, map[int64]int{}, map[string]int{}
 	for i, sc := range nodes {
 		s := sc.Seed
 		if seed != 0 {
@@ -131,6 +133,13 @@ func CheckFleet(nodes []*sim.Scenario, seed int64) error {
 			return fmt.Errorf("fleet: nodes %d and %d have the same seed %d, so the same GPU UUIDs", j+1, i+1, s)
 		}
 		hosts[host], seeds[s] = i, i
+		for _, p := range sc.Pending {
+			full := p.Namespace + "/" + p.Pod
+			if j, dup := pending[full]; dup {
+				return fmt.Errorf("fleet: nodes %d and %d both list pending pod %s: kube-state-metrics writes a cluster's pods once, list it in one node's scenario", j+1, i+1, full)
+			}
+			pending[full] = i
+		}
 	}
 	return nil
 }

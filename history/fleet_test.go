@@ -65,6 +65,11 @@ func TestWriteFleetRejectsClashingNodes(t *testing.T) {
 	sameHost.Seed++
 	sameSeed := sim.Default()
 	sameSeed.Node.Hostname = "other"
+	pendingA, pendingB := sim.Default(), sim.Default()
+	pendingB.Seed++
+	pendingB.Node.Hostname = "other"
+	pendingA.Pending = []sim.PendingPod{{Namespace: "nb", Pod: "nb-1", Resource: "nvidia.com/gpu", Count: 1}}
+	pendingB.Pending = pendingA.Pending
 	for _, tc := range []struct {
 		name  string
 		nodes []*sim.Scenario
@@ -73,6 +78,7 @@ func TestWriteFleetRejectsClashingNodes(t *testing.T) {
 		{"hostname", []*sim.Scenario{a, sameHost}, "both called"},
 		{"seed", []*sim.Scenario{a, sameSeed}, "same seed"},
 		{"none", nil, "no nodes"},
+		{"pending twice", []*sim.Scenario{pendingA, pendingB}, "nodes 1 and 2 both list pending pod nb/nb-1"},
 	} {
 		_, err := WriteFleet(context.Background(), &bytes.Buffer{}, Options{Start: start, Duration: time.Minute}, tc.nodes)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -53,6 +53,11 @@ type Options struct {
 	// DCGMExporter leaves out of the dcgm-exporter flavour what clusters
 	// often lack (FlavorDCGMExporter only).
 	DCGMExporter DCGMExporterOptions
+	// KubeStateMetrics writes kube-state-metrics' pod and node series
+	// (kubestate.go) in the gputally flavour too, as it does by itself for a
+	// scenario whose pods wait; RunFleet sets it for every node of a fleet
+	// in which one node's pods wait: kube-state-metrics sees the cluster.
+	KubeStateMetrics bool
 	// Names are the names of the DCGM_* series (names.go): dcgm-exporter
 	// 4.8's (the zero value), 4.10's, a rolling upgrade from one to the other,
 	// or both side by side.
@@ -115,8 +120,11 @@ func Run(ctx context.Context, opts Options, sink Sink) (Result, error) {
 		return Result{}, err
 	}
 	defer node.close()
-	if opts.Flavor == FlavorDCGMExporter {
+	switch {
+	case opts.Flavor == FlavorDCGMExporter:
 		sink = newDCGMExporterSink(sink, node.backend, opts.DCGMExporter, opts.Names, opts.Start)
+	case opts.KubeStateMetrics || opts.Scenario.Waits():
+		sink = &kubeStateSink{sink: sink, ksm: newKubeStateWriter(node.backend, true)}
 	}
 	if opts.ScrapeJitter > 0 {
 		sink = &jitterSink{sink: sink, most: opts.ScrapeJitter, seed: cmp.Or(opts.Seed, opts.Scenario.Seed)}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	pmodel "github.com/prometheus/common/model"
 
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/memlimit"
+	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/source"
 )
@@ -71,6 +73,10 @@ type Config struct {
 	// DrainAbove: a node whose device-hours were unallocated more than this
 	// share can be drained (0–1).
 	DrainAbove float64
+	// Scheduler is whose queues the advice writes: "kueue", "volcano", or
+	// "auto" (also ""): per cluster from the GPU pods' schedulerName
+	// (advice.Schedulers).
+	Scheduler string
 	// MIGWeight splits a MIG GPU's cost over its instances in every MIG
 	// figure; set it from the price book the exporters use (the zero value is
 	// the built-in book's compute weight).
@@ -180,6 +186,7 @@ func DefaultConfig() Config {
 		ReleaseBelow:       0.05,
 		LowDutyBelow:       0.3,
 		DrainAbove:         0.95,
+		Scheduler:          advice.SchedulerAuto,
 		Timeout:            2 * time.Minute,
 		TotalTimeout:       time.Hour,
 		MaxPointsPerQuery:  1000,
@@ -219,6 +226,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("cluster label %q is not a label name", c.ClusterLabel)
 	case c.ClusterLabel != "" && slices.Contains(c.DedupeLabels, c.ClusterLabel):
 		return fmt.Errorf("cluster label %q is also a dedupe label: copies that differ in it would be counted once, and the clusters merged", c.ClusterLabel)
+	case c.Scheduler != "" && !slices.Contains(advice.Schedulers, c.Scheduler):
+		return fmt.Errorf("scheduler %q: want one of %s", c.Scheduler, strings.Join(advice.Schedulers, ", "))
 	case c.QueriesInFlight < 1:
 		return fmt.Errorf("queries in flight %d must be at least 1", c.QueriesInFlight)
 	}

@@ -148,7 +148,7 @@ func Generate(ctx context.Context, cfg Config, src Source, logger *slog.Logger) 
 		return nil, err
 	}
 	adv := advice.Advise(res, d, advice.Settings{Teams: teams, Headroom: cfg.Headroom, ReleaseBelow: cfg.ReleaseBelow,
-		LowDutyBelow: cfg.LowDutyBelow, DrainAbove: cfg.DrainAbove, MIGWeight: cfg.MIGWeight})
+		LowDutyBelow: cfg.LowDutyBelow, DrainAbove: cfg.DrainAbove, MIGWeight: cfg.MIGWeight, Scheduler: cfg.Scheduler})
 	r := render.NewReport(res, adv)
 	if err := followUp(base, r, res, adv, d, logger); err != nil {
 		return nil, err

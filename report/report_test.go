@@ -108,7 +108,7 @@ func TestRecommendationsHandComputed(t *testing.T) {
 	// dev kept 3 GPUs busy at once: 3 × 1.2 → 4. research kept none busy: the
 	// floor of 1, and a comment that says so.
 	for _, s := range []string{"mig-devices:\n        1g.10gb: 1", "replicas: 3", "name: dev\n", "nominalQuota: 4",
-		"#   nvidia.com/gpu: no device was busy in any interval; 1 is a floor so its jobs can still be admitted\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: research\n"} {
+		"#   nvidia.com/gpu: no device was busy or waited for in any interval; 1 is a floor so its jobs can still be admitted\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: research\n"} {
 		if !strings.Contains(r.Apply.MIGParted+r.Apply.TimeSlicing+r.Apply.Kueue, s) {
 			t.Errorf("configuration to apply lacks %q:\n%s\n%s\n%s", s, r.Apply.MIGParted, r.Apply.TimeSlicing, r.Apply.Kueue)
 		}
@@ -240,6 +240,8 @@ func TestBoundedRequests(t *testing.T) {
 			want = 7 * 24 * 12
 		case strings.Contains(q, "vector(1)"):
 			want = 1 // the window probe, at the end
+		case strings.Contains(q, "kube_pod_scheduler") || strings.Contains(q, "count_over_time(kube_node_status_allocatable"):
+			want = 1 // the GPU pods' schedulers and kube-state-metrics' scrape interval (report/source/waiting.go), at the end
 		}
 		if n != want {
 			t.Errorf("%s: %d points in all, want %d", q, n, want)
@@ -356,6 +358,7 @@ func TestConfigValidate(t *testing.T) {
 		{"headroom", func(c *Config) { c.Headroom = 0.5 }, "headroom"},
 		{"resolution", func(c *Config) { c.Resolution = 2 * time.Hour }, "resolution"},
 		{"threshold", func(c *Config) { c.LowDutyBelow = 2 }, "thresholds"},
+		{"scheduler", func(c *Config) { c.Scheduler = "yunikorn" }, `scheduler "yunikorn": want one of auto, kueue, volcano`},
 	} {
 		c := testConfig()
 		tc.mod(&c)

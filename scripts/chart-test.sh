@@ -13,7 +13,11 @@
 #      run as that ServiceAccount against the API server;
 #   5. the report's Kueue objects (kueue.x-k8s.io/v1beta2, from `report --demo` on the demo
 #      fleet) with Kueue's own CRDs installed from the sigs.k8s.io/kueue module, server-side
-#      dry-run; a ClusterQueue with v1beta1's `cohort` must be rejected.
+#      dry-run; a ClusterQueue with v1beta1's `cohort` must be rejected;
+#   6. the report's Volcano queues (scheduling.volcano.sh/v1beta1, from `report --demo
+#      --scheduler=volcano` and report/advice's waiting story, with its Kueue objects) against
+#      Volcano's Queue CRD (testdata/crds/volcano), server-side dry-run; a Queue with Volcano's
+#      documented guarantee mistake must be rejected.
 #
 # Needs: Go, etcd (Debian: apt-get install -y etcd-server), openssl, curl. The first run builds
 # helm, kube-apiserver and kubectl (long on 2 cores); later runs start in seconds.
@@ -398,6 +402,67 @@ elif grep -q 'cohort' "$work/apply-kueue-broken.log"; then
 else
 	cat "$work/apply-kueue-broken.log"
 	fail "API server rejects the v1beta1-style ClusterQueue, but not for cohort"
+fi
+
+step "install Volcano's Queue CRD (testdata/crds/volcano) and dry-run the report's Volcano queues"
+"$kubectl" apply --server-side -f testdata/crds/volcano/scheduling.volcano.sh_queues.yaml >/dev/null
+if "$kubectl" wait --for condition=Established --timeout=60s crd/queues.scheduling.volcano.sh >/dev/null; then
+	pass "Volcano Queue CRD established"
+else
+	fail "Volcano Queue CRD established"
+fi
+if go run ./cmd/gputally report --demo --demo.scenario testdata/scenarios/fleet --cost.price-book testdata/prices/fleet.yaml \
+	--range 1d --format json --out "$work/fleet-report-volcano.json" --scheduler volcano --apply-dir "$work/apply-volcano" >"$work/report-volcano.log" 2>&1 &&
+	[[ -s "$work/apply-volcano/volcano-queues.yaml" ]]; then
+	pass "report --demo --scheduler=volcano wrote $(grep -c '^kind: Queue' "$work/apply-volcano/volcano-queues.yaml") Volcano queues"
+else
+	tail -n 20 "$work/report-volcano.log"
+	fail "report --demo --scheduler=volcano"
+fi
+# Kueue's objects for the two-day waiting story (testdata/scenarios/waiting: a 4-GPU job
+# that waited fragmented, notebooks that never ran), read from kube-state-metrics' series.
+if go run ./cmd/gputally report --demo --demo.scenario testdata/scenarios/waiting --cost.price-book testdata/prices/fleet.yaml \
+	--range 2d --format json --out "$work/waiting-report.json" --apply-dir "$work/apply-waiting" >"$work/report-waiting.log" 2>&1 &&
+	[[ -s "$work/apply-waiting/kueue.yaml" ]]; then
+	pass "report --demo on the waiting story wrote $(grep -c '^kind:' "$work/apply-waiting/kueue.yaml") Kueue objects"
+else
+	tail -n 20 "$work/report-waiting.log"
+	fail "report --demo on the waiting story"
+fi
+# The queues and Kueue objects of report/advice's waiting story (GPU pods that waited, MIG
+# instances among them; TestWaitingStoryFiles keeps them current).
+story=report/advice/testdata/waiting-story
+for ns in $(sed -n 's/^  namespace: //p' "$story/kueue.yaml" "$work/apply-waiting/kueue.yaml" | sort -u); do
+	"$kubectl" get namespace "$ns" >/dev/null 2>&1 || "$kubectl" create namespace "$ns" >/dev/null
+done
+for f in "$work/apply-volcano/volcano-queues.yaml" "$story/volcano-queues.yaml" "$story/kueue.yaml" "$work/apply-waiting/kueue.yaml"; do
+	if [[ -s "$f" ]] && "$kubectl" apply --dry-run=server --validate=strict -f "$f" >"$work/apply-story.log" 2>&1; then
+		pass "API server accepts $f ($(grep -c '(server dry run)' "$work/apply-story.log") objects)"
+	else
+		cat "$work/apply-story.log" 2>/dev/null
+		fail "API server accepts $f"
+	fi
+done
+# Volcano's documents write guarantee: {<resource>: …}; the schema is guarantee.resource:
+# strict field validation must reject it (non-strict validation drops it with a warning).
+cat >"$work/volcano-guarantee.yaml" <<EOF
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: guarantee-without-resource
+spec:
+  deserved:
+    nvidia.com/gpu: "2"
+  guarantee:
+    nvidia.com/gpu: "1"
+EOF
+if "$kubectl" apply --dry-run=server --validate=strict -f "$work/volcano-guarantee.yaml" >"$work/apply-volcano-broken.log" 2>&1; then
+	fail "API server rejects guarantee without resource in a Queue (it accepted it: the check cannot fail)"
+elif grep -qF 'unknown field "spec.guarantee.nvidia.com/gpu"' "$work/apply-volcano-broken.log"; then
+	pass "API server rejects guarantee without resource in a Queue: $(head -n1 "$work/apply-volcano-broken.log")"
+else
+	cat "$work/apply-volcano-broken.log"
+	fail "API server rejects the Queue, but not for guarantee"
 fi
 
 echo "chart-test: $passed passed, $failed failed"

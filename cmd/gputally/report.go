@@ -17,6 +17,7 @@ import (
 	"github.com/gputally/gputally/cost"
 	"github.com/gputally/gputally/history"
 	"github.com/gputally/gputally/report"
+	"github.com/gputally/gputally/report/advice"
 	"github.com/gputally/gputally/report/engine"
 	"github.com/gputally/gputally/report/source"
 )
@@ -66,6 +67,8 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("release-below", "Recommend releasing holdings busy less than this share of the time.").Default("0.05").Float64Var(&c.cfg.ReleaseBelow)
 	cmd.Flag("low-duty-below", "Recommend time-slicing for pods busy less than this share.").Default("0.3").Float64Var(&c.cfg.LowDutyBelow)
 	cmd.Flag("drain-above", "Recommend draining nodes unallocated more than this share.").Default("0.95").Float64Var(&c.cfg.DrainAbove)
+	cmd.Flag("scheduler", "Whose queues the configuration to apply holds: kueue (Kueue v1beta2), volcano (Volcano queues for the capacity plugin), or auto: per cluster, volcano when its GPU pods name volcano as their scheduler (kube-state-metrics' kube_pod_scheduler), else kueue.").
+		Default(advice.SchedulerAuto).EnumVar(&c.cfg.Scheduler, advice.Schedulers...)
 	cmd.Flag("allow-partial", "Write a report marked partial when more than 1 % of the device-hours are missing or unknown, instead of failing.").BoolVar(&c.cfg.AllowPartial)
 	cmd.Flag("webhook.url-file", "File holding a Slack/Mattermost incoming-webhook URL; the Markdown report is POSTed to it.").StringVar(&c.cfg.WebhookURLFile)
 	c.timeout = durationFlag(cmd.Flag("query.timeout", "Limit of each query and of the webhook POST."), "2m")

@@ -38,6 +38,7 @@ type Backend struct {
 
 	kubeletDown, backendFailing, exporterStopped, scrapeMissing spans
 	restarts                                                    []int64 // exporter restarts, ns after the start, sorted
+	waiting                                                     waiting // pods that wait for a node (pending.go)
 
 	start   int64 // Unix ns
 	started bool
@@ -188,6 +189,7 @@ func New(sc *Scenario, opts Options) (*Backend, error) {
 	b.addInventories(sc, facts)
 	b.addPods(seed, sc, facts)
 	b.addReservations()
+	b.addWaiting(sc)
 	b.addEvents(sc)
 	if !opts.Start.IsZero() {
 		b.pin(opts.Start.UnixNano())

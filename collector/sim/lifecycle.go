@@ -94,7 +94,7 @@ func (sc *Scenario) validateJobs(gpus []gpuFacts, workloads map[string]*Workload
 		if sc.GPUs[gpus[key.gpu].group].HAMi != nil {
 			return sc.errAt(p+".device.gpu", "GPU %d is HAMi's: jobs hold whole devices", key.gpu)
 		}
-		if err := sc.take(held, p, key, plainHold, w, gpus, full); err != nil {
+		if err := sc.take(held, p, key, plainHold, w, gpus, full, jobWindow(j)); err != nil {
 			return err
 		}
 		if j.Every < minJobEvery || j.Every > maxEventOffset {

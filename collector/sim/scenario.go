@@ -48,6 +48,7 @@
 //	    pids: [4242]                  # optional; one PID derived from the seed otherwise
 //	    start: 2h                     # optional: the pod runs from this long after the start …
 //	    end: 30h                      # … until this long after it (default: the whole run)
+//	    created: 1h                   # optional, ≤ start: created then, it waits for a node until start
 //	  - namespace: ml                 # a container with a HAMi grant: resource nvidia.com/gpu
 //	    pod: infer-a                  # on a GPU with hami; HAMi's virtual device in the
 //	    container: server             # kubelet's answer, hami.io annotations on the pod
@@ -70,6 +71,8 @@
 //	    workload: ci-build
 //	    every: 10m                    # pod n runs from n×every to n×every+run
 //	    run: 2m                       # 0 < run ≤ every
+//	pending:                          # pods no node takes (pending.go); scheduler: their schedulerName
+//	  - {namespace: nb, pod: nb-1, resource: nvidia.com/gpu, count: 2, created: 1h, deleted: 5h}
 //	events:                           # `at` is a duration after the start
 //	  - {at: 2h, gpu: 3, xid: 13}     # an XID error
 //	  - {at: 26h, gpu: 5, lost: true} # the GPU falls off the bus (XID 79)
@@ -92,7 +95,8 @@
 // layout of the last `mig` event at or before it) and the resource must name that
 // instance's profile.
 // A device is held by one pod entry or one job for the whole run, whatever their
-// start and end; a pod outside its window, and a job between two runs, leave their
+// start and end — except that pod entries may hold a whole GPU one after another,
+// in windows that do not overlap; a pod outside its window, and a job between two runs, leave their
 // device unallocated and idle, and are absent from the kubelet's answer and from
 // the process table.
 //
@@ -144,6 +148,10 @@ type Scenario struct {
 	Pods      []Pod      `yaml:"pods"`
 	Jobs      []Job      `yaml:"jobs"`
 	Events    []Event    `yaml:"events"`
+	// Pending are pods no node takes, and Scheduler the GPU pods'
+	// schedulerName (pending.go).
+	Pending   []PendingPod `yaml:"pending"`
+	Scheduler string       `yaml:"scheduler"`
 
 	name  string         // file name for error messages
 	lines map[string]int // field path → line, for parsed scenarios
@@ -224,6 +232,9 @@ type Pod struct {
 	// fraction of a whole GPU (fractional.go). Nil: neither.
 	HAMi *HAMiGrant `yaml:"hami"`
 	KAI  *KAIShare  `yaml:"kai"`
+	// Created (optional, at most Start) is when the pod was created: it
+	// waits for a node, pending, from then until Start (pending.go).
+	Created *time.Duration `yaml:"created"`
 }
 
 // Job is a pod created every Every that runs for Run (0 < Run ≤ Every): pod n

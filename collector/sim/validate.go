@@ -111,6 +111,9 @@ func (sc *Scenario) check() ([]gpuFacts, error) {
 	if err := sc.validateJobs(gpus, workloads, held); err != nil {
 		return nil, err
 	}
+	if err := sc.validateWaiting(held); err != nil {
+		return nil, err
+	}
 	return gpus, nil
 }
 
@@ -245,11 +248,20 @@ type heldDevices struct {
 	kind   map[devKey]shareKind // how the device's holders share it
 	fbMiB  map[devKey]int       // device (replicas collapsed) → framebuffer its holders need
 	pods   map[string]int       // namespace/pod → the first pod entry naming it
+	// turns are, per whole GPU held by pod entries one after another, the
+	// windows of its holders (pending.go).
+	turns map[devKey][]window
 }
 
 // take records that entry p holds key with workload w, sharing it as kind,
-// or says why it cannot.
-func (sc *Scenario) take(h *heldDevices, p string, key devKey, kind shareKind, w *Workload, gpus []gpuFacts, name string) error {
+// in the window win, or says why it cannot.
+func (sc *Scenario) take(h *heldDevices, p string, key devKey, kind shareKind, w *Workload, gpus []gpuFacts, name string, win window) error {
+	if h.inTurn(key, kind != plainHold, win) {
+		if usable := usableMiB(gpus[key.gpu], key.instance); w.FBMiB > usable {
+			return sc.errAt(p+".workload", "workload %q needs %d MiB, but %s has %d MiB", w.Name, w.FBMiB, describeDevice(key, gpus), usable)
+		}
+		return nil
+	}
 	if other, held := h.holder[key]; held && !shareable(key, kind, h.kind[key]) {
 		return sc.errAt(p+".device", "%s is already held by %s", describeDevice(key, gpus), other)
 	} else if !held {
@@ -270,7 +282,7 @@ func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload
 	if len(sc.Pods) > maxPods {
 		return nil, sc.errAt("pods", "more than %d pods", maxPods)
 	}
-	held := &heldDevices{holder: map[devKey]string{}, kind: map[devKey]shareKind{}, fbMiB: map[devKey]int{}, pods: map[string]int{}}
+	held := &heldDevices{holder: map[devKey]string{}, kind: map[devKey]shareKind{}, fbMiB: map[devKey]int{}, pods: map[string]int{}, turns: map[devKey][]window{}}
 	use := &fractionalUse{hamiMiB: map[int]int{}, hamiCores: map[int]int{}, hamiPods: map[int]int{}, kaiMiB: map[int]float64{}}
 	uidOf := map[string]string{}    // namespace/pod → UID
 	podOfUID := map[string]string{} // UID → namespace/pod
@@ -321,7 +333,7 @@ func (sc *Scenario) validatePods(gpus []gpuFacts, workloads map[string]*Workload
 		if err != nil {
 			return nil, err
 		}
-		if err := sc.take(held, p, key, kindOf(pod), w, gpus, full); err != nil {
+		if err := sc.take(held, p, key, kindOf(pod), w, gpus, full, podWindow(pod)); err != nil {
 			return nil, err
 		}
 		if err := sc.checkWindow(p, pod.Start, pod.End); err != nil {

@@ -42,6 +42,10 @@ type Settings struct {
 	// MIGWeight splits a MIG GPU's cost over its instances in every MIG
 	// figure, as the price book does.
 	MIGWeight cost.MIGWeight
+	// Scheduler is whose queues the advice writes: SchedulerKueue,
+	// SchedulerVolcano, or SchedulerAuto (also ""), read per cluster from
+	// the GPU pods' schedulerName (scheduler.go).
+	Scheduler string
 }
 
 // Advice is what the advice recommends for one range, a plain value the
@@ -58,6 +62,9 @@ type Advice struct {
 	ReclaimableEURPerMonth float64
 	HoursPerMonth          float64 // the month of the EUR/month figures
 	Apply                  Apply
+	// WaitAdvice is what the demand that waited for a GPU calls for: queues,
+	// bin-packing, releases (waitadvice.go); none frees a GPU.
+	WaitAdvice []WaitAdvice
 }
 
 // Recommendation is one change, the money it frees and the evidence behind
@@ -117,7 +124,7 @@ func uuids(gpus []*gpuInfo) []string {
 // recommendation names its cluster, and each cluster gets its own
 // configuration (Apply.Clusters). It only reads a and d.
 func Advise(a *analysis.Result, d *model.Dataset, s Settings) *Advice {
-	ad := &adviser{teams: s.Teams, headroom: s.Headroom, release: s.ReleaseBelow, lowDuty: s.LowDutyBelow, drain: s.DrainAbove, migWeight: s.MIGWeight}
+	ad := &adviser{teams: s.Teams, headroom: s.Headroom, release: s.ReleaseBelow, lowDuty: s.LowDutyBelow, drain: s.DrainAbove, migWeight: s.MIGWeight, scheduler: s.Scheduler}
 	clusters := d.Clusters()
 	out := &Advice{HoursPerMonth: model.HoursPerMonth}
 	for _, c := range clusters {
@@ -132,6 +139,10 @@ func Advise(a *analysis.Result, d *model.Dataset, s Settings) *Advice {
 		for i := range part.Packing {
 			part.Packing[i].Cluster = c
 		}
+		for i := range part.WaitAdvice {
+			part.WaitAdvice[i].Cluster = c
+		}
+		out.WaitAdvice = append(out.WaitAdvice, part.WaitAdvice...)
 		out.Recommendations = append(out.Recommendations, part.Recommendations...)
 		out.Packing = append(out.Packing, part.Packing...)
 		out.FreedEURPerMonth += part.FreedEURPerMonth
@@ -163,6 +174,7 @@ type adviser struct {
 	drain    float64 // unallocated share above which a node can be drained
 	// migWeight splits a MIG GPU's cost over its instances, as the price book does.
 	migWeight cost.MIGWeight
+	scheduler string // Settings.Scheduler
 }
 
 // recommend fills r.Recommendations, r.Packing, r.Apply and the headline
@@ -184,7 +196,14 @@ func (a *adviser) recommend(r *draft, d *model.Dataset) {
 	r.Apply.MIGParted, r.Apply.MIGPartedLabels = migPartedConfig(p, layouts)
 	r.Apply.TimeSlicing, r.Apply.TimeSlicingLabels, r.Apply.TimeSlicingSharing = timeSlicingConfig(r, p, ts)
 	qs, how := a.quotas(d)
-	r.Apply.Kueue = kueueYAML(qs, a.headroom, how)
+	sched, chosen := a.schedulerOf(d)
+	file := ApplyKueueFile
+	if sched == SchedulerVolcano {
+		r.Apply.Volcano, file = volcanoYAML(qs, clusterCapacity(d), a.headroom, how, chosen), ApplyVolcanoFile
+	} else if r.Apply.Kueue = kueueYAML(qs, a.headroom, how); r.Apply.Kueue != "" {
+		r.Apply.Kueue = commentLines([]string{"# Scheduler: " + chosen + "."}) + r.Apply.Kueue
+	}
+	a.waitAdvice(r, d, file)
 }
 
 // byFreed orders recommendations by EUR freed, then reclaimable, most first,

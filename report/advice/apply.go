@@ -40,6 +40,13 @@ type Apply struct {
 	// Kueue is a ResourceFlavor, a ClusterQueue per team and a LocalQueue per
 	// namespace, kueue.x-k8s.io/v1beta2.
 	Kueue string `json:"kueue,omitempty"`
+	// Volcano is, for a cluster that runs Volcano, a Queue per team
+	// (scheduling.volcano.sh/v1beta1, for the capacity plugin) and the
+	// Namespaces annotated with the queue that picks them; instead of Kueue.
+	Volcano string `json:"volcano,omitempty"`
+	// SchedulerConfig is a KubeSchedulerConfiguration that packs GPU pods
+	// (NodeResourcesFit, MostAllocated), when pods waited fragmented.
+	SchedulerConfig string `json:"scheduler_config,omitempty"`
 	// Clusters are the configurations per cluster, sorted by cluster, of a
 	// fleet whose series carry the cluster label (the cluster "" is the
 	// devices without it, among others with it); only those with anything
@@ -49,7 +56,7 @@ type Apply struct {
 
 // Any reports whether there is anything to apply.
 func (a *Apply) Any() bool {
-	return a.MIGParted != "" || a.TimeSlicing != "" || a.Kueue != "" || len(a.Clusters) > 0
+	return a.MIGParted != "" || a.TimeSlicing != "" || a.Kueue != "" || a.Volcano != "" || a.SchedulerConfig != "" || len(a.Clusters) > 0
 }
 
 // PerCluster returns the configurations to apply one at a time: a's
@@ -128,13 +135,16 @@ const (
 	ApplyMIGPartedFile   = "mig-parted.yaml"
 	ApplyTimeSlicingFile = "device-plugin-time-slicing.yaml"
 	ApplyKueueFile       = "kueue.yaml"
+	ApplyVolcanoFile     = "volcano-queues.yaml"
+	ApplySchedulerFile   = "kube-scheduler-config.yaml"
 	ApplyLabelsFile      = "label-nodes.sh"
 )
 
 // WriteApply writes the configuration of a into dir (created if missing): the
-// mig-parted config, the device plugin ConfigMap and the Kueue objects as
-// YAML files, and the node label commands as a shell script; files with
-// nothing to apply are not written. A fleet in several clusters gets a
+// mig-parted config, the device plugin ConfigMap, the Kueue objects or the
+// Volcano queues and the kube-scheduler configuration as YAML files, and the
+// node label commands as a shell script; files with nothing to apply are not
+// written. A fleet in several clusters gets a
 // directory per cluster (ClusterDir), each written alike.
 func WriteApply(dir string, a *Apply) error {
 	dirs := map[string]string{} // directory → the cluster written there
@@ -172,6 +182,8 @@ func WriteApply(dir string, a *Apply) error {
 		{ApplyMIGPartedFile, a.MIGParted, 0o644},
 		{ApplyTimeSlicingFile, a.TimeSlicing, 0o644},
 		{ApplyKueueFile, a.Kueue, 0o644},
+		{ApplyVolcanoFile, a.Volcano, 0o644},
+		{ApplySchedulerFile, a.SchedulerConfig, 0o644},
 		{ApplyLabelsFile, labels.String(), 0o755},
 	} {
 		if f.text == "" {

@@ -10,8 +10,8 @@ import (
 // ClusterQueues of their own.
 func TestKueueNamesAreUnique(t *testing.T) {
 	text := kueueYAML([]quota{
-		{team: "ML", resource: "nvidia.com/gpu", peak: 2, devices: 3, namespaces: []string{"a"}},
-		{team: "ml", resource: "nvidia.com/gpu", peak: 1, devices: 2, namespaces: []string{"b"}},
+		{team: "ML", resource: "nvidia.com/gpu", busy: 2, devices: 3, namespaces: []string{"a"}},
+		{team: "ml", resource: "nvidia.com/gpu", busy: 1, devices: 2, namespaces: []string{"b"}},
 	}, 1.2, "in one 30s scrape interval")
 	quota := applyspec.CheckKueue(t, text)
 	if quota["ml nvidia.com/gpu"] != 3 || quota["ml-2 nvidia.com/gpu"] != 2 {
@@ -27,7 +27,7 @@ func TestQuotaOf(t *testing.T) {
 		headroom float64
 		want     int
 	}{{0, 1.2, 1}, {1, 1, 1}, {3, 1.2, 4}, {5, 1.2, 6}, {50, 1.1, 55}, {51, 1.1, 57}} {
-		if got := quotaOf(tc.peak, tc.headroom); got != tc.want {
+		if got := quotaOf(float64(tc.peak), tc.headroom); got != tc.want {
 			t.Errorf("quotaOf(%d, %g) = %d, want %d", tc.peak, tc.headroom, got, tc.want)
 		}
 	}

@@ -32,15 +32,21 @@ type TeamMap interface {
 // (d.PodTeams), else the team teams maps its namespace to, else the
 // namespace. teams may be nil.
 func Team(d *model.Dataset, teams TeamMap, k model.HoldingKey) string {
-	if t, ok := d.PodTeams[k.Pod()]; ok {
+	return PodTeam(d, teams, k.Pod())
+}
+
+// PodTeam returns the team of pod p: its team label (d.PodTeams), else the
+// team teams maps its namespace to, else the namespace. teams may be nil.
+func PodTeam(d *model.Dataset, teams TeamMap, p model.PodKey) string {
+	if t, ok := d.PodTeams[p]; ok {
 		return t
 	}
 	if teams != nil {
-		if t, ok := teams.Team(k.Holder.Namespace); ok {
+		if t, ok := teams.Team(p.Namespace); ok {
 			return t
 		}
 	}
-	return k.Holder.Namespace
+	return p.Namespace
 }
 
 // Result is the analysis of one range: a plain value, read by the advice and
@@ -75,6 +81,8 @@ type Result struct {
 	// BrokenGPUs are the GPUs that fell off the bus: repair or replace them.
 	BrokenGPUs []BrokenGPU
 	Timeline   []TimelinePoint
+	// Waiting is the GPU demand that waited for a node (waiting.go).
+	Waiting Waiting
 	// Heatmap is the mean device activity (0–1) by weekday (0 = Sunday) and
 	// hour of day, UTC; -1 where there was no data.
 	Heatmap [7][24]float64
@@ -127,6 +135,8 @@ func Analyze(d *model.Dataset, teams TeamMap, allowPartial bool, opts ...Option)
 	}
 	r.Sampling = d.Sampling
 	r.Timeline = timeline(d)[first:]
+	r.Waiting = waiting(d, teams)
+	r.Waiting.Timeline = r.Waiting.Timeline[min(first, len(r.Waiting.Timeline)):]
 	r.Heatmap = heatmap(d)
 	a := &analyzer{teams: teams}
 	for _, o := range opts {

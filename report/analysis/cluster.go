@@ -8,7 +8,8 @@ import (
 )
 
 // OfCluster returns the part of r in cluster c ("" without a cluster label):
-// its nodes, holdings, broken GPUs and their coverage; the fleet's figures
+// its nodes, holdings, broken GPUs and their coverage, and the pods that
+// waited and its own waiting figures (Waiting.ByCluster); the fleet's figures
 // stay r's. The advice reads it once per cluster, so that no change it makes
 // spans two clusters. The slices it filters are new; the rest is shared with r.
 func (r *Result) OfCluster(c string) *Result {
@@ -19,6 +20,8 @@ func (r *Result) OfCluster(c string) *Result {
 	out.Coverage.Nodes = only(r.Coverage.Nodes, func(n NodeCoverage) bool { return n.Cluster == c })
 	out.Coverage.GPUs = only(r.Coverage.GPUs, func(g GPUCoverage) bool { return g.Cluster == c })
 	out.Coverage.Gaps = only(r.Coverage.Gaps, func(g Gap) bool { return g.Cluster == c })
+	out.Waiting.PodsWaited = only(r.Waiting.PodsWaited, func(p PodWaited) bool { return p.Cluster == c })
+	out.Waiting.ByCluster = only(r.Waiting.ByCluster, func(g WaitGroup) bool { return g.Name == c })
 	return &out
 }
 

@@ -1,5 +1,7 @@
 package model
 
+import "math/bits"
+
 // BucketSet is a set of step buckets, one bit each; the zero value is empty.
 type BucketSet []uint64
 
@@ -23,4 +25,13 @@ func (s BucketSet) Remove(b int) {
 func (s BucketSet) Has(b int) bool {
 	w := b / 64
 	return b >= 0 && w < len(s) && s[w]&(1<<(b%64)) != 0
+}
+
+// Len is the number of buckets in the set.
+func (s BucketSet) Len() int {
+	n := 0
+	for _, w := range s {
+		n += bits.OnesCount64(w)
+	}
+	return n
 }

@@ -96,6 +96,7 @@ type LedgerEntry struct {
 	Seconds              [NumStates]float64 // device-seconds per state
 	EUR                  [NumStates]float64 // EUR per state
 	BusyBuckets          BucketSet          // the step buckets with busy seconds; empty for the previous period
+	IdleBuckets          BucketSet          // the step buckets with idle seconds; empty for the previous period
 	Last                 int                // the last step bucket with seconds in any state; -1: none
 	Kind                 Kind               // which kind of number Seconds and EUR are; Exact for the ledger
 
@@ -245,6 +246,14 @@ type Dataset struct {
 	Notes    []string
 	Requests int // requests the source made
 
+	// Waiting is what kube-state-metrics says of the GPU pods that waited
+	// for a node and of the free capacity beside them; nil when the source
+	// read none (waiting.go).
+	Waiting *Waiting
+	// IdleEUR is, per cluster, the allocated-idle EUR of each step bucket
+	// (AddEUR); nil when the source books none apart.
+	IdleEUR map[string][]float64
+
 	// Sampling is a sampled source's statement of how it read the range —
 	// its grid and what that resolution means for the figures — in a
 	// sentence the report prints under its headline; empty for the ledger's
@@ -336,7 +345,8 @@ func addTo(m map[HoldingKey]*sketch.Sketch, k HoldingKey, v float64) {
 // AddSeconds books v device-seconds of state st in step bucket b to entry e
 // on GPU g: the bucket's presence and the fleet's timeline, the GPU's seen and
 // unknown seconds and its first lost bucket, the entry's last bucket with
-// seconds and its buckets with busy seconds. e.Seconds is the caller's.
+// seconds and its buckets with busy and with idle seconds. e.Seconds is the
+// caller's.
 func (d *Dataset) AddSeconds(e *LedgerEntry, g *GPUSeen, b, st int, v float64) {
 	d.Present[b] = true
 	if v > 0 {
@@ -351,6 +361,8 @@ func (d *Dataset) AddSeconds(e *LedgerEntry, g *GPUSeen, b, st int, v float64) {
 		g.FirstLost = b
 	case st == StateBusy && v > 0:
 		e.BusyBuckets.Add(b)
+	case st == StateIdle && v > 0:
+		e.IdleBuckets.Add(b)
 	}
 }
 
@@ -383,6 +395,8 @@ func (d *Dataset) OfCluster(c string) *Dataset {
 	out.MIGMode = keep(d.MIGMode, func(k GPUKey) bool { return k.Cluster == c })
 	out.PodTeams = keep(d.PodTeams, func(k PodKey) bool { return k.Cluster == c })
 	out.NoDrain = keep(d.NoDrain, func(k NodeKey) bool { return k.Cluster == c })
+	out.Waiting = d.Waiting.ofCluster(c)
+	out.IdleEUR = keep(d.IdleEUR, func(k string) bool { return k == c })
 	out.Gaps = slices.DeleteFunc(slices.Clone(d.Gaps), func(g Gap) bool { return g.GPU.Cluster != c })
 	if d.Concurrency != nil {
 		cc := *d.Concurrency

@@ -17,7 +17,8 @@ var csvHeader = []string{"section", "name", "gpu_hours", "held_hours", "busy_hou
 	"status", "freed_eur_per_month_promised", "freed_eur_per_month_realized",
 	"energy_kwh", "kgco2e", "idle_kgco2e", "unmetered_hours", "cost_per_gpu_hour_eur", "cost_per_busy_gpu_hour_eur",
 	"busy_share_of_gpu_hours", "cloud_eur_per_hour", "cloud_reserved_eur_per_hour", "cloud_equivalent_eur", "break_even_busy_share", "gco2e_per_kwh",
-	"sharing", "share"}
+	"sharing", "share",
+	"pods", "wait_hours", "p50_wait_hours", "p95_wait_hours", "fragmented_gpu_hours", "idle_while_waiting_eur", "request", "outcome"}
 
 // Columns of csvHeader the rows fill by name.
 const (
@@ -51,8 +52,16 @@ const (
 	csvCloudEquivalent
 	csvBreakEven
 	csvGCO2ePerKWh // of a carbon-intensity row
-	csvSharing // of a holding: how it shares its device (gputally_gpu_allocation's sharing)
-	csvShare   // of a shared holding: its share of its device at its last sample
+	csvSharing     // of a holding: how it shares its device (gputally_gpu_allocation's sharing)
+	csvShare       // of a shared holding: its share of its device at its last sample
+	csvPods        // the waiting rows' (waiting.go); their gpu_hours are GPU-hours waited
+	csvWaitHours
+	csvP50Wait
+	csvP95Wait
+	csvFragmented
+	csvIdleWhileWaiting
+	csvRequest
+	csvOutcome
 )
 
 // Columns of the figures csvHeader begins with, for rows that fill only some.
@@ -87,8 +96,9 @@ func usageCells(u analysis.Usage) []string {
 // renderCSV writes one row per fleet, team, namespace, model, node, holding
 // and recommendation, then coverage, faults and the follow-up of the
 // baseline; columns a row does not have are empty. Columns are only ever
-// added at the end (cluster, then the follow-up's), so that readers by
-// position of the columns before them keep working.
+// added at the end (cluster, the follow-up's, energy and own-or-rent, then
+// the waiting figures'), so that readers by position of the columns before
+// them keep working.
 func renderCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	rows := [][]string{csvHeader}
@@ -133,6 +143,7 @@ func renderCSV(w io.Writer, r *Report) error {
 		cells[csvHoursPerMonth], cells[csvEvidence], cells[csvFigures], cells[csvCluster] = month, rec.Evidence, rec.Figures, rec.Cluster
 		rows = append(rows, cells)
 	}
+	rows = append(rows, csvWaitingRows(r)...)
 	rows = append(rows, carbonIntensityRows(r)...)
 	rows = append(rows, csvFaultRows(r)...)
 	rows = append(rows, csvFollowUpRows(r)...)

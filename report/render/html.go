@@ -20,6 +20,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"rfc3339": func(t time.Time) string { return t.Format(time.RFC3339) }, "heldBy": heldBy, "coverageLine": coverageLine, "gapHolders": gapHolders, "gapsTitle": func() string { return gapsTitle },
 	"rectarget": recTarget, "clustertitle": clusterTitle, "recnodes": recNodes, "incluster": inCluster,
 	"itemtarget": itemTarget, "status": statusText, "kgOf": kgOf, "kWhOf": kWhOf, "unit": withUnit, "carbonLine": carbonLine, "ownOrRentLine": ownOrRentLine,
+	"volcanoTitle": func() string { return volcanoTitle }, "schedulerTitle": func() string { return schedulerTitle },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -36,6 +37,7 @@ table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem;font-size:.9rem}th
 th:first-child,td:first-child,td.l,th.l{text-align:left}th{background:#f4f6f8}
 pre{background:#f4f6f8;padding:.8rem;overflow-x:auto;font-size:.85rem}svg{max-width:100%;height:auto}
 svg text{font-size:11px;fill:#1d232b}.break-even{stroke:#b71c1c}.busy{fill:#2e7d32}.idle{fill:#e65100}.unallocated{fill:#9e9e9e}.lost{fill:#b71c1c}.unknown{fill:#7e57c2}.bar{fill:#e65100}
+.waiting{fill:#1565c0}.fragmented{fill:#ad1457}.held-line{stroke:#e65100;stroke-width:2}.busy-line{stroke:#2e7d32;stroke-width:2}rect.held-line{fill:#e65100}rect.busy-line{fill:#2e7d32}
 </style>
 </head>
 <body>
@@ -81,6 +83,7 @@ svg text{font-size:11px;fill:#1d232b}.break-even{stroke:#b71c1c}.busy{fill:#2e7d
 <ul id="broken-gpus">{{range .}}<li>{{.Advice}} ({{.Model}}, lost since {{rfc3339 .Since}}, {{hours .LostHours}} device-hours{{heldBy .Holdings}})</li>
 {{end}}</ul>{{end}}
 
+{{.Waiting}}
 {{with .R.Baseline}}<h2 id="follow-up">Did the last report's advice pay off?</h2>
 <p>{{$.FollowUpHeadline}}</p>
 {{range .Notes}}<p class="sub">note: {{.}}</p>
@@ -134,7 +137,9 @@ svg text{font-size:11px;fill:#1d232b}.break-even{stroke:#b71c1c}.busy{fill:#2e7d
 {{with .TimeSlicing}}<h3>Time-slicing (NVIDIA device plugin ConfigMap, one key per node class)</h3><pre>{{.}}</pre>{{end}}
 {{with .TimeSlicingLabels}}<p>Select it per node:</p><pre>{{join_lines .}}</pre>{{end}}
 {{range .TimeSlicingSharing}}<p class="warning">Warning: {{.}}.</p>{{end}}
-{{with .Kueue}}<h3>Kueue (v1beta2: ResourceFlavor, ClusterQueue per team, LocalQueue per namespace)</h3><pre>{{.}}</pre>{{end}}{{end}}{{end}}
+{{with .Kueue}}<h3>Kueue (v1beta2: ResourceFlavor, ClusterQueue per team, LocalQueue per namespace)</h3><pre>{{.}}</pre>{{end}}
+{{with .Volcano}}<h3>{{volcanoTitle}}</h3><pre>{{.}}</pre>{{end}}
+{{with .SchedulerConfig}}<h3>{{schedulerTitle}}</h3><pre>{{.}}</pre>{{end}}{{end}}{{end}}
 </body>
 </html>
 `))
@@ -188,6 +193,7 @@ func renderHTML(w io.Writer, r *Report) error {
 		FollowUpHeadline             string
 		BeforeAfter                  [][]string
 		Weeks                        template.HTML
+		Waiting                      template.HTML
 		OwnOrRent                    []analysis.Group
 		OwnOrRentChart               template.HTML
 		OwnOrRentNote                string
@@ -207,6 +213,10 @@ func renderHTML(w io.Writer, r *Report) error {
 		for _, g := range models {
 			data.OwnOrRentRows = append(data.OwnOrRentRows, ownOrRentCells(g))
 		}
+	}
+	var err error
+	if data.Waiting, err = waitingHTML(r); err != nil {
+		return err
 	}
 	if c := r.Baseline; c != nil {
 		data.FollowUpHeadline, data.BeforeAfter, data.Weeks = followUpHeadline(r), beforeAfterRows(c), weeksChart(c.Weeks)

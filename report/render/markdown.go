@@ -48,6 +48,7 @@ func renderMarkdown(w io.Writer, r *Report) error {
 		}
 		b.WriteString("\n")
 	}
+	mdWaiting(&b, r)
 	mdFollowUp(&b, r)
 	fmt.Fprintf(&b, "## Recommendations: %s EUR/month freed\n\n%s\n\n", eur(r.FreedEURPerMonth), savingsNote(r))
 	if len(r.Recommendations) == 0 {
@@ -103,6 +104,8 @@ func mdApplyOne(b *strings.Builder, a *advice.Apply, apart bool) {
 		{"MIG layout (nvidia mig-parted config, one per node)", a.MIGParted, a.MIGPartedLabels, nil},
 		{"Time-slicing (NVIDIA device plugin ConfigMap, one key per node class)", a.TimeSlicing, a.TimeSlicingLabels, a.TimeSlicingSharing},
 		{"Kueue (v1beta2: ResourceFlavor, ClusterQueue per team, LocalQueue per namespace)", a.Kueue, nil, nil},
+		{volcanoTitle, a.Volcano, nil, nil},
+		{schedulerTitle, a.SchedulerConfig, nil, nil},
 	} {
 		if c.yaml != "" {
 			fmt.Fprintf(b, "%s %s\n\n```yaml\n%s```\n\n", level, c.title, c.yaml)

@@ -76,6 +76,13 @@ type Report struct {
 	HoursPerMonth          float64                  `json:"hours_per_month"` // the month of the EUR/month figures
 	Apply                  advice.Apply             `json:"apply"`
 	Timeline               []analysis.TimelinePoint `json:"timeline"`
+	// Waiting is the GPU demand that waited for a node: GPU-hours, pods,
+	// waits, fragmentation, idle EUR while pods waited, per namespace, team
+	// and cluster, and each pod that waited.
+	Waiting analysis.Waiting `json:"waiting"`
+	// WaitingAdvice is what the waiting calls for — queues, bin-packing,
+	// releases — each with the EUR it is about; not in the headline.
+	WaitingAdvice []advice.WaitAdvice `json:"waiting_advice"`
 	// Heatmap is the mean device activity (0–1) by weekday (0 = Sunday) and
 	// hour of day, UTC; -1 where there was no data.
 	Heatmap [7][24]float64 `json:"heatmap"`
@@ -99,7 +106,7 @@ func NewReport(a *analysis.Result, adv *advice.Advice) *Report {
 		PerCluster: a.PerCluster, Holdings: a.Holdings, BrokenGPUs: a.BrokenGPUs, Prices: a.Prices,
 		Recommendations: adv.Recommendations, Packing: adv.Packing, FreedEURPerMonth: adv.FreedEURPerMonth,
 		ReclaimableEURPerMonth: adv.ReclaimableEURPerMonth, HoursPerMonth: adv.HoursPerMonth, Apply: adv.Apply,
-		Timeline: a.Timeline, Heatmap: a.Heatmap}
+		Timeline: a.Timeline, Waiting: a.Waiting, WaitingAdvice: adv.WaitAdvice, Heatmap: a.Heatmap}
 }
 
 // Formats Render writes.

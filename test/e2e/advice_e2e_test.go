@@ -223,7 +223,7 @@ func TestSharedNodeOnPrometheus(t *testing.T) {
 func TestKueueJobsOnPrometheus(t *testing.T) {
 	r := adviceOnPrometheus(t, filepath.Join("..", "..", "testdata", "scenarios", "kueue-jobs.yaml"))
 	for _, s := range []string{
-		"# team ci: the most devices it kept busy at the same time (in one 30s scrape interval)",
+		"# team ci: the most devices it kept busy and its pods waited for at the same time (in one 30s scrape interval)",
 		"#   nvidia.com/gpu: at most 2 busy at once × headroom 1.20 → 3\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: ci\n",
 		"#   nvidia.com/gpu: at most 3 busy at once × headroom 1.20 → 4\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: ml\n",
 		"#   nvidia.com/gpu: at most 1 busy at once × headroom 1.20 → 2\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: serving\n",

@@ -41,3 +41,28 @@ func TestStrictDecodersReject(t *testing.T) {
 		t.Error("Kueue v1beta1 `cohort` accepted")
 	}
 }
+
+// TestSchedulerAndVolcanoDecodersReject: the kube-scheduler and Volcano
+// checks can fail — an unknown field, a weight past 100, a strategy
+// kube-scheduler does not know, Volcano's documented guarantee mistake
+// (guarantee: {<resource>: …} for guarantee.resource.<resource>).
+func TestSchedulerAndVolcanoDecodersReject(t *testing.T) {
+	const head = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n  - schedulerName: default-scheduler\n    pluginConfig:\n      - name: NodeResourcesFit\n        args:\n          scoringStrategy:\n"
+	for _, tc := range []struct{ name, text, want string }{
+		{"unknown field", head + "            type: MostAllocated\n            packing: true\n", "unknown field"},
+		{"weight 101", head + "            type: MostAllocated\n            resources:\n              - name: nvidia.com/gpu\n                weight: 101\n", "not in valid range (0, 100]"},
+		{"strategy", head + "            type: Tightest\n", "not supported"},
+		{"no strategy", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n  - schedulerName: x\n    pluginConfig:\n      - name: NodeResourcesFit\n        args: {}\n", "scoringStrategy is required"},
+		{"v1beta3", "apiVersion: kubescheduler.config.k8s.io/v1beta3\nkind: KubeSchedulerConfiguration\n", "want kubescheduler.config.k8s.io/v1"},
+	} {
+		if _, err := parseSchedulerConfig(tc.text); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+	if p, err := parseSchedulerConfig(head + "            type: MostAllocated\n            resources:\n              - name: nvidia.com/gpu\n                weight: 100\n"); err != nil || p["default-scheduler"].Weights["nvidia.com/gpu"] != 100 {
+		t.Errorf("weight 100: %+v, %v", p, err)
+	}
+	if _, err := strictDecode[volcanoSpec]("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: a}\nspec:\n  guarantee:\n    \"deviceclass/gpu.nvidia.com\": \"1\"\n"); err == nil {
+		t.Error("guarantee without resource: accepted")
+	}
+}

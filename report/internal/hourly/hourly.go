@@ -42,7 +42,7 @@ func Add(d *model.Dataset, dev Device, holder model.HolderKey, b, st int, sec fl
 		d.Ledger[k] = e
 	}
 	e.Seconds[st] += sec
-	e.EUR[st] += sec * dev.EURPerHour / 3600
+	d.AddEUR(e, dev.Key.Cluster, b, st, sec*dev.EURPerHour/3600)
 	if dev.FacilityW > 0 {
 		e.Metered = true
 		e.Joules[st] += sec * dev.FacilityW

@@ -207,7 +207,7 @@ func (a *dcgmAccount) add(b int, dev dcgmDevice, h model.HolderKey, st int, grew
 		d.Ledger[k] = e
 	}
 	e.Seconds[st] += grew.Seconds
-	e.EUR[st] += grew.EUR
+	d.AddEUR(e, dev.key.Cluster, b, st, grew.EUR)
 	if grew.Metered {
 		e.Joules[st] += grew.Joules
 		e.Metered = true

@@ -115,6 +115,7 @@ func (s *Source) Collect(ctx context.Context, r model.Range) (*model.Dataset, er
 	if s.opts.TeamLabel != "" {
 		run.Plan(run.Requests(r.Start.Add(r.Step), r.End, r.Step))
 	}
+	run.Plan(source.WaitingRequests(run, d))
 	exported, err := s.exportedLabels(ctx, run, r)
 	if err != nil {
 		return nil, err
@@ -152,6 +153,9 @@ func (s *Source) Collect(ctx context.Context, r model.Range) (*model.Dataset, er
 		return nil, err
 	}
 	if err := source.ReadPodTeams(ctx, run, id, engine.Windows{}, s.opts.TeamLabel, d); err != nil {
+		return nil, err
+	}
+	if err := source.ReadWaiting(ctx, run, id, engine.Windows{}, d); err != nil {
 		return nil, err
 	}
 	short := 0

@@ -113,13 +113,15 @@ func (c *collector) plan(d *model.Dataset) {
 	if c.teamLabel != "" {
 		n += c.run.Requests(first, d.End, d.Step)
 	}
+	n += source.WaitingRequests(c.run, d)
 	n += 5 * c.run.Requests(d.Start.Add(d.Resolution), d.End, d.Resolution)
 	c.run.Plan(n)
 }
 
 // collect runs every query over (r.Start, r.End], in this order: the window
 // probe, the ledger, the previous period's ledger, the allocations, the MIG
-// modes, the pods' team labels, the activity and framebuffer samples, the last
+// modes, the pods' team labels, the pods that waited for a node
+// (kube-state-metrics), the activity and framebuffer samples, the last
 // bucket's ledger and the time-sliced shares (end.go) and the devices busy at
 // once (concurrency.go).
 func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset, error) {
@@ -134,7 +136,7 @@ func (c *collector) collect(ctx context.Context, r model.Range) (*model.Dataset,
 		d.Notes = append(d.Notes, note)
 	}
 	for _, step := range []func(context.Context, *model.Dataset) error{
-		c.thisPeriod, c.previous, c.allocations, c.migModes, c.podTeams, c.usage, c.lastBucket, c.shares, c.concurrency,
+		c.thisPeriod, c.previous, c.allocations, c.migModes, c.podTeams, c.waiting, c.usage, c.lastBucket, c.shares, c.concurrency,
 	} {
 		if err := step(ctx, d); err != nil {
 			return nil, err
@@ -165,6 +167,11 @@ func (c *collector) probeWindows(ctx context.Context, at time.Time) (note string
 // podTeams fills d.PodTeams (source.ReadPodTeams).
 func (c *collector) podTeams(ctx context.Context, d *model.Dataset) error {
 	return source.ReadPodTeams(ctx, c.run, c.id, c.win, c.teamLabel, d)
+}
+
+// waiting fills d.Waiting (source.ReadWaiting).
+func (c *collector) waiting(ctx context.Context, d *model.Dataset) error {
+	return source.ReadWaiting(ctx, c.run, c.id, c.win, d)
 }
 
 // migModes fills d.MIGMode from the physical GPUs' gputally_gpu_info series:

@@ -146,6 +146,7 @@ func (l *ledgerReading) addEUR(s *counterSeries, isNew bool) error {
 	if !ok {
 		return nil
 	}
+	off := int(l.start.Sub(l.first) / l.d.Step) // the stretch's first bucket in the range
 	for i, v := range s.increases(isNew) {
 		if math.IsNaN(v) {
 			continue
@@ -153,7 +154,12 @@ func (l *ledgerReading) addEUR(s *counterSeries, isNew bool) error {
 		if err := checkEUR(s, v, l.start.Add(time.Duration(i+1)*l.d.Step), l.d.Step); err != nil {
 			return err
 		}
-		e.EUR[st] += v
+		if b := off + i; l.fill && b < l.d.Buckets {
+			// Per bucket too: the cluster's idle EUR of each bucket.
+			l.d.AddEUR(e, l.id.ClusterOf(s.metric), b, st, v)
+		} else {
+			e.EUR[st] += v
+		}
 	}
 	return nil
 }

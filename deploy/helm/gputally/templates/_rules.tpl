@@ -20,7 +20,7 @@ labels. Call with .Values.prometheusRule.
 {{- end }}
 {{- with .teamLabel }}
 {{- $l := printf "label_%s" (regexReplaceAll "[^a-zA-Z0-9_]" . "_") }}
-{{- $rules = append $rules (dict "record" "namespace_pod:gputally_team_label:info" "expr" (printf "max by (namespace, pod, team) (\n  label_replace(kube_pod_labels{%s!=\"\"}, \"team\", \"$1\", \"%s\", \"(.+)\")\n  and on (namespace, pod)\n  gputally_gpu_allocation\n)" $l $l)) }}
+{{- $rules = append $rules (dict "record" "namespace_pod:gputally_team_label:info" "expr" (printf "max by (namespace, pod, team) (\n  label_replace(kube_pod_labels{%s!=\"\"}, \"team\", \"$1\", \"%s\", \"(.+)\")\n  and on (namespace, pod)\n  (gputally_gpu_allocation or namespace_pod_resource:gputally_waiting_gpus:sum)\n)" $l $l)) }}
 {{- end }}
 {{- toYaml $rules }}
 {{- end }}
