@@ -115,7 +115,7 @@ func Parse(data []byte, name string) (*Book, error) {
 			}
 			return nil
 		},
-		"carbon": func(_, v *yaml.Node) error { return p.carbon(v, b) },
+		"carbon":     func(_, v *yaml.Node) error { return p.carbon(v, b) },
 		"fractional": func(_, v *yaml.Node) error { return p.parseFractional(v, &b.Fractional) },
 		"idle": func(_, v *yaml.Node) error {
 			return p.mapping(v, "idle", map[string]func(key, val *yaml.Node) error{
