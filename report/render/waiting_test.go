@@ -102,9 +102,9 @@ func TestWaitingMarkdownAndHTML(t *testing.T) {
 			t.Errorf("%s names research/train %d times as a row, want once (one row per pod)", format, n)
 		}
 		// What the waiting calls for (report/advice's TestBinPackingProfile):
-		// queues about 191 EUR, bin-packing about 7,515 EUR, and the
+		// queues about 191 EUR, bin-packing about 7,085.57 EUR, and the
 		// kube-scheduler profile under the configuration to apply.
-		for _, want := range []string{waitAdviceTitle, "7515.00", "191.00", schedulerTitle, "type: MostAllocated"} {
+		for _, want := range []string{waitAdviceTitle, "7085.57", "191.00", schedulerTitle, "type: MostAllocated"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("%s lacks %q", format, want)
 			}
