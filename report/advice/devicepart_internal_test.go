@@ -24,7 +24,9 @@ func TestDevicePart(t *testing.T) {
 		{Dev: model.DeviceKey{UUID: "GPU-t0"}}: {Model: "NVIDIA H100 80GB HBM3", Host: "t"},
 		{Dev: model.DeviceKey{UUID: "GPU-t1"}}: {Model: "NVIDIA H100 80GB HBM3", Host: "t"},
 	}
-	shared := func(n string) model.NodeResource { return model.NodeResource{Node: n, Resource: "nvidia.com/gpu.shared"} }
+	shared := func(n string) model.NodeResource {
+		return model.NodeResource{Node: n, Resource: "nvidia.com/gpu.shared"}
+	}
 	d.Waiting = &model.Waiting{Capacity: map[model.NodeResource][]model.Level{shared("t"): {{From: start, Value: 8}}, shared("u"): {{From: start, Value: 4}}}}
 	for _, c := range []struct {
 		weight   cost.MIGWeight
