@@ -47,7 +47,7 @@ const (
 // release would have served waiting pods. queues names the queues' file.
 func (a *adviser) waitAdvice(r *draft, d *model.Dataset, queues string) {
 	w := r.Result.Waiting
-	i := slices.IndexFunc(w.ByCluster, func(g analysis.WaitGroup) bool { return g.Name == d.Clusters()[0] })
+	i := slices.IndexFunc(w.ByCluster, func(g analysis.ClusterWait) bool { return g.Name == d.Clusters()[0] })
 	if i < 0 {
 		return
 	}

@@ -294,8 +294,11 @@ func TestIdleWhileWaitingPerCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := r.Waiting
-	east, west := waitGroup(t, w.ByCluster, "east"), waitGroup(t, w.ByCluster, "west")
-	if !near(w.IdleWhileWaitingEUR, 9) || !near(east.IdleWhileWaitingEUR, 1) || !near(west.IdleWhileWaitingEUR, 8) {
-		t.Errorf("idle while waiting: fleet %g, east %g, west %g EUR; want 9, 1, 8", w.IdleWhileWaitingEUR, east.IdleWhileWaitingEUR, west.IdleWhileWaitingEUR)
+	idle := map[string]float64{}
+	for _, c := range w.ByCluster {
+		idle[c.Name] = c.IdleWhileWaitingEUR
+	}
+	if !near(w.IdleWhileWaitingEUR, 9) || len(idle) != 2 || !near(idle["east"], 1) || !near(idle["west"], 8) {
+		t.Errorf("idle while waiting: fleet %g, per cluster %v EUR; want 9, east 1, west 8", w.IdleWhileWaitingEUR, idle)
 	}
 }
