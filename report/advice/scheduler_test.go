@@ -107,10 +107,14 @@ func TestSchedulerFromTheData(t *testing.T) {
 // fragmented (train's 4 GPUs and mig-1's 2 instances): a kube-scheduler
 // profile scoring by MostAllocated, weighted 5 on both resources they
 // requested and 1 on cpu and memory, decoded strictly by kube-scheduler's
-// own types. The EUR it is about: 15 GPU-hours at the fleet's mean of
-// (8 × 1,000 + 8 × 2) EUR ÷ 16 device-hours = 501 EUR per device-hour =
-// 7,515 EUR over the 8 hours. The queues' advice is about the 191 EUR that
-// idled while the 28.5 GPU-hours waited.
+// own types. The EUR it is about: the fleet costs (8 × 1,000 + 8 × 2) EUR ÷
+// 16 GPU-hours = 501 EUR per GPU-hour; train waited 14 GPU-hours
+// fragmented, whole GPUs: 14 × 501 = 7,014 EUR; mig-1 1 device-hour of
+// nvidia.com/mig-1g.10gb, an instance of 1 compute slice of an H100's 7
+// (the book's compute weight): 501 ÷ 7 = 71.571… EUR — 7,085.571… EUR over
+// the 8 hours, not 15 × 501 = 7,515 as if an instance were a GPU. The
+// queues' advice is about the 191 EUR that idled while the 28.5 GPU-hours
+// waited.
 func TestBinPackingProfile(t *testing.T) {
 	adv := adviseStory(t, hourly.WaitingStory(), waitSettings)
 	profiles := applyspec.CheckSchedulerConfig(t, adv.Apply.SchedulerConfig)
@@ -125,8 +129,10 @@ func TestBinPackingProfile(t *testing.T) {
 		kinds[w.Kind] = w
 	}
 	bp, q := kinds[advice.WaitBinPacking], kinds[advice.WaitQueues]
-	if !approx(bp.EUR, 7515) || !approx(bp.EURPerMonth, 7515*month) || bp.GPUHours != 15 || strings.Join(bp.Pods, ",") != "inference/mig-1,research/train" {
-		t.Errorf("bin-packing %+v, want 7515 EUR for 15 GPU-hours of inference/mig-1 and research/train", bp)
+	eur := 14*501 + 501.0/7
+	if !approx(bp.EUR, eur) || !approx(bp.EURPerMonth, eur*month) || bp.GPUHours != 15 || strings.Join(bp.Pods, ",") != "inference/mig-1,research/train" ||
+		!strings.Contains(bp.Evidence, "nvidia.com/gpu 501.00 EUR, nvidia.com/mig-1g.10gb 71.57 EUR") {
+		t.Errorf("bin-packing %+v, want %g EUR for 15 GPU-hours of inference/mig-1 and research/train", bp, eur)
 	}
 	if !approx(q.EUR, 191) || q.GPUHours != 28.5 || q.Target != advice.ApplyKueueFile || len(q.Pods) != 5 {
 		t.Errorf("queues %+v, want 191 EUR for 28.5 GPU-hours of 5 pods, in %s", q, advice.ApplyKueueFile)

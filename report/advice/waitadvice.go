@@ -47,7 +47,7 @@ const (
 // release would have served waiting pods. queues names the queues' file.
 func (a *adviser) waitAdvice(r *draft, d *model.Dataset, queues string) {
 	w := r.Result.Waiting
-	i := slices.IndexFunc(w.ByCluster, func(g analysis.WaitGroup) bool { return g.Name == d.Clusters()[0] })
+	i := slices.IndexFunc(w.ByCluster, func(g analysis.ClusterWait) bool { return g.Name == d.Clusters()[0] })
 	if i < 0 {
 		return
 	}
@@ -58,13 +58,13 @@ func (a *adviser) waitAdvice(r *draft, d *model.Dataset, queues string) {
 		Evidence: fmt.Sprintf("%d pods waited %s GPU-hours (p95 %s h) while %s EUR of allocated GPUs idled; quotas from what each team held and waited for at once, with reclaim, give idle shares back to the queued teams",
 			c.Pods, model.FormatHours(c.GPUHours), model.FormatHours(c.P95WaitHours), model.FormatEUR(c.IdleWhileWaitingEUR))})
 	if c.FragmentedGPUHours > 0 {
-		rate := meanEURPerDeviceHour(r.Result)
+		eur, priced := a.fragmentedEUR(d, w.PodsWaited, meanEURPerDeviceHour(r.Result))
 		r.Apply.SchedulerConfig = binPackingYAML(w.PodsWaited, c.FragmentedGPUHours)
-		r.WaitAdvice = append(r.WaitAdvice, WaitAdvice{Kind: WaitBinPacking, Target: "kube-scheduler profile default-scheduler", EUR: c.FragmentedGPUHours * rate,
-			EURPerMonth: c.FragmentedGPUHours * rate * month, GPUHours: c.FragmentedGPUHours,
+		r.WaitAdvice = append(r.WaitAdvice, WaitAdvice{Kind: WaitBinPacking, Target: "kube-scheduler profile default-scheduler", EUR: eur,
+			EURPerMonth: eur * month, GPUHours: c.FragmentedGPUHours,
 			Pods: waitedPods(w.PodsWaited, func(p *analysis.PodWaited) bool { return p.FragmentedGPUHours > 0 }),
-			Evidence: fmt.Sprintf("%s GPU-hours waited while enough GPUs were free in the cluster, on no one node; packing GPU pods onto the fewest nodes (MostAllocated) keeps whole nodes free for them: up to %s GPU-hours served, at the fleet's %s EUR per device-hour",
-				model.FormatHours(c.FragmentedGPUHours), model.FormatHours(c.FragmentedGPUHours), model.FormatEUR(rate))})
+			Evidence: fmt.Sprintf("%s GPU-hours waited while enough GPUs were free in the cluster, on no one node; packing GPU pods onto the fewest nodes (MostAllocated) keeps whole nodes free for them: up to %s GPU-hours served, %s",
+				model.FormatHours(c.FragmentedGPUHours), model.FormatHours(c.FragmentedGPUHours), priced)})
 	}
 	r.WaitAdvice = append(r.WaitAdvice, a.releaseForWaiting(d, month)...)
 }
@@ -81,7 +81,43 @@ func waitedPods(ps []analysis.PodWaited, keep func(*analysis.PodWaited) bool) []
 	return out
 }
 
-// meanEURPerDeviceHour is the fleet's cost per device-hour over the range.
+// fragmentedEUR is what the devices the pods waited for fragmented cost
+// over that time: per resource, its fragmented device-hours × rate (EUR per
+// GPU-hour) × the part of a GPU one device of it is (devicePart); and how
+// they were priced, for the evidence. A resource whose part is not known is
+// left out, and the sentence names it.
+func (a *adviser) fragmentedEUR(d *model.Dataset, pods []analysis.PodWaited, rate float64) (float64, string) {
+	hours := map[string]float64{} // device-hours fragmented per resource
+	for _, p := range pods {
+		devices := 0.0
+		for _, r := range p.Requests {
+			devices += r.Count
+		}
+		for _, r := range p.Requests {
+			if p.FragmentedGPUHours > 0 && devices > 0 {
+				hours[r.Resource] += p.FragmentedGPUHours * r.Count / devices
+			}
+		}
+	}
+	eur, parts, unpriced := 0.0, []string{}, []string{}
+	for _, r := range slices.Sorted(maps.Keys(hours)) {
+		part, ok := a.devicePart(d, r)
+		if !ok {
+			unpriced = append(unpriced, r)
+			continue
+		}
+		eur += hours[r] * rate * part
+		parts = append(parts, fmt.Sprintf("%s %s EUR", r, model.FormatEUR(rate*part)))
+	}
+	priced := fmt.Sprintf("priced per device-hour at the cluster's %s EUR per GPU-hour × the part of a GPU a device is: %s", model.FormatEUR(rate), strings.Join(parts, ", "))
+	if len(unpriced) > 0 {
+		priced += fmt.Sprintf("; %s not priced: what part of a GPU one of its devices is was not read", strings.Join(unpriced, ", "))
+	}
+	return eur, priced
+}
+
+// meanEURPerDeviceHour is the cluster's cost per GPU-hour over the range (a
+// MIG instance or a replica counting as its part of a GPU).
 func meanEURPerDeviceHour(r *analysis.Result) float64 {
 	if t := r.Fleet.Totals; t.GPUHours > 0 {
 		return t.CostEUR / t.GPUHours

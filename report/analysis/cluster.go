@@ -21,7 +21,7 @@ func (r *Result) OfCluster(c string) *Result {
 	out.Coverage.GPUs = only(r.Coverage.GPUs, func(g GPUCoverage) bool { return g.Cluster == c })
 	out.Coverage.Gaps = only(r.Coverage.Gaps, func(g Gap) bool { return g.Cluster == c })
 	out.Waiting.PodsWaited = only(r.Waiting.PodsWaited, func(p PodWaited) bool { return p.Cluster == c })
-	out.Waiting.ByCluster = only(r.Waiting.ByCluster, func(g WaitGroup) bool { return g.Name == c })
+	out.Waiting.ByCluster = only(r.Waiting.ByCluster, func(g ClusterWait) bool { return g.Name == c })
 	return &out
 }
 

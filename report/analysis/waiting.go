@@ -26,11 +26,15 @@ type Waiting struct {
 	// below which a pod counts as bound at once; e.g. "30s".
 	Interval string `json:"interval"`
 	WaitTotals
-	ByNamespace []WaitGroup `json:"by_namespace"`
-	ByTeam      []WaitGroup `json:"by_team"`
+	// IdleWhileWaitingEUR is the allocated-idle EUR that accrued in the step
+	// buckets in which a counted pod of the same cluster waited, summed over
+	// the clusters.
+	IdleWhileWaitingEUR float64     `json:"idle_while_waiting_eur"`
+	ByNamespace         []WaitGroup `json:"by_namespace"`
+	ByTeam              []WaitGroup `json:"by_team"`
 	// ByCluster breaks the figures down by the report's cluster label; one
 	// row "" without one.
-	ByCluster []WaitGroup `json:"by_cluster"`
+	ByCluster []ClusterWait `json:"by_cluster"`
 	// PodsWaited are the pods that waited, one row per pod (a pod of several GPUs
 	// once, with its request), most GPU-hours first.
 	PodsWaited []PodWaited `json:"pods_waited"`
@@ -47,16 +51,21 @@ type WaitTotals struct {
 	P50WaitHours       float64 `json:"p50_wait_hours"`
 	P95WaitHours       float64 `json:"p95_wait_hours"`
 	FragmentedGPUHours float64 `json:"fragmented_gpu_hours"`
-	// IdleWhileWaitingEUR is the allocated-idle EUR that accrued in the step
-	// buckets in which a pod of the group's clusters waited (for the fleet
-	// and a cluster; 0 for a namespace or team, which share their cluster's).
-	IdleWhileWaitingEUR float64 `json:"idle_while_waiting_eur"`
 }
 
-// WaitGroup is one namespace, team or cluster's waiting figures.
+// WaitGroup is one namespace, team or cluster's waiting figures. A
+// namespace or team has no idle EUR of its own: the idle EUR while pods
+// waited is its cluster's (ClusterWait).
 type WaitGroup struct {
 	Name string `json:"name"`
 	WaitTotals
+}
+
+// ClusterWait is one cluster's waiting figures and the allocated-idle EUR
+// that accrued in the step buckets in which a counted pod of it waited.
+type ClusterWait struct {
+	WaitGroup
+	IdleWhileWaitingEUR float64 `json:"idle_while_waiting_eur"`
 }
 
 // PodWaited is one pod that waited.
@@ -151,18 +160,20 @@ func waiting(d *model.Dataset, teams TeamMap) Waiting {
 			g.add(&row)
 		}
 	}
+	idle := map[string]float64{} // per cluster
 	for c, in := range waitedIn {
-		eur := 0.0
 		for b, v := range d.IdleEUR[c] {
 			if in.Has(b) {
-				eur += v
+				idle[c] += v
 			}
 		}
-		get(clusters, c).idleEUR = eur
-		fleet.idleEUR += eur
+		w.IdleWhileWaitingEUR += idle[c]
 	}
 	w.WaitTotals = fleet.totals()
-	w.ByNamespace, w.ByTeam, w.ByCluster = groupsOf(namespaces), groupsOf(teamsOf), groupsOf(clusters)
+	w.ByNamespace, w.ByTeam = groupsOf(namespaces), groupsOf(teamsOf)
+	for _, g := range groupsOf(clusters) {
+		w.ByCluster = append(w.ByCluster, ClusterWait{WaitGroup: g, IdleWhileWaitingEUR: idle[g.Name]})
+	}
 	slices.SortFunc(w.PodsWaited, func(a, b PodWaited) int {
 		return cmp.Or(cmp.Compare(b.GPUHours, a.GPUHours), cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod))
 	})
@@ -197,8 +208,8 @@ func podRow(d *model.Dataset, teams TeamMap, p *model.PodWait, from, to time.Tim
 
 // waitAcc accumulates a group's waiting figures.
 type waitAcc struct {
-	gpuHours, fragmented, idleEUR float64
-	waits                         []float64 // hours, per pod
+	gpuHours, fragmented float64
+	waits                []float64 // hours, per pod
 }
 
 func get(m map[string]*waitAcc, k string) *waitAcc {
@@ -219,7 +230,7 @@ func (a *waitAcc) add(row *PodWaited) {
 func (a *waitAcc) totals() WaitTotals {
 	slices.Sort(a.waits)
 	return WaitTotals{GPUHours: a.gpuHours, Pods: len(a.waits), P50WaitHours: nearestRank(a.waits, 0.50), P95WaitHours: nearestRank(a.waits, 0.95),
-		FragmentedGPUHours: a.fragmented, IdleWhileWaitingEUR: a.idleEUR}
+		FragmentedGPUHours: a.fragmented}
 }
 
 // groupsOf returns the groups of m, most GPU-hours waited first.

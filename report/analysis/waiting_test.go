@@ -201,3 +201,104 @@ func TestNotMeasured(t *testing.T) {
 		t.Errorf("waiting %+v, want not measured", r.Waiting)
 	}
 }
+
+// TestWaitFromCreation: the one-interval exemption measures a pod's whole
+// wait from its creation, not the part in the range. Created 1 h before the
+// range and bound 10 s into it, a pod of 2 GPUs waited 1 h 0 m 10 s: it is
+// counted, with the 10 s in the range — 2 × 10 s = 20/3600 GPU-hours, its
+// wait 10/3600 h. Created 10 s before the range and bound 10 s into it, it
+// waited 20 s, within the 30 s interval: not counted although its 10 s in
+// the range are as long.
+func TestWaitFromCreation(t *testing.T) {
+	for _, c := range []struct {
+		created  time.Duration // before the range's start
+		pods     int
+		gpuHours float64
+	}{{time.Hour, 1, 20.0 / 3600}, {10 * time.Second, 0, 0}} {
+		d := hourly.WaitingStory()
+		d.Waiting.Pods = []model.PodWait{{Pod: model.PodKey{Namespace: "ns", Pod: "p"}, Requests: []model.Request{{Resource: "nvidia.com/gpu", Count: 2}},
+			Created: hourly.At(0).Add(-c.created), Scheduled: hourly.At(0).Add(10 * time.Second), Node: "a"}}
+		r, err := analysis.Analyze(d, nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := r.Waiting; w.Pods != c.pods || !near(w.GPUHours, c.gpuHours) || c.pods == 1 && !near(w.P95WaitHours, 10.0/3600) {
+			t.Errorf("created %s before the range: %d pods, %g GPU-hours, p95 %g h; want %d, %g, 10 s", c.created, w.Pods, w.GPUHours, w.P95WaitHours, c.pods, c.gpuHours)
+		}
+	}
+}
+
+// TestFreeCapacity: a node's free devices are what it offers less what its
+// bound pods request, at least 0, and all it offers when no bound pod's
+// series is there. A pod of 3 GPUs waits the 2 h of the range while node y
+// offers 2 and node z 1 with nothing bound (z's bound series says 0, y has
+// none): 3 free in all, at most 2 on one node — fragmented, 3 × 2 = 6
+// GPU-hours. Node x offers 2 with 4 bound (its allocatable fell while its
+// pods ran): 0 free, not −2, which would leave 1 in all and the pod merely
+// too large. Without y (its bound series missing read as none free) 1 is
+// free in all: not fragmented.
+func TestFreeCapacity(t *testing.T) {
+	gpu := "nvidia.com/gpu"
+	node := func(n string) model.NodeResource { return model.NodeResource{Node: n, Resource: gpu} }
+	for _, c := range []struct {
+		name       string
+		capacity   map[model.NodeResource][]model.Level
+		fragmented float64
+	}{
+		{"x over-committed, y without bound pods", map[model.NodeResource][]model.Level{node("x"): hourly.Levels(0, 2), node("y"): hourly.Levels(0, 2), node("z"): hourly.Levels(0, 1)}, 6},
+		{"x and z only", map[model.NodeResource][]model.Level{node("x"): hourly.Levels(0, 2), node("z"): hourly.Levels(0, 1)}, 0},
+	} {
+		d := hourly.Dataset(2)
+		for b := range 2 {
+			hourly.Add(d, hourly.Device{Key: model.DeviceKey{UUID: "GPU-x"}, Host: "x", GPU: "0", Model: "NVIDIA H100 80GB HBM3", EURPerHour: 2},
+				model.HolderKey{Namespace: "ns", Pod: "run", Container: "main"}, b, model.StateBusy, 3600)
+		}
+		d.Waiting = &model.Waiting{Interval: 30 * time.Second, Capacity: c.capacity,
+			Bound: map[model.NodeResource][]model.Level{node("x"): hourly.Levels(0, 4), node("z"): hourly.Levels(0, 0)},
+			Pods:  []model.PodWait{{Pod: model.PodKey{Namespace: "ns", Pod: "p"}, Requests: []model.Request{{Resource: gpu, Count: 3}}, Created: hourly.At(0)}},
+		}
+		r, err := analysis.Analyze(d, nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := r.Waiting; !near(w.GPUHours, 6) || !near(w.FragmentedGPUHours, c.fragmented) {
+			t.Errorf("%s: %g GPU-hours, %g fragmented; want 6, %g", c.name, w.GPUHours, w.FragmentedGPUHours, c.fragmented)
+		}
+	}
+}
+
+// TestIdleWhileWaitingPerCluster: the idle EUR counts only in the steps in
+// which a pod of the same cluster waited. Cluster east idles 1 EUR in step 0
+// and 2 in step 1, its pod waits in step 0; west idles 4 and 8, its pod
+// waits in step 1. East 1 EUR, west 8, the fleet 9 — not 3 + 12 = 15, as
+// every cluster's idle EUR in any step a pod of any cluster waited would be.
+func TestIdleWhileWaitingPerCluster(t *testing.T) {
+	d := hourly.Dataset(2)
+	d.Waiting = &model.Waiting{Interval: 30 * time.Second}
+	for _, c := range []struct {
+		cluster    string
+		idle       [2]float64 // EUR per step: the GPU costs 3,600 EUR/h, so idle seconds are EUR
+		waitedFrom float64
+	}{{"east", [2]float64{1, 2}, 0}, {"west", [2]float64{4, 8}, 1}} {
+		dev := hourly.Device{Key: model.DeviceKey{Cluster: c.cluster, UUID: "GPU-" + c.cluster}, Host: c.cluster + "-node", GPU: "0", Model: "NVIDIA H100 80GB HBM3", EURPerHour: 3600}
+		for b, eur := range c.idle {
+			holder := model.HolderKey{Namespace: "nb", Pod: "hog", Container: "main"}
+			hourly.Add(d, dev, holder, b, model.StateIdle, eur)
+			hourly.Add(d, dev, holder, b, model.StateBusy, 3600-eur)
+		}
+		d.Waiting.Pods = append(d.Waiting.Pods, model.PodWait{Pod: model.PodKey{Cluster: c.cluster, Namespace: "ns", Pod: "p"},
+			Requests: []model.Request{{Resource: "nvidia.com/gpu", Count: 1}}, Created: hourly.At(c.waitedFrom), Scheduled: hourly.At(c.waitedFrom + 1), Node: c.cluster + "-node"})
+	}
+	r, err := analysis.Analyze(d, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := r.Waiting
+	idle := map[string]float64{}
+	for _, c := range w.ByCluster {
+		idle[c.Name] = c.IdleWhileWaitingEUR
+	}
+	if !near(w.IdleWhileWaitingEUR, 9) || len(idle) != 2 || !near(idle["east"], 1) || !near(idle["west"], 8) {
+		t.Errorf("idle while waiting: fleet %g, per cluster %v EUR; want 9, east 1, west 8", w.IdleWhileWaitingEUR, idle)
+	}
+}

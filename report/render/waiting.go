@@ -252,21 +252,26 @@ func csvWaitingRows(r *Report) [][]string {
 	if !w.Measured {
 		return nil
 	}
-	group := func(section, name string, t analysis.WaitTotals) []string {
+	// idle is the group's idle EUR while its pods waited: a cluster's or the
+	// fleet's; "" for a namespace or team, which has none of its own.
+	group := func(section, name string, t analysis.WaitTotals, idle string) []string {
 		cells := make([]string, len(csvHeader))
 		cells[0], cells[1], cells[2] = section, name, f64(t.GPUHours)
 		cells[csvPods], cells[csvP50Wait], cells[csvP95Wait] = fmt.Sprint(t.Pods), f64(t.P50WaitHours), f64(t.P95WaitHours)
-		cells[csvFragmented], cells[csvIdleWhileWaiting] = f64(t.FragmentedGPUHours), f64(t.IdleWhileWaitingEUR)
+		cells[csvFragmented], cells[csvIdleWhileWaiting] = f64(t.FragmentedGPUHours), idle
 		return cells
 	}
-	rows := append([][]string{group("waiting", "fleet", w.WaitTotals)}, csvWaitAdviceRows(r)...)
+	rows := append([][]string{group("waiting", "fleet", w.WaitTotals, f64(w.IdleWhileWaitingEUR))}, csvWaitAdviceRows(r)...)
 	for _, s := range []struct {
 		section string
 		gs      []analysis.WaitGroup
-	}{{"waiting_namespace", w.ByNamespace}, {"waiting_team", w.ByTeam}, {"waiting_cluster", w.ByCluster}} {
+	}{{"waiting_namespace", w.ByNamespace}, {"waiting_team", w.ByTeam}} {
 		for _, g := range s.gs {
-			rows = append(rows, group(s.section, g.Name, g.WaitTotals))
+			rows = append(rows, group(s.section, g.Name, g.WaitTotals, ""))
 		}
+	}
+	for _, c := range w.ByCluster {
+		rows = append(rows, group("waiting_cluster", c.Name, c.WaitTotals, f64(c.IdleWhileWaitingEUR)))
 	}
 	for _, p := range w.PodsWaited {
 		cells := make([]string, len(csvHeader))

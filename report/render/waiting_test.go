@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,6 +74,31 @@ func TestWaitingJSON(t *testing.T) {
 	if len(w.PodsWaited) != 5 || w.PodsWaited[0].Pod != "train" || len(w.PodsWaited[0].Requests) != 1 || w.PodsWaited[0].Requests[0].Count != 4 {
 		t.Errorf("pods_waited %+v, want train first, once, with its request of 4", w.PodsWaited)
 	}
+	// The names exactly: a namespace or team has no idle EUR of its own (it
+	// is its cluster's), a cluster has.
+	var names struct {
+		Waiting struct {
+			ByNamespace, ByTeam, ByCluster []map[string]json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &names); err != nil {
+		t.Fatal(err)
+	}
+	group := "fragmented_gpu_hours gpu_hours name p50_wait_hours p95_wait_hours pods"
+	for _, c := range []struct {
+		of   string
+		rows []map[string]json.RawMessage
+		want string
+	}{{"by_namespace", names.Waiting.ByNamespace, group}, {"by_team", names.Waiting.ByTeam, group}, {"by_cluster", names.Waiting.ByCluster, group + " idle_while_waiting_eur"}} {
+		for _, row := range c.rows {
+			keys := slices.Sorted(maps.Keys(row))
+			want := strings.Fields(c.want)
+			slices.Sort(want)
+			if !slices.Equal(keys, want) {
+				t.Errorf("%s object %v, want the fields %v", c.of, keys, want)
+			}
+		}
+	}
 }
 
 // TestWaitingMarkdownAndHTML: both say the headline, name the pods that
@@ -102,9 +129,9 @@ func TestWaitingMarkdownAndHTML(t *testing.T) {
 			t.Errorf("%s names research/train %d times as a row, want once (one row per pod)", format, n)
 		}
 		// What the waiting calls for (report/advice's TestBinPackingProfile):
-		// queues about 191 EUR, bin-packing about 7,515 EUR, and the
+		// queues about 191 EUR, bin-packing about 7,085.57 EUR, and the
 		// kube-scheduler profile under the configuration to apply.
-		for _, want := range []string{waitAdviceTitle, "7515.00", "191.00", schedulerTitle, "type: MostAllocated"} {
+		for _, want := range []string{waitAdviceTitle, "7085.57", "191.00", schedulerTitle, "type: MostAllocated"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("%s lacks %q", format, want)
 			}
@@ -144,6 +171,8 @@ func TestWaitingCSV(t *testing.T) {
 		switch {
 		case row[0] == "waiting" && (row[2] != "28.5" || row[csvPods] != "5" || row[csvP95Wait] != "4.5" || row[csvFragmented] != "15" || row[csvIdleWhileWaiting] != "191"):
 			t.Errorf("fleet row %q", row)
+		case row[0] == "waiting_cluster" && row[csvIdleWhileWaiting] != "191", (row[0] == "waiting_namespace" || row[0] == "waiting_team") && row[csvIdleWhileWaiting] != "":
+			t.Errorf("row %q: idle EUR while waiting is the fleet's and a cluster's, none of a namespace or team", row)
 		case row[0] == "waiting_pod" && row[1] == "research/train" && (row[2] != "18" || row[csvWaitHours] != "4.5" || row[csvRequest] != "4 × nvidia.com/gpu" || row[csvFragmented] != "14"):
 			t.Errorf("train row %q", row)
 		case row[0] == "waiting_pod" && row[1] == "notebooks/nb-1" && (row[csvOutcome] != analysis.OutcomeDeleted || row[csvTo] != "2026-01-05T03:15:00Z"):

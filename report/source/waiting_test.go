@@ -31,7 +31,11 @@ func at(m float64) time.Time { return waitStart.Add(time.Duration(m * float64(ti
 //     bound to n1 (kube_pod_status_scheduled_time 60 min);
 //   - inference/m (a MIG 1g.10gb+me instance) created at 90 min, unbound,
 //     deleted at 100 min;
-//   - kube_pod_scheduler: w and m volcano, b1 default-scheduler.
+//   - research/pair, two containers of 1 GPU each, created at 110 min and
+//     unbound to the end; research/pull bound to n2 with 1 GPU all along,
+//     still Pending (pulling its image): its request counts;
+//   - kube_pod_scheduler: w, m and pair volcano, b1 and pull
+//     default-scheduler.
 func ksmHistory(t *testing.T) *engine.Store {
 	t.Helper()
 	b := engine.NewStoreBuilder()
@@ -76,6 +80,16 @@ func ksmHistory(t *testing.T) *engine.Store {
 	pod("kube_pod_created", float64(at(90).Unix()), 90, 100, "inference", "m", "u-m")
 	pod("kube_pod_status_phase", 1, 90, 100, "inference", "m", "u-m", "phase", "Pending")
 	pod("kube_pod_scheduler", 1, 90, 100, "inference", "m", "u-m", "name", "volcano")
+	for _, c := range []string{"a", "b"} {
+		add(110, 121, 1, "__name__", "kube_pod_container_resource_requests", "namespace", "research", "pod", "pair", "uid", "u-pair", "container", c,
+			"resource", "nvidia_com_gpu", "unit", "integer")
+	}
+	pod("kube_pod_created", float64(at(110).Unix()), 110, 121, "research", "pair", "u-pair")
+	pod("kube_pod_status_phase", 1, 110, 121, "research", "pair", "u-pair", "phase", "Pending")
+	pod("kube_pod_scheduler", 1, 110, 121, "research", "pair", "u-pair", "name", "volcano")
+	req("research", "pull", "u-pull", "n2", "nvidia_com_gpu", 1, 0, 121)
+	pod("kube_pod_status_phase", 1, 0, 121, "research", "pull", "u-pull", "phase", "Pending")
+	pod("kube_pod_scheduler", 1, 0, 121, "research", "pull", "u-pull", "name", "default-scheduler")
 	return b.Store()
 }
 
@@ -86,12 +100,16 @@ func ksmHistory(t *testing.T) *engine.Store {
 //     m: nvidia.com/mig-1g.10gb+me ×1, created 90 min, deleted at 100 min —
 //     the end of the last 5 min step it was seen in (its last scrape,
 //     99.5 min);
+//   - pair: nvidia.com/gpu 1 + 1 = 2 (its containers summed), created
+//     110 min, neither bound nor deleted: seen unbound at the last point;
 //   - n1 offers 4 from the first point (5 min); n2 2, not known from 65 min
 //     (its series has no sample in (60, 65]) until 90 min; bound to n1 2
 //     (b1) from 5 min and 4 (b1 and w) from 60 min, whose point holds w's
-//     first bound sample; to n2 nothing — done is Succeeded;
+//     first bound sample; to n2 1 (pull, Pending) from 5 min — done is
+//     Succeeded;
 //   - the scrape interval: 120 samples of a node's series in the last hour
-//     → 30 s; schedulers: volcano 2 (w, m), default-scheduler 1 (b1).
+//     → 30 s; schedulers: volcano 3 (w, m, pair), default-scheduler 2 (b1,
+//     pull).
 func TestReadWaiting(t *testing.T) {
 	d := model.NewDataset(model.Range{Start: waitStart, End: at(120), Step: time.Hour, Resolution: 5 * time.Minute})
 	run := engine.NewRunner(engine.NewEmbeddedQuerier(ksmHistory(t), time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil))), engine.Limits{MaxPoints: 1000}, nil)
@@ -102,13 +120,17 @@ func TestReadWaiting(t *testing.T) {
 	if w == nil {
 		t.Fatal("no waiting data")
 	}
-	if len(w.Pods) != 2 {
-		t.Fatalf("pods %+v, want m and w", w.Pods)
+	if len(w.Pods) != 3 {
+		t.Fatalf("pods %+v, want m, pair and w", w.Pods)
 	}
-	m, pw := w.Pods[0], w.Pods[1]
+	m, pair, pw := w.Pods[0], w.Pods[1], w.Pods[2]
 	if m.Pod.Pod != "m" || len(m.Requests) != 1 || m.Requests[0] != (model.Request{Resource: "nvidia.com/mig-1g.10gb+me", Count: 1}) ||
 		!m.Created.Equal(at(90)) || !m.Scheduled.IsZero() || !m.Deleted.Equal(at(100)) {
 		t.Errorf("m: %+v", m)
+	}
+	if pair.Pod.Pod != "pair" || len(pair.Requests) != 1 || pair.Requests[0] != (model.Request{Resource: "nvidia.com/gpu", Count: 2}) ||
+		!pair.Created.Equal(at(110)) || !pair.Scheduled.IsZero() || !pair.Deleted.IsZero() {
+		t.Errorf("pair: %+v", pair)
 	}
 	if pw.Pod.Pod != "w" || len(pw.Requests) != 1 || pw.Requests[0] != (model.Request{Resource: "nvidia.com/gpu", Count: 2}) ||
 		!pw.Created.Equal(at(20)) || !pw.Scheduled.Equal(at(60)) || !pw.Deleted.IsZero() || pw.Node != "n1" {
@@ -123,15 +145,13 @@ func TestReadWaiting(t *testing.T) {
 		{"n1 capacity", w.Capacity[gpu("n1")], []model.Level{{From: at(5), Value: 4}}},
 		{"n2 capacity", w.Capacity[gpu("n2")], []model.Level{{From: at(5), Value: 2}, {From: at(65), Value: math.NaN()}, {From: at(90), Value: 2}}},
 		{"n1 bound", w.Bound[gpu("n1")], []model.Level{{From: at(5), Value: 2}, {From: at(60), Value: 4}}},
+		{"n2 bound", w.Bound[gpu("n2")], []model.Level{{From: at(5), Value: 1}}},
 	} {
 		if !sameLevels(c.got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	if _, ok := w.Bound[gpu("n2")]; ok {
-		t.Errorf("n2 bound %v: done is Succeeded", w.Bound[gpu("n2")])
-	}
-	if w.Interval != 30*time.Second || !maps.Equal(w.Schedulers[""], map[string]int{"volcano": 2, "default-scheduler": 1}) {
+	if w.Interval != 30*time.Second || !maps.Equal(w.Schedulers[""], map[string]int{"volcano": 3, "default-scheduler": 2}) {
 		t.Errorf("interval %s, schedulers %v", w.Interval, w.Schedulers)
 	}
 }

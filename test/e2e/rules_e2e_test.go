@@ -19,13 +19,17 @@ import (
 
 	"github.com/gputally/gputally/alerts"
 	"github.com/gputally/gputally/dashboards"
+	"github.com/gputally/gputally/team"
 )
 
 // TestRulesAndDashboardsAgainstPrometheus scrapes `gputally exporter
 // --backend=sim` (whose default scenario has pods holding GPUs they leave idle)
-// every second with a real Prometheus that loads the generated rules, then
-// checks that every dashboard query and every recording rule of the file
-// returns series and that GPUAllocatedButIdle fires.
+// and a kube-state-metrics of a pod waiting for GPUs
+// (testdata/kube-state-metrics-waiting.prom) every second with a real
+// Prometheus that loads the generated rules, then checks that every dashboard
+// query and every recording rule of the file returns series, that
+// GPUAllocatedButIdle fires, and that the waiting pod is fragmented and
+// fires GPUPodsWaitingWhileIdle with its team, runbook and EUR.
 func TestRulesAndDashboardsAgainstPrometheus(t *testing.T) {
 	prometheus := promLookPath(t, "prometheus")
 	gputally := promBuildGputally(t)
@@ -42,11 +46,23 @@ func TestRulesAndDashboardsAgainstPrometheus(t *testing.T) {
 		return strings.Contains(string(body), "gputally_cost_eur_total{"), "no gputally_cost_eur_total yet"
 	})
 
+	ksmText, err := os.ReadFile(filepath.Join("testdata", "kube-state-metrics-waiting.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ksm := serveText(t, string(ksmText))
+
 	opts := alerts.DefaultOptions()
 	// rate() divides by the whole window, so the window must not be longer
 	// than the data the test has for the EUR per hour to come out right.
 	opts.IdleWindow = 10 * time.Second
 	opts.IdleFor = 3 * time.Second
+	// The waiting pod was created long before the test: it has waited longer
+	// than any threshold from the first scrape.
+	opts.WaitFor = 3 * time.Second
+	if opts.Teams, err = team.ParseMap([]byte("teams:\n  ml-research: [research]\n")); err != nil {
+		t.Fatal(err)
+	}
 	// Month to date and the forecast need one step of the budget group.
 	opts.BudgetStep = 5 * time.Second
 	rules, err := alerts.Generate(opts)
@@ -76,7 +92,11 @@ scrape_configs:
   - job_name: %s
     static_configs:
       - targets: [%q]
-`, rulesPath, opts.ExporterJob, exporterAddr)
+  - job_name: kube-state-metrics
+    honor_labels: true
+    static_configs:
+      - targets: [%q]
+`, rulesPath, opts.ExporterJob, exporterAddr, ksm)
 	for path, content := range map[string][]byte{rulesPath: rules, configPath: []byte(config)} {
 		if err := os.WriteFile(path, content, 0o644); err != nil {
 			t.Fatal(err)
@@ -115,6 +135,58 @@ scrape_configs:
 			queries = append(queries, dashboards.ExpandVariables(q.Expr, "1m"))
 		}
 		promAllReturnSeries(t, ctx, prom, queries)
+	})
+
+	// kube-state-metrics' nodes offer 4 GPUs each with 2 bound: 4 free in
+	// all, 2 on either — research/train-4's 4 are fragmented.
+	t.Run("waiting rules", func(t *testing.T) {
+		for q, want := range map[string]float64{
+			fmt.Sprintf(`sum(%s{namespace="research", pod="train-4"})`, alerts.RulePodWaitingGPUs):     4,
+			fmt.Sprintf(`sum(%s{namespace="research", pod="train-4"})`, alerts.RuleFragmentedGPUs):     4,
+			fmt.Sprintf(`sum(%s{node=~"ksm-node-.", resource="nvidia_com_gpu"})`, alerts.RuleFreeGPUs): 4,
+			fmt.Sprintf(`max(%s{node=~"ksm-node-.", resource="nvidia_com_gpu"})`, alerts.RuleFreeGPUs): 2,
+		} {
+			if got, err := promScalar(ctx, prom, q); err != nil || got != want {
+				t.Errorf("%s = %g (%v), want %g", q, got, err, want)
+			}
+		}
+	})
+
+	t.Run("waiting alert fires", func(t *testing.T) {
+		var firing promAlert
+		promEventually(t, 90*time.Second, time.Second, "GPUPodsWaitingWhileIdle firing", func() (bool, string) {
+			as, err := promAlerts(ctx, prom)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, a := range as {
+				if a.Labels["alertname"] == "GPUPodsWaitingWhileIdle" && a.State == "firing" {
+					firing = a
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d alerts, GPUPodsWaitingWhileIdle not firing", len(as))
+		})
+		l := firing.Labels
+		if l["namespace"] != "research" || l["pod"] != "train-4" || l["resource"] != "nvidia_com_gpu" || l["team"] != "ml-research" {
+			t.Errorf("GPUPodsWaitingWhileIdle labels %v, want research/train-4, nvidia_com_gpu, team ml-research", l)
+		}
+		if !strings.HasSuffix(firing.Annotations["runbook_url"], "/docs/runbooks/GPUPodsWaitingWhileIdle.md") || !strings.Contains(firing.Annotations["summary"], "EUR per hour") {
+			t.Errorf("GPUPodsWaitingWhileIdle annotations %v, want its runbook and EUR per hour", firing.Annotations)
+		}
+		// Its value is the idle EUR per hour of the resource: above 0, at most
+		// what all GPUs of the resource cost per hour.
+		eurPerHour, err := strconv.ParseFloat(firing.Value, 64)
+		if err != nil {
+			t.Fatalf("alert value %q: %v", firing.Value, err)
+		}
+		all, err := promScalar(ctx, prom, `sum(gputally_gpu_hourly_cost_eur)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(eurPerHour > 0) || eurPerHour > 1.1*all {
+			t.Errorf("idle EUR per hour %g while pods waited, all GPUs cost %g", eurPerHour, all)
+		}
 	})
 
 	t.Run("idle alert fires", func(t *testing.T) {
