@@ -125,6 +125,26 @@ func TestClientHAMi(t *testing.T) {
 	}
 }
 
+// TestClientHAMiCoreScaling: cores are a fraction of the cores HAMi offers,
+// the registration's devcore (100 × deviceCoreScaling), not of 100. GPU 0 is
+// registered with deviceCoreScaling 2 (devcore 200) and deviceMemoryScaling
+// 1 (devmem 80000): a pod granted 20000 MiB and 50 cores holds
+// 20000 / 80000 = 0.25 of the memory and 50 / 200 = 0.25 of the cores
+// (50 / 100 = 0.5 would make its dominant share twice what it reserved).
+func TestClientHAMiCoreScaling(t *testing.T) {
+	const gpu = "nvidia.com/gpu"
+	reg := `[{"id":"` + gpu0 + `","count":10,"devmem":80000,"devcore":200,"type":"NVIDIA H100 80GB HBM3","mode":"hami-core","health":true}]`
+	h := fracHarness(t, attribution.NewMemoryPods(attribution.NewPodView(true,
+		[]attribution.Pod{hamiPod("ml", "half-cores", gpu0+",NVIDIA,20000,50")}, reg)))
+	h.sim.SetPods([]kubeletsim.Pod{pod("ml", "half-cores", ctr("c0", gpu, gpu0+"-0"))})
+	h.sim.SetAllocatable([]kubeletsim.Devices{{Resource: gpu, IDs: vgpus(gpu0, 10)}})
+	s := h.refresh(t)
+	want := map[string][]attribution.Holder{gpu0: {hamiHolder("ml", "half-cores", "c0", 0.25, 0.25)}}
+	if !reflect.DeepEqual(s.Holders, want) {
+		t.Errorf("holders:\n got %+v\nwant %+v", s.Holders, want)
+	}
+}
+
 // TestClientHAMiUnresolved: a broken annotation, an unfinished allocation, a
 // GPU not on the node and unwatched pods are unresolved, with their reason,
 // never a guess; the GPU is known only where the annotation names one of
