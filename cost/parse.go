@@ -115,7 +115,7 @@ func Parse(data []byte, name string) (*Book, error) {
 			}
 			return nil
 		},
-		"carbon": func(_, v *yaml.Node) error { return p.carbon(v, b) },
+		"carbon":     func(_, v *yaml.Node) error { return p.carbon(v, b) },
 		"fractional": func(_, v *yaml.Node) error { return p.parseFractional(v, &b.Fractional) },
 		"idle": func(_, v *yaml.Node) error {
 			return p.mapping(v, "idle", map[string]func(key, val *yaml.Node) error{
@@ -315,12 +315,19 @@ func (p *parser) costFields(n *yaml.Node, path string, m *ModelPrice, extra map[
 }
 
 // between returns a check that f lies in [lo, hi].
-func between(lo, hi float64) func(f float64) string {
+func between(lo, hi float64) func(f float64) string { return betweenIn(lo, hi, "") }
+
+// betweenIn returns a check that f lies in [lo, hi], naming the unit ("":
+// none) in its message.
+func betweenIn(lo, hi float64, unit string) func(f float64) string {
 	return func(f float64) string {
-		if f < lo || f > hi {
+		if !(f < lo || f > hi) {
+			return ""
+		}
+		if unit == "" {
 			return fmt.Sprintf("must be between %v and %v", lo, hi)
 		}
-		return ""
+		return fmt.Sprintf("must be between %v and %v %s", lo, hi, unit)
 	}
 }
 
