@@ -145,8 +145,9 @@ func TestClientHAMiCoreScaling(t *testing.T) {
 	}
 }
 
-// TestClientHAMiUnresolved: a broken annotation, an unfinished allocation, a
-// GPU not on the node and unwatched pods are unresolved, with their reason,
+// TestClientHAMiUnresolved: a broken annotation, a MIG grant of an older
+// HAMi (HAMi #1043's "[template-slot]" after the UUID), an unfinished
+// allocation, a GPU not on the node and unwatched pods are unresolved, with their reason,
 // never a guess; the GPU is known only where the annotation names one of
 // this node's.
 func TestClientHAMiUnresolved(t *testing.T) {
@@ -158,6 +159,7 @@ func TestClientHAMiUnresolved(t *testing.T) {
 		hamiPod("ml", "bad-memory", gpu1+",NVIDIA,20k,25"),
 		hamiPod("ml", "garbage", "garbage"),
 		hamiPod("ml", "elsewhere", "GPU-99999999-aaaa-bbbb-cccc-999999999999,NVIDIA,1000,10"),
+		hamiPod("ml", "mig", gpu1+"[1-0],NVIDIA,10240,45"),
 		allocating,
 	}
 	h := fracHarness(t, attribution.NewMemoryPods(attribution.NewPodView(true, pods, hamiRegistration)))
@@ -167,6 +169,7 @@ func TestClientHAMiUnresolved(t *testing.T) {
 		pod("ml", "garbage", ctr("c0", gpu, gpu1+"-2")),
 		pod("ml", "elsewhere", ctr("c0", gpu, gpu1+"-3")),
 		pod("ml", "allocating", ctr("c0", gpu, gpu0+"-4")),
+		pod("ml", "mig", ctr("c0", gpu, gpu1+"-4")),
 		pod("ml", "unknown-pod", ctr("c0", gpu, gpu0+"-5")),
 	})
 	h.sim.SetAllocatable([]kubeletsim.Devices{{Resource: gpu, IDs: append(vgpus(gpu0, 10), vgpus(gpu1, 10)...)}})
@@ -176,6 +179,7 @@ func TestClientHAMiUnresolved(t *testing.T) {
 		"ml/bad-memory/ " + gpu1 + " hami_annotation_malformed",
 		"ml/elsewhere/c0  hami_gpu_not_on_node",
 		"ml/garbage/  hami_annotation_malformed",
+		"ml/mig/ " + gpu1 + " hami_mig",
 		"ml/unknown-pod/c0  hami_not_allocated",
 	}
 	if got := unresolvedReasons(s); !reflect.DeepEqual(got, wantUnresolved) {
@@ -192,6 +196,7 @@ func TestClientHAMiUnresolved(t *testing.T) {
 	want[attribution.ReasonHAMiNotAllocated] = 2
 	want[attribution.ReasonHAMiMalformed] = 2
 	want[attribution.ReasonHAMiNotOnNode] = 1
+	want[attribution.ReasonHAMiMIG] = 1
 	if s.UnresolvedTotal != want {
 		t.Errorf("totals %v, want %v", s.UnresolvedTotal, want)
 	}
