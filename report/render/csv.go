@@ -51,8 +51,8 @@ const (
 	csvCloudEquivalent
 	csvBreakEven
 	csvGCO2ePerKWh // of a carbon-intensity row
-	csvSharing // of a holding: how it shares its device (gputally_gpu_allocation's sharing)
-	csvShare   // of a shared holding: its share of its device at its last sample
+	csvSharing     // of a holding: how it shares its device (gputally_gpu_allocation's sharing)
+	csvShare       // of a shared holding: its share of its device at its last sample
 )
 
 // Columns of the figures csvHeader begins with, for rows that fill only some.
