@@ -398,6 +398,45 @@ func TestClientDRAConsumedCapacity(t *testing.T) {
 	}
 }
 
+// TestClientDRAConsumedCapacitySplitOverContainers: the containers of one
+// allocation split what it consumed equally, as they split a device they
+// share equally: pod ml/pair's containers main and side both use claim big,
+// which consumed 40Gi of 80Gi memory (.5) and 60 of 100 cores (.6), so each
+// holds .5 / 2 = .25 memory and .6 / 2 = .3 cores; ml/small alone holds all
+// of its 20Gi and 10 cores, .25 and .1. Σ memory .75, Σ cores .7: the
+// pod's two containers together hold what its claim consumed, not twice it.
+func TestClientDRAConsumedCapacitySplitOverContainers(t *testing.T) {
+	slices := fakeSlices{nvRef("gpu-0"): {Type: "gpu", UUID: gpu0, PlacementStart: -1,
+		Capacity: map[string]float64{"memory": 80 << 30, "cores": 100}}}
+	share := func(id string) *string { return &id }
+	claims := attribution.NewStaticClaims([]attribution.ResourceClaim{
+		attribution.NewResourceClaim("ml", "small", []attribution.ClaimResult{{Request: "gpu", Driver: nvDriver, Pool: nodePool, Device: "gpu-0",
+			ShareID: share("s1"), ConsumedCapacity: map[string]string{"memory": "20Gi", "cores": "10"}}}),
+		attribution.NewResourceClaim("ml", "big", []attribution.ClaimResult{{Request: "gpu", Driver: nvDriver, Pool: nodePool, Device: "gpu-0",
+			ShareID: share("s2"), ConsumedCapacity: map[string]string{"memory": "40Gi", "cores": "60"}}}),
+	})
+	h := newHarness(t, func(c *attribution.Config) { c.Slices, c.Claims = slices, claims })
+	claimOf := func(ctrName, claim, shareID string) kubeletsim.Container {
+		return kubeletsim.Container{Name: ctrName, Claims: []kubeletsim.Claim{{Name: claim, Namespace: "ml", Devices: []kubeletsim.ClaimDevice{sharedDev("gpu-0", shareID)}}}}
+	}
+	h.sim.SetPods([]kubeletsim.Pod{
+		pod("ml", "small", claimOf("main", "small", "s1")),
+		pod("ml", "pair", claimOf("main", "big", "s2"), claimOf("side", "big", "s2")),
+	})
+	s := h.refresh(t)
+	dra := func(p, c, claim, shareID string, mem, cores float64) attribution.Holder {
+		return attribution.Holder{Namespace: "ml", Pod: p, Container: c, Resource: nvDriver, Sharing: attribution.DRA,
+			Replicas: 1, Claim: claim, ShareID: shareID, Fractional: true, Memory: mem, Cores: cores}
+	}
+	want := map[string][]attribution.Holder{gpu0: {
+		dra("pair", "main", "big", "s2", 0.25, 0.3), dra("pair", "side", "big", "s2", 0.25, 0.3),
+		dra("small", "main", "small", "s1", 0.25, 0.1),
+	}}
+	if !reflect.DeepEqual(s.Holders, want) {
+		t.Errorf("holders:\n got %+v\nwant %+v", s.Holders, want)
+	}
+}
+
 // TestPodViewKeepsOnlyWhatItReads: labels and annotations other than HAMi's
 // and KAI's are dropped, and a huge annotation does not parse.
 func TestPodViewKeepsOnlyWhatItReads(t *testing.T) {
