@@ -125,8 +125,29 @@ func TestClientHAMi(t *testing.T) {
 	}
 }
 
-// TestClientHAMiUnresolved: a broken annotation, an unfinished allocation, a
-// GPU not on the node and unwatched pods are unresolved, with their reason,
+// TestClientHAMiCoreScaling: cores are a fraction of the cores HAMi offers,
+// the registration's devcore (100 × deviceCoreScaling), not of 100. GPU 0 is
+// registered with deviceCoreScaling 2 (devcore 200) and deviceMemoryScaling
+// 1 (devmem 80000): a pod granted 20000 MiB and 50 cores holds
+// 20000 / 80000 = 0.25 of the memory and 50 / 200 = 0.25 of the cores
+// (50 / 100 = 0.5 would make its dominant share twice what it reserved).
+func TestClientHAMiCoreScaling(t *testing.T) {
+	const gpu = "nvidia.com/gpu"
+	reg := `[{"id":"` + gpu0 + `","count":10,"devmem":80000,"devcore":200,"type":"NVIDIA H100 80GB HBM3","mode":"hami-core","health":true}]`
+	h := fracHarness(t, attribution.NewMemoryPods(attribution.NewPodView(true,
+		[]attribution.Pod{hamiPod("ml", "half-cores", gpu0+",NVIDIA,20000,50")}, reg)))
+	h.sim.SetPods([]kubeletsim.Pod{pod("ml", "half-cores", ctr("c0", gpu, gpu0+"-0"))})
+	h.sim.SetAllocatable([]kubeletsim.Devices{{Resource: gpu, IDs: vgpus(gpu0, 10)}})
+	s := h.refresh(t)
+	want := map[string][]attribution.Holder{gpu0: {hamiHolder("ml", "half-cores", "c0", 0.25, 0.25)}}
+	if !reflect.DeepEqual(s.Holders, want) {
+		t.Errorf("holders:\n got %+v\nwant %+v", s.Holders, want)
+	}
+}
+
+// TestClientHAMiUnresolved: a broken annotation, a MIG grant of an older
+// HAMi (HAMi #1043's "[template-slot]" after the UUID), an unfinished
+// allocation, a GPU not on the node and unwatched pods are unresolved, with their reason,
 // never a guess; the GPU is known only where the annotation names one of
 // this node's.
 func TestClientHAMiUnresolved(t *testing.T) {
@@ -138,6 +159,7 @@ func TestClientHAMiUnresolved(t *testing.T) {
 		hamiPod("ml", "bad-memory", gpu1+",NVIDIA,20k,25"),
 		hamiPod("ml", "garbage", "garbage"),
 		hamiPod("ml", "elsewhere", "GPU-99999999-aaaa-bbbb-cccc-999999999999,NVIDIA,1000,10"),
+		hamiPod("ml", "mig", gpu1+"[1-0],NVIDIA,10240,45"),
 		allocating,
 	}
 	h := fracHarness(t, attribution.NewMemoryPods(attribution.NewPodView(true, pods, hamiRegistration)))
@@ -147,6 +169,7 @@ func TestClientHAMiUnresolved(t *testing.T) {
 		pod("ml", "garbage", ctr("c0", gpu, gpu1+"-2")),
 		pod("ml", "elsewhere", ctr("c0", gpu, gpu1+"-3")),
 		pod("ml", "allocating", ctr("c0", gpu, gpu0+"-4")),
+		pod("ml", "mig", ctr("c0", gpu, gpu1+"-4")),
 		pod("ml", "unknown-pod", ctr("c0", gpu, gpu0+"-5")),
 	})
 	h.sim.SetAllocatable([]kubeletsim.Devices{{Resource: gpu, IDs: append(vgpus(gpu0, 10), vgpus(gpu1, 10)...)}})
@@ -156,6 +179,7 @@ func TestClientHAMiUnresolved(t *testing.T) {
 		"ml/bad-memory/ " + gpu1 + " hami_annotation_malformed",
 		"ml/elsewhere/c0  hami_gpu_not_on_node",
 		"ml/garbage/  hami_annotation_malformed",
+		"ml/mig/ " + gpu1 + " hami_mig",
 		"ml/unknown-pod/c0  hami_not_allocated",
 	}
 	if got := unresolvedReasons(s); !reflect.DeepEqual(got, wantUnresolved) {
@@ -172,6 +196,7 @@ func TestClientHAMiUnresolved(t *testing.T) {
 	want[attribution.ReasonHAMiNotAllocated] = 2
 	want[attribution.ReasonHAMiMalformed] = 2
 	want[attribution.ReasonHAMiNotOnNode] = 1
+	want[attribution.ReasonHAMiMIG] = 1
 	if s.UnresolvedTotal != want {
 		t.Errorf("totals %v, want %v", s.UnresolvedTotal, want)
 	}
@@ -370,6 +395,45 @@ func TestClientDRAConsumedCapacity(t *testing.T) {
 	}
 	if s.HoldersKnownOn(gpu0, "") {
 		t.Error("GPU 0's holders known with a claim on it unresolved")
+	}
+}
+
+// TestClientDRAConsumedCapacitySplitOverContainers: the containers of one
+// allocation split what it consumed equally, as they split a device they
+// share equally: pod ml/pair's containers main and side both use claim big,
+// which consumed 40Gi of 80Gi memory (.5) and 60 of 100 cores (.6), so each
+// holds .5 / 2 = .25 memory and .6 / 2 = .3 cores; ml/small alone holds all
+// of its 20Gi and 10 cores, .25 and .1. Σ memory .75, Σ cores .7: the
+// pod's two containers together hold what its claim consumed, not twice it.
+func TestClientDRAConsumedCapacitySplitOverContainers(t *testing.T) {
+	slices := fakeSlices{nvRef("gpu-0"): {Type: "gpu", UUID: gpu0, PlacementStart: -1,
+		Capacity: map[string]float64{"memory": 80 << 30, "cores": 100}}}
+	share := func(id string) *string { return &id }
+	claims := attribution.NewStaticClaims([]attribution.ResourceClaim{
+		attribution.NewResourceClaim("ml", "small", []attribution.ClaimResult{{Request: "gpu", Driver: nvDriver, Pool: nodePool, Device: "gpu-0",
+			ShareID: share("s1"), ConsumedCapacity: map[string]string{"memory": "20Gi", "cores": "10"}}}),
+		attribution.NewResourceClaim("ml", "big", []attribution.ClaimResult{{Request: "gpu", Driver: nvDriver, Pool: nodePool, Device: "gpu-0",
+			ShareID: share("s2"), ConsumedCapacity: map[string]string{"memory": "40Gi", "cores": "60"}}}),
+	})
+	h := newHarness(t, func(c *attribution.Config) { c.Slices, c.Claims = slices, claims })
+	claimOf := func(ctrName, claim, shareID string) kubeletsim.Container {
+		return kubeletsim.Container{Name: ctrName, Claims: []kubeletsim.Claim{{Name: claim, Namespace: "ml", Devices: []kubeletsim.ClaimDevice{sharedDev("gpu-0", shareID)}}}}
+	}
+	h.sim.SetPods([]kubeletsim.Pod{
+		pod("ml", "small", claimOf("main", "small", "s1")),
+		pod("ml", "pair", claimOf("main", "big", "s2"), claimOf("side", "big", "s2")),
+	})
+	s := h.refresh(t)
+	dra := func(p, c, claim, shareID string, mem, cores float64) attribution.Holder {
+		return attribution.Holder{Namespace: "ml", Pod: p, Container: c, Resource: nvDriver, Sharing: attribution.DRA,
+			Replicas: 1, Claim: claim, ShareID: shareID, Fractional: true, Memory: mem, Cores: cores}
+	}
+	want := map[string][]attribution.Holder{gpu0: {
+		dra("pair", "main", "big", "s2", 0.25, 0.3), dra("pair", "side", "big", "s2", 0.25, 0.3),
+		dra("small", "main", "small", "s1", 0.25, 0.1),
+	}}
+	if !reflect.DeepEqual(s.Holders, want) {
+		t.Errorf("holders:\n got %+v\nwant %+v", s.Holders, want)
 	}
 }
 

@@ -1,10 +1,6 @@
 package cost
 
-import (
-	"fmt"
-
-	"go.yaml.in/yaml/v3"
-)
+import "go.yaml.in/yaml/v3"
 
 // Bounds of the price book's rental prices and carbon intensities, far beyond
 // any real figure.
@@ -127,15 +123,5 @@ func (p *parser) rentalFields(path string, m *ModelPrice) map[string]func(key, v
 			m.HasCloudReserved = true
 			return p.bounded(v, path+".cloud_reserved_eur_per_hour", &m.CloudReservedEURPerHour, betweenIn(0, MaxCloudEURPerHour, "EUR per GPU-hour"))
 		},
-	}
-}
-
-// betweenIn returns a check that f lies in [lo, hi], naming the unit.
-func betweenIn(lo, hi float64, unit string) func(f float64) string {
-	return func(f float64) string {
-		if f < lo || f > hi {
-			return fmt.Sprintf("must be between %v and %v %s", lo, hi, unit)
-		}
-		return ""
 	}
 }

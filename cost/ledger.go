@@ -196,8 +196,9 @@ type BookSource interface {
 }
 
 // Ledger integrates the cost of the GPUs of a node over time. It is not safe
-// for concurrent use: the sampler goroutine calls Advance and then reads the
-// totals with AppendTotals and AppendRates, and publishes copies.
+// for concurrent use: the sampler goroutine reads the share policy
+// (SharePolicy), calls Advance and then reads the totals with AppendTotals,
+// AppendRates and AppendEstimates, and publishes copies.
 //
 // Series follow the input: when a holder, MIG instance or GPU is no longer in
 // the GPUState passed to Advance, its series stay, frozen at their final

@@ -315,12 +315,19 @@ func (p *parser) costFields(n *yaml.Node, path string, m *ModelPrice, extra map[
 }
 
 // between returns a check that f lies in [lo, hi].
-func between(lo, hi float64) func(f float64) string {
+func between(lo, hi float64) func(f float64) string { return betweenIn(lo, hi, "") }
+
+// betweenIn returns a check that f lies in [lo, hi], naming the unit ("":
+// none) in its message.
+func betweenIn(lo, hi float64, unit string) func(f float64) string {
 	return func(f float64) string {
-		if f < lo || f > hi {
+		if !(f < lo || f > hi) {
+			return ""
+		}
+		if unit == "" {
 			return fmt.Sprintf("must be between %v and %v", lo, hi)
 		}
-		return ""
+		return fmt.Sprintf("must be between %v and %v %s", lo, hi, unit)
 	}
 }
 

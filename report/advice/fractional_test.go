@@ -118,3 +118,78 @@ func TestAdviceOnFractionalShares(t *testing.T) {
 		t.Errorf("a device-plugin time-slicing config for a node where HAMi or KAI share GPUs:\n%s", adv.Apply.TimeSlicing)
 	}
 }
+
+// TestAdviceOnSharesThatEnded: what counts is who held a GPU over the range
+// and who shares GPUs at its end. Three hours of H100s at 1.50 EUR/h, every
+// container main, each holding's framebuffer 2,000 MiB (m = 730.5 / 3):
+//
+//	kai       GPU-s0  team/s, a KAI fraction of 50 %, busy, hour 0 only (50 %
+//	                  unallocated); then kai-resource-reservation/res, the
+//	                  whole GPU for no sharer, idle, hours 1–2
+//	was-hami  GPU-s1  dev/h, a HAMi share of 25 %, busy, hour 0 only; then
+//	                  unallocated
+//	          GPU-s2  ops/w-4 whole, busy 10 %   } low-duty whole GPUs on a
+//	          GPU-s3  ops/w-5 whole, busy 20 %   } node no share is on at the end
+//
+// The reservation is the GPU's only holding at the end, not over the range:
+// releasing it frees no GPU (whatever frees a GPU covers every holding on it
+// over the range, as for a whole-GPU pod); its own cost, 2 h × 1.50 = 3.00
+// EUR × m, is reclaimable. The node where HAMi shared a GPU only in hour 0
+// is open to time-slicing: ops/w-4 and ops/w-5 fit on one GPU (busy 10 % +
+// 20 % × 1.2 headroom = 36 %; 2 × 2,000 MiB × 1.2), freeing the cheaper of
+// two GPUs of 3 h × 1.50 = 4.50 EUR each: 4.50 EUR × m.
+func TestAdviceOnSharesThatEnded(t *testing.T) {
+	d := hourly.Dataset(3)
+	dev := func(node, uuid string) hourly.Device {
+		return hourly.Device{Key: model.DeviceKey{UUID: uuid}, Host: node, GPU: uuid[len(uuid)-1:], Model: "NVIDIA H100 80GB HBM3", EURPerHour: 1.5}
+	}
+	pod := func(ns, name string) model.HolderKey {
+		return model.HolderKey{Namespace: ns, Pod: name, Container: "main"}
+	}
+	// hold books holder's share of dev in buckets from..to−1, busy busy of
+	// it, and the rest of the GPU unallocated.
+	hold := func(dv hourly.Device, holder model.HolderKey, al model.Alloc, share, busy float64, from, to int) {
+		for b := from; b < to; b++ {
+			hourly.Add(d, dv, holder, b, model.StateBusy, 3600*share*busy)
+			hourly.Add(d, dv, holder, b, model.StateIdle, 3600*share*(1-busy))
+			if share < 1 {
+				hourly.Add(d, dv, model.HolderKey{}, b, model.StateUnallocated, 3600*(1-share))
+			}
+		}
+		k := model.HoldingKey{Dev: dv.Key, Holder: holder}
+		d.AddFramebuffer(k, 2000)
+		d.MIGMode[dv.Key.GPU()] = "disabled"
+		d.Alloc[k] = al
+		if al.Sharing != "exclusive" {
+			d.Shares[k] = model.Share{Share: share, Bucket: to - 1}
+		}
+	}
+	whole := model.Alloc{Resource: "nvidia.com/gpu", Sharing: "exclusive"}
+	s0, s1 := dev("kai", "GPU-s0"), dev("was-hami", "GPU-s1")
+	hold(s0, pod("team", "s"), model.Alloc{Sharing: "kai"}, 0.5, 1, 0, 1)
+	hold(s0, pod("kai-resource-reservation", "res"), model.Alloc{Resource: "nvidia.com/gpu", Sharing: "kai"}, 1, 0, 1, 3)
+	hold(s1, pod("dev", "h"), model.Alloc{Resource: "nvidia.com/gpu", Sharing: "hami"}, 0.25, 1, 0, 1)
+	for b := 1; b < 3; b++ {
+		hourly.Add(d, s1, model.HolderKey{}, b, model.StateUnallocated, 3600)
+	}
+	hold(dev("was-hami", "GPU-s2"), pod("ops", "w-4"), whole, 1, 0.10, 0, 3)
+	hold(dev("was-hami", "GPU-s3"), pod("ops", "w-5"), whole, 1, 0.20, 0, 3)
+	a, err := analysis.Analyze(d, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adv := advice.Advise(a, d, advice.Settings{Headroom: 1.2, ReleaseBelow: 0.05, LowDutyBelow: 0.3, DrainAbove: 0.95})
+	m := model.HoursPerMonth / 3
+	byTarget := map[string]advice.Recommendation{}
+	for _, r := range adv.Recommendations {
+		byTarget[r.Kind+" "+r.Target] = r
+	}
+	res, ok := byTarget["release kai-resource-reservation/res/main"]
+	if !ok || res.FreedEURPerMonth != 0 || len(res.FreedGPUs) != 0 || math.Abs(res.ReclaimableEURPerMonth-3.0*m) > 1e-6 {
+		t.Errorf("release of the reservation: %+v; want nothing freed, %.4f EUR reclaimable", res, 3.0*m)
+	}
+	ts, ok := byTarget["time-slicing ops"]
+	if !ok || strings.Join(ts.Holdings, ",") != "ops/w-4/main,ops/w-5/main" || len(ts.FreedGPUs) != 1 || math.Abs(ts.FreedEURPerMonth-4.5*m) > 1e-6 {
+		t.Errorf("time-slicing ops: %+v; want ops/w-4 and ops/w-5 on one GPU, %.4f EUR freed: %+v", ts, 4.5*m, adv.Recommendations)
+	}
+}

@@ -38,11 +38,12 @@ func sharingName(h *analysis.Holding) string {
 	return "DRA"
 }
 
-// shareHoldings returns the holdings of GPU shares, most EUR first.
+// shareHoldings returns the holdings of GPU shares (a KAI reservation pod's
+// among them), most EUR first.
 func shareHoldings(hs []analysis.Holding) []*analysis.Holding {
 	var out []*analysis.Holding
 	for i := range hs {
-		if h := &hs[i]; h.Fractional() || h.KAIReservation() {
+		if h := &hs[i]; h.Fractional() {
 			out = append(out, h)
 		}
 	}
@@ -75,10 +76,7 @@ func mdShares(b *strings.Builder, r *Report) {
 	}
 	fmt.Fprintf(b, "## %s\n\n%s\n\n| %s |\n|---|---|---|---|---:|---:|---:|---:|---:|\n", sharesTitle, sharesNote, strings.Join(sharesHeader, " | "))
 	for _, row := range rows {
-		for i := range row {
-			row[i] = mdCell(row[i])
-		}
-		fmt.Fprintf(b, "| %s |\n", strings.Join(row, " | "))
+		fmt.Fprintf(b, "| %s |\n", strings.Join(mdCells(row), " | "))
 	}
 	b.WriteString("\n")
 }
