@@ -29,8 +29,8 @@ package dcgmnames
 //	                  (449, MB/s)                         from MB/s to bytes per second
 //	power/thermal     gputally wrote µs ("in us", as      ns, as DCGM's header and 4.8.2's
 //	violation         dcgm-exporter's collector file      collector file say; the exporter's
-//	                  once said)                          legacy naming still writes µs
-//	                                                      (collector/metrics.go)
+//	                  once said)                          legacy naming writes ns too
+//	                                                      (collector/metrics.go: toOld)
 //	NVLink total      ×1,000,000 would be MB/s → B/s      ×1,024,000: the legacy field is KiB/s
 //	factor                                                ÷ 1,000, the base field KiB/s × 1,024
 //

@@ -42,7 +42,11 @@ const module = "github.com/gputally/gputally/"
 
 // TestReportImportsDown holds every package under report/ to its row of
 // reportImports: the sources never import each other, the engine client no
-// report package, and nothing imports a package downstream of it.
+// report package, and nothing imports a package downstream of it. A
+// package's test files may import what it may, itself (an external test
+// package), the test support under report/internal and the assembled
+// pipeline, report (an external test end to end), nothing more: a source's
+// tests do not import the other source either.
 func TestReportImportsDown(t *testing.T) {
 	seen := map[string]bool{}
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
@@ -55,7 +59,7 @@ func TestReportImportsDown(t *testing.T) {
 			return filepath.SkipDir
 		}
 		pkg := filepath.ToSlash(filepath.Join("report", path))
-		imports, hasGo := reportImportsOf(t, path)
+		imports, testImports, hasGo := reportImportsOf(t, path)
 		if !hasGo {
 			return nil
 		}
@@ -70,6 +74,11 @@ func TestReportImportsDown(t *testing.T) {
 				t.Errorf("%s imports %s: it may import only %v", pkg, imp, allowed)
 			}
 		}
+		for _, imp := range testImports {
+			if !slices.Contains(allowed, "*") && !slices.Contains(allowed, imp) && imp != pkg && imp != "report" && !strings.HasPrefix(imp, "report/internal/") {
+				t.Errorf("%s's tests import %s: they may import only %v, %s, report and report/internal/…", pkg, imp, allowed, pkg)
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -82,21 +91,22 @@ func TestReportImportsDown(t *testing.T) {
 	}
 }
 
-// reportImportsOf returns the report packages the non-test Go files in dir
-// import, and whether dir holds any.
-func reportImportsOf(t *testing.T, dir string) ([]string, bool) {
+// reportImportsOf returns the report packages the Go files in dir import,
+// those of its non-test files and those of its test files, and whether dir
+// holds any non-test file.
+func reportImportsOf(t *testing.T, dir string) (imports, testImports []string, hasGo bool) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	hasGo := false
 	for _, f := range files {
+		out := &imports
 		if strings.HasSuffix(f, "_test.go") {
-			continue
+			out = &testImports
+		} else {
+			hasGo = true
 		}
-		hasGo = true
 		af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
 		if err != nil {
 			t.Fatal(err)
@@ -106,26 +116,28 @@ func reportImportsOf(t *testing.T, dir string) ([]string, bool) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rest, ok := strings.CutPrefix(p, module); ok && strings.HasPrefix(rest, "report") && !slices.Contains(out, rest) {
-				out = append(out, rest)
+			if rest, ok := strings.CutPrefix(p, module); ok && strings.HasPrefix(rest, "report") && !slices.Contains(*out, rest) {
+				*out = append(*out, rest)
 			}
 		}
 	}
-	return out, hasGo
+	return imports, testImports, hasGo
 }
 
-// TestEngineKnowsNoMetric: no file of report/engine, tests included, names a
-// gputally or DCGM metric: the engine client sends what its callers ask and
-// checks answers for what any engine must hold, whatever the series.
+// TestEngineKnowsNoMetric: no file under report/engine, tests and any
+// package or testdata below it included, names a gputally or DCGM metric:
+// the engine client sends what its callers ask and checks answers for what
+// any engine must hold, whatever the series.
 func TestEngineKnowsNoMetric(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("engine", "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no Go files in report/engine: %v", err)
-	}
-	for _, f := range files {
+	n := 0
+	err := filepath.WalkDir("engine", func(f string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		n++
 		b, err := os.ReadFile(f)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		for _, name := range []string{"gputally_", "DCGM_"} {
 			if i := strings.Index(string(b), name); i >= 0 {
@@ -133,5 +145,9 @@ func TestEngineKnowsNoMetric(t *testing.T) {
 				t.Errorf("%s:%d names %s…: the engine client knows no metric", f, line, name)
 			}
 		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("no files under report/engine: %v", err)
 	}
 }

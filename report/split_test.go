@@ -72,21 +72,7 @@ func TestRequestsSizedBySamples(t *testing.T) {
 				}
 			}
 			for q, n := range points {
-				want := 168
-				switch {
-				case strings.HasPrefix(q, "count without ("): // the search for copies of a ledger series: this period
-				case strings.Contains(q, " offset "): // devices busy at once, per the fake's 5m scrape interval
-					want = 7 * 24 * 12
-				case strings.Contains(q, "gputally_gpu_seconds_total") || strings.Contains(q, "gputally_cost_eur_total") || strings.Contains(q, "gputally_energy_joules_total"):
-					want = 2*169 + 2 // from the bucket ending at the start; this period, the previous one and the last bucket (end.go)
-				case strings.Contains(q, "[5m]"):
-					want = 7 * 24 * 12
-				case strings.Contains(q, "vector(1)"):
-					want = 1 // the window probe, at the end
-				case strings.Contains(q, "kube_pod_scheduler") || strings.Contains(q, "count_over_time(kube_node_status_allocatable"):
-					want = 1 // the GPU pods' schedulers and kube-state-metrics' scrape interval (report/source/waiting.go), at the end
-				}
-				if n != want {
+				if want := fleetPoints(q); n != want {
 					t.Errorf("%s: %d points in all, want %d", q, n, want)
 				}
 			}

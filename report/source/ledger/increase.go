@@ -25,7 +25,7 @@ import (
 // before the window, however old: a scrape gap's growth lands in the bucket
 // after it. So the report uses no counter function. It reads the raw samples'
 // values through functions of the samples inside a window, which every engine
-// evaluates alike once the windows are alike (window.go), and takes the
+// evaluates alike once the windows are alike (report/engine/window.go), and takes the
 // differences itself. The exporter makes the exact answer reachable: an ended
 // holder's series stays exported with its final value for a retention window
 // (so its last increment is scraped), and a new holder's series, and every
