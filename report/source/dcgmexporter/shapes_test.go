@@ -207,12 +207,13 @@ func TestDecide(t *testing.T) {
 }
 
 // TestGuestBook: a vGPU type is priced as its fraction of its board's entry
-// — flat or capital + overhead, × 10/40 for GRID A100-10C — before the
+// — flat or capital + overhead, and the rental prices, × 10/40 for GRID
+// A100-10C — before the
 // book's own entries, which still price the physical GPUs; a type of an
 // unknown board, or of a board the book does not price, is an error; other
 // models get no entry.
 func TestGuestBook(t *testing.T) {
-	book, err := cost.Parse([]byte("currency: EUR\nmodels:\n  - {match: \"A100\", purchase_eur: 14016, amortization_years: 1, overhead_eur_per_hour: 0.4}\n  - {match: \"L4\", hourly_eur: 0.80}\n"), "b.yaml")
+	book, err := cost.Parse([]byte("currency: EUR\nmodels:\n  - {match: \"A100\", purchase_eur: 14016, amortization_years: 1, overhead_eur_per_hour: 0.4, cloud_eur_per_hour: 4.00, cloud_reserved_eur_per_hour: 2.60}\n  - {match: \"L4\", hourly_eur: 0.80}\n"), "b.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +227,15 @@ func TestGuestBook(t *testing.T) {
 	// a quarter 0.50.
 	if r := g.Book().Price("GRID A100-10C").Rate(math.NaN()); math.Abs(r.Total()-0.50) > 1e-9 || math.Abs(r.Capital-0.40) > 1e-9 {
 		t.Errorf("GRID A100-10C at %+v, want 0.40 capital + 0.10 overhead", r)
+	}
+	// Renting a quarter of an A100: 4.00 × 10/40 = 1.00 EUR/h on demand,
+	// 2.60 × 10/40 = 0.65 reserved; own-or-rent compares the guest's 0.50
+	// with them as it compares the whole board's 2.00 with 4.00 and 2.60.
+	if p := g.Book().Price("GRID A100-10C"); !p.HasCloud || math.Abs(p.CloudEURPerHour-1.00) > 1e-9 || math.Abs(p.CloudReservedEURPerHour-0.65) > 1e-9 {
+		t.Errorf("GRID A100-10C rents at %v on demand, %v reserved, want 1.00 and 0.65", p.CloudEURPerHour, p.CloudReservedEURPerHour)
+	}
+	if p := g.Book().Price("NVIDIA A100-SXM4-40GB"); math.Abs(p.CloudEURPerHour-4.00) > 1e-9 {
+		t.Errorf("the A100 itself rents at %v, want 4.00", p.CloudEURPerHour)
 	}
 	if r := g.Book().Price("NVIDIA A100-SXM4-40GB").Rate(math.NaN()); math.Abs(r.Total()-2.00) > 1e-9 {
 		t.Errorf("the A100 itself at %+v, want 2.00 EUR/h", r)

@@ -16,8 +16,9 @@ import (
 // 10 GB of an A100 40GB (testdata/real/vks-grid-a100-10c.prom) — which a
 // price book's "A100" entry would price as a whole A100. Such a GPU is
 // priced as the fraction of its board the type names (package vgpu): the
-// board's entry in the book, its capital and overhead (or flat rate) × the
-// fraction; a guest has no power field, so no energy. A vGPU type whose
+// board's entry in the book, its capital and overhead (or flat rate) and its
+// rental prices × the fraction, so that own-or-rent compares a guest-hour
+// with renting that part of a GPU; a guest has no power field, so no energy. A vGPU type whose
 // board the report does not know is refused by name.
 
 // guestBook is the ledger's price book: the report's, and before its
@@ -59,6 +60,8 @@ func (b *guestBook) see(modelName string) error {
 	p.HourlyEUR *= f
 	p.PurchaseEUR *= f
 	p.OverheadEURPerHour *= f
+	p.CloudEURPerHour *= f
+	p.CloudReservedEURPerHour *= f
 	nb := *b.book
 	nb.Models = append([]cost.ModelPrice{p}, b.book.Models...)
 	b.book, b.guests[modelName] = &nb, &g
