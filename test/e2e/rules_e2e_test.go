@@ -23,8 +23,9 @@ import (
 )
 
 // TestRulesAndDashboardsAgainstPrometheus scrapes `gputally exporter
-// --backend=sim` (whose default scenario has pods holding GPUs they leave idle)
-// and a kube-state-metrics of a pod waiting for GPUs
+// --backend=sim` (whose default scenario has pods holding GPUs they leave idle),
+// a second one on the simulated HAMi node (testdata/scenarios/fractional:
+// the shares' series) and a kube-state-metrics of a pod waiting for GPUs
 // (testdata/kube-state-metrics-waiting.prom) every second with a real
 // Prometheus that loads the generated rules, then checks that every dashboard
 // query and every recording rule of the file returns series, that
@@ -36,15 +37,21 @@ func TestRulesAndDashboardsAgainstPrometheus(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 
-	exporterAddr := promFreeAddr(t)
+	exporterAddr, hamiAddr := promFreeAddr(t), promFreeAddr(t)
 	promStartProcess(t, gputally, "exporter", "--backend=sim", "--web.listen-address="+exporterAddr)
-	promEventually(t, 30*time.Second, 200*time.Millisecond, "exporter serves the ledger", func() (bool, string) {
-		body, err := promGet(ctx, "http://"+exporterAddr, "/metrics")
-		if err != nil {
-			return false, err.Error()
-		}
-		return strings.Contains(string(body), "gputally_cost_eur_total{"), "no gputally_cost_eur_total yet"
-	})
+	// The HAMi node's pods come from the simulated node itself (no
+	// --attribution.pods.enabled): its shares are held from the first sample.
+	promStartProcess(t, gputally, "exporter", "--backend=sim", "--web.listen-address="+hamiAddr,
+		"--sim.scenario="+filepath.Join("..", "..", "testdata", "scenarios", "fractional", "hami-node.yaml"))
+	for _, addr := range []string{exporterAddr, hamiAddr} {
+		promEventually(t, 30*time.Second, 200*time.Millisecond, "exporter serves the ledger", func() (bool, string) {
+			body, err := promGet(ctx, "http://"+addr, "/metrics")
+			if err != nil {
+				return false, err.Error()
+			}
+			return strings.Contains(string(body), "gputally_cost_eur_total{"), "no gputally_cost_eur_total yet"
+		})
+	}
 
 	ksmText, err := os.ReadFile(filepath.Join("testdata", "kube-state-metrics-waiting.prom"))
 	if err != nil {
@@ -91,12 +98,12 @@ rule_files:
 scrape_configs:
   - job_name: %s
     static_configs:
-      - targets: [%q]
+      - targets: [%q, %q]
   - job_name: kube-state-metrics
     honor_labels: true
     static_configs:
       - targets: [%q]
-`, rulesPath, opts.ExporterJob, exporterAddr, ksm)
+`, rulesPath, opts.ExporterJob, exporterAddr, hamiAddr, ksm)
 	for path, content := range map[string][]byte{rulesPath: rules, configPath: []byte(config)} {
 		if err := os.WriteFile(path, content, 0o644); err != nil {
 			t.Fatal(err)
@@ -114,9 +121,9 @@ scrape_configs:
 		_, err := promGet(ctx, prom, "/-/ready")
 		return err == nil, fmt.Sprint(err)
 	})
-	promEventually(t, 60*time.Second, 500*time.Millisecond, "a few scrapes of the exporter", func() (bool, string) {
+	promEventually(t, 60*time.Second, 500*time.Millisecond, "a few scrapes of the exporters", func() (bool, string) {
 		n, err := promInstant(ctx, prom, fmt.Sprintf(`count_over_time(up{job=%q}[1m]) >= 5 and up == 1`, opts.ExporterJob))
-		return err == nil && n == 1, fmt.Sprintf("%d series, %v", n, err)
+		return err == nil && n == 2, fmt.Sprintf("%d series, %v", n, err)
 	})
 
 	t.Run("recording rules", func(t *testing.T) {
