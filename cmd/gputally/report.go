@@ -28,8 +28,7 @@ import (
 // is what it keeps to the end — the dataset, per holding the 5-minute
 // activity and framebuffer values, and for --demo the store — and the default
 // 100 % lets garbage grow to its size again: 50 % holds the peak nearer the
-// data (1,000 GPUs × 30 days over HTTP: 288 MiB instead of 335–409 MiB;
-// docs/performance.md).
+// data (docs/performance.md, "Memory and the range").
 const reportGCPercent = 50
 
 // reportCommand writes the weekly utilization and cost report.
