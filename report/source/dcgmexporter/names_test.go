@@ -76,10 +76,10 @@ func TestBothNamingsNewWins(t *testing.T) {
 	d := collectHistory(t, f)
 	checkEntries(t, d, []want{{"GPU-A", "", "ml", "train-0", model.StateBusy, 3600, 1.55, model.Sampled}})
 	for k := range d.Ledger {
-		if a := d.Activity[k]; a == nil || a.Max() != 0.9 {
+		if a := d.Activity[k]; a == nil || math.Abs(a.Max()-0.9) > 1e-9 {
 			t.Errorf("%v: activity %v, want the new name's 0.9 at most", k, a)
 		}
-		if fb := d.FBMiB[k]; fb == nil || fb.Max() != 40960 {
+		if fb := d.FBMiB[k]; fb == nil || math.Abs(fb.Max()-40960) > 1e-6 {
 			t.Errorf("%v: framebuffer %v, want the new name's 40,960 MiB at most", k, fb)
 		}
 	}
